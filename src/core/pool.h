@@ -1,0 +1,64 @@
+/* Thread pool over shared linear memory, synchronised by wasm atomics (ggml-style persistent pool).
+ *
+ * The host starts nth-1 workers (worker_threads / Web Workers); each instantiates the modules over the
+ * same memory and calls ae_worker_main(pool, ith, gen0), which never returns until quit. The calling
+ * thread runs ae_pool_run(pool, job, arg): it publishes the job, bumps `gen`, takes part as ith = 0,
+ * and returns when every thread is done. Inside a job, threads split work by (ith, nth) and meet at
+ * ae_barrier(). Waiting is a short spin, then memory.atomic.wait32 (a pure spin collapses when
+ * threads outnumber free cores). Without threads (AE_THREADS == 0) nth is always 1. */
+#ifndef AE_POOL_H
+#define AE_POOL_H
+#include "core/common.h"
+
+typedef struct ae_pool {
+  int32_t gen;        /* job generation, bumped by ae_pool_run */
+  int32_t n_pending;  /* workers that have not finished the current job */
+  int32_t nth;        /* threads taking part, including the caller */
+  int32_t job;        /* job id, see ae_job_run */
+  uint32_t arg;       /* job argument (pointer into linear memory) */
+  int32_t quit;       /* set to make workers return */
+  int32_t bar_count;  /* barrier arrivals */
+  int32_t bar_gen;    /* barrier generation */
+  int32_t spin;       /* spin iterations before waiting */
+  int32_t n_started;  /* workers that entered ae_worker_main */
+  int32_t pad_[6];
+} ae_pool;
+static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
+
+#define AE_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define AE_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+AE_INLINE void ae_wait_while_eq(int32_t *p, int32_t v, int32_t spin) {
+  for (int32_t i = 0; i < spin; i++)
+    if (AE_LOAD(p) != v) return;
+#if AE_THREADS
+  while (AE_LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, -1);
+#endif
+}
+
+AE_INLINE void ae_notify_all(int32_t *p) {
+#if AE_THREADS
+  __builtin_wasm_memory_atomic_notify(p, 0x7fffffff);
+#else
+  (void)p;
+#endif
+}
+
+/* All nth threads of the current job meet here. */
+AE_INLINE void ae_barrier(ae_pool *p) {
+  const int32_t nth = p->nth;
+  if (nth <= 1) return;
+  const int32_t g = AE_LOAD(&p->bar_gen);
+  if (__atomic_add_fetch(&p->bar_count, 1, __ATOMIC_ACQ_REL) == nth) {
+    __atomic_store_n(&p->bar_count, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&p->bar_gen, 1, __ATOMIC_RELEASE);
+    ae_notify_all(&p->bar_gen);
+  } else {
+    ae_wait_while_eq(&p->bar_gen, g, p->spin);
+  }
+}
+
+/* Each module that runs jobs defines this dispatcher (a switch over its job ids). */
+void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool);
+
+#endif

@@ -1,0 +1,142 @@
+/* Aether kernel API: dtypes (ggml block layouts, so GGUF tensors load without requantising), the
+ * traits table, and every compute kernel the forward pass uses.
+ *
+ * Each kernel `ae_X` has a scalar reference `ae_X_ref` (src/kernels/ref/, the specification) and a
+ * SIMD128 version `ae_X_simd128` (src/kernels/simd128/); `ae_X` is the one the model calls (the SIMD
+ * version). Tolerances of SIMD vs reference per dtype: tests/tolerances.mjs (one place).
+ * Pointers are byte offsets into linear memory; nothing here allocates. */
+#ifndef AE_KERNELS_H
+#define AE_KERNELS_H
+#include "core/common.h"
+
+typedef uint16_t ae_fp16;
+
+/* dtype ids are ggml's (GGUF tensor types); values only grow. */
+typedef enum {
+  AE_F32 = 0,
+  AE_F16 = 1,
+  AE_Q4_0 = 2,
+  AE_Q8_0 = 8,
+  AE_Q4_K = 12,
+  AE_Q6_K = 14,
+  AE_Q8_K = 15,   /* activations only (vec_dot_type of the K-quants) */
+  AE_TYPE_COUNT = 16
+} ae_type;
+
+#define AE_QK4_0 32
+typedef struct { ae_fp16 d; uint8_t qs[AE_QK4_0 / 2]; } ae_block_q4_0;  /* x[i] = (q - 8) * d; low nibbles = 0..15, high = 16..31 */
+static_assert(sizeof(ae_block_q4_0) == 18, "q4_0 block");
+
+#define AE_QK8_0 32
+typedef struct { ae_fp16 d; int8_t qs[AE_QK8_0]; } ae_block_q8_0;       /* x[i] = q[i] * d */
+static_assert(sizeof(ae_block_q8_0) == 34, "q8_0 block");
+
+#define AE_QK_K 256
+#define AE_K_SCALE_SIZE 12
+typedef struct {
+  ae_fp16 d;                        /* super-block scale for the 6-bit scales */
+  ae_fp16 dmin;                     /* super-block scale for the 6-bit mins */
+  uint8_t scales[AE_K_SCALE_SIZE];  /* 8 scales + 8 mins, 6 bits each (ggml packing) */
+  uint8_t qs[AE_QK_K / 2];          /* 4-bit quants */
+} ae_block_q4_K;
+static_assert(sizeof(ae_block_q4_K) == 144, "q4_K block");
+
+typedef struct {
+  uint8_t ql[AE_QK_K / 2];      /* low 4 bits */
+  uint8_t qh[AE_QK_K / 4];      /* high 2 bits */
+  int8_t scales[AE_QK_K / 16];  /* 8-bit scales of 16-element sub-blocks */
+  ae_fp16 d;                    /* super-block scale */
+} ae_block_q6_K;
+static_assert(sizeof(ae_block_q6_K) == 210, "q6_K block");
+
+typedef struct {
+  float d;                       /* delta */
+  int8_t qs[AE_QK_K];            /* quants */
+  int16_t bsums[AE_QK_K / 16];   /* sums of quants in groups of 16 */
+} ae_block_q8_K;
+static_assert(sizeof(ae_block_q8_K) == 292, "q8_K block");
+
+/* y[0..n) = dequantised x (n a multiple of blck_size). */
+typedef void (*ae_to_float_fn)(const void *x, float *y, int n);
+/* Quantise n floats x into blocks y (n a multiple of blck_size). */
+typedef void (*ae_from_float_fn)(const float *x, void *y, int n);
+/* *s = dot(w[0..n), x[0..n)) where w has the row's dtype and x is in vec_dot_type. */
+typedef void (*ae_vec_dot_fn)(int n, float *s, const void *w, const void *x);
+
+typedef struct {
+  const char *name;
+  int blck_size;            /* elements per block */
+  int type_size;            /* bytes per block */
+  ae_type vec_dot_type;     /* dtype the activation row is converted to once per row */
+  ae_to_float_fn to_float;
+  ae_from_float_fn from_float;
+  ae_vec_dot_fn vec_dot;
+} ae_type_traits;
+
+/* Traits with SIMD128 kernels; NULL for an unknown type. */
+const ae_type_traits *ae_traits(ae_type t);
+/* Traits with scalar reference kernels. */
+const ae_type_traits *ae_traits_ref(ae_type t);
+/* Bytes of one row of n elements (n a multiple of the block size), 0 for an unknown type. */
+size_t ae_row_size(ae_type t, int n);
+
+float ae_fp16_to_fp32(ae_fp16 h);
+ae_fp16 ae_fp32_to_fp16(float f);   /* round to nearest even, like ggml / numpy */
+
+/* ---- matrix-vector ------------------------------------------------------------------------------
+ * W: rows of `ncols` elements of dtype t, row r at W + r * ae_row_size(t, ncols).
+ * xq: the activation converted with ae_traits(t)->vec_dot_type's from_float (use ae_quantize_row).
+ * y[r] = dot(W[r], x) for r in [r0, r1). */
+void ae_matvec(ae_type t, const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_ref(ae_type t, const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+/* Batched: nvec activations, xq + b * xq_stride bytes, y[b * y_stride + r]. Rows outer, vectors inner
+ * (a weight row is reused from cache). Results equal ae_matvec per vector bit for bit. */
+void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+               float *y, int y_stride, int r0, int r1);
+/* Convert one activation row x[0..n) into the vec_dot_type of weights of dtype t; y needs
+ * ae_row_size(vec_dot_type, n) bytes. Returns the vec_dot_type. */
+ae_type ae_quantize_row(ae_type t, const float *x, void *y, int n);
+ae_type ae_quantize_row_ref(ae_type t, const float *x, void *y, int n);
+
+/* ---- element-wise and row ops ------------------------------------------------------------------ */
+/* y = x / sqrt(mean(x^2) + eps) * w   (y may equal x) */
+void ae_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+void ae_rmsnorm_ref(float *y, const float *x, const float *w, int n, float eps);
+/* cs[2i] = cos(pos * theta^(-2i/rot_dim)), cs[2i+1] = sin(...), i in [0, rot_dim/2). Computed in f32
+ * as PyTorch does (freq = 1 / theta^(2i/rot_dim), angle = pos * freq). Scalar only. */
+void ae_rope_cos_sin(float *cs, int pos, int rot_dim, float theta_base);
+/* Rotate the first rot_dim dims of each of n_heads heads (head h at x + h * head_dim).
+ * neox = 0: adjacent pairs (x[2i], x[2i+1]) (GGUF llama / ggml NORM); neox = 1: halves
+ * (x[i], x[i + rot_dim/2]) (NEOX / HF rotate_half). */
+void ae_rope(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox);
+void ae_rope_ref(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox);
+/* In-place softmax of x[0..n) (max-subtracted). */
+void ae_softmax(float *x, int n);
+void ae_softmax_ref(float *x, int n);
+/* g[i] = silu(g[i]) * u[i], silu(v) = v / (1 + exp(-v)). */
+void ae_silu_mul(float *g, const float *u, int n);
+void ae_silu_mul_ref(float *g, const float *u, int n);
+/* x[i] = gelu(x[i]) (tanh approximation). */
+void ae_gelu(float *x, int n);
+void ae_gelu_ref(float *x, int n);
+/* y[i] += x[i] */
+void ae_add(float *y, const float *x, int n);
+void ae_add_ref(float *y, const float *x, int n);
+
+/* ---- attention ----------------------------------------------------------------------------------
+ * One query head over n_kv cached positions: out = softmax(scale * q.K^T) . V
+ * k: K of position t at k + t * kv_stride (floats), head_dim values; same for v.
+ * att: scratch of n_kv floats (host-allocated). */
+void ae_attention(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
+                  int kv_stride, float scale, float *att);
+void ae_attention_ref(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
+                      int kv_stride, float scale, float *att);
+
+/* ---- embeddings and sampling helpers -------------------------------------------------------------- */
+/* y[0..ncols) = row `row` of W (dtype t) as floats. */
+void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y);
+/* Index of the largest x (lowest index on ties). */
+int ae_argmax(const float *x, int n);
+int ae_argmax_ref(const float *x, int n);
+
+#endif
