@@ -27,4 +27,11 @@ export interface TokenizerData {
   add_space_prefix?: boolean;
   /** Jinja chat template from the model's metadata. */
   chat_template?: string;
+  /**
+   * Byte-level BPE only: a pre-token that is itself a vocabulary entry is emitted whole, without merging
+   * (HF BPE `ignore_merges`). Default: true for pre 'llama-bpe' (Llama 3), false otherwise.
+   */
+  ignore_merges?: boolean;
+  /** Unicode normalization applied to plain text before tokenizing (HF normalizer, e.g. Qwen's NFC). Default none. */
+  normalize?: 'NFC' | 'NFD' | 'NFKC' | 'NFKD';
 }

@@ -1,0 +1,236 @@
+/**
+ * Byte-level BPE (GGUF tokenizer.ggml.model = 'gpt2'), as used by GPT-2, Llama 3, Qwen2 and many others.
+ *
+ *  - plain text (special tokens are split off by the caller) is cut into pre-tokens by a regex chosen by `pre`,
+ *  - each pre-token's UTF-8 bytes are mapped to printable characters with GPT-2's byte-to-unicode table,
+ *  - the characters are merged by merge rank (lowest rank first, ties leftmost) using a heap over a linked list,
+ *  - decoding maps characters back to bytes through the inverse table.
+ * Browser-safe.
+ */
+import { AetherError } from '../errors.js';
+import type { TokenizerData } from './types.js';
+import { NumHeap, TokenType, Vocab, utf8Encoder } from './common.js';
+
+/** GPT-2's reversible byte -> printable code point table. */
+export function bytesToUnicode(): string[] {
+  const table = new Array<string>(256);
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    table[b] = String.fromCharCode(printable ? b : 256 + extra++);
+  }
+  return table;
+}
+
+export const BYTE_TO_UNICODE: readonly string[] = bytesToUnicode();
+export const UNICODE_TO_BYTE: ReadonlyMap<string, number> = new Map(BYTE_TO_UNICODE.map((c, b) => [c, b]));
+
+// Rust regex `(?i:'s|'t|...)` spelled out (JS has no inline flags); 'ſ' (U+017F) case-folds to 's'.
+const CONTRACTIONS_I = "'[sSſ]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]";
+
+/** Pre-tokenizer regexes by GGUF `tokenizer.ggml.pre` name. */
+export const PRETOKENIZER_PATTERNS: Readonly<Record<string, string>> = {
+  gpt2: "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+  'llama-bpe': `${CONTRACTIONS_I}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`,
+  qwen2: `${CONTRACTIONS_I}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`,
+};
+
+/** Other `pre` names that share one of the patterns above. */
+const PRE_ALIASES: Readonly<Record<string, string>> = {
+  llama3: 'llama-bpe',
+  'llama-v3': 'llama-bpe',
+  dbrx: 'llama-bpe',
+  'smaug-bpe': 'llama-bpe',
+  qwen: 'qwen2',
+  stablelm2: 'qwen2',
+  'deepseek-r1-qwen': 'qwen2',
+  default: 'gpt2',
+  olmo: 'gpt2',
+  smollm: 'gpt2',
+  mpt: 'gpt2',
+  jais: 'gpt2',
+  'jina-es': 'gpt2',
+  'jina-de': 'gpt2',
+  'gpt-2': 'gpt2',
+};
+
+/** Canonical pattern name for a `pre` value (unknown names fall back to 'gpt2'). */
+export function canonicalPre(pre: string | undefined): string {
+  if (!pre) return 'gpt2';
+  if (PRETOKENIZER_PATTERNS[pre]) return pre;
+  return PRE_ALIASES[pre] ?? 'gpt2';
+}
+
+/** Split text into pre-tokens with a global regex; characters the regex skips become their own pieces. */
+export function preTokenize(text: string, re: RegExp): string[] {
+  const out: string[] = [];
+  re.lastIndex = 0;
+  let last = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    if (m[0].length === 0) {
+      re.lastIndex++;
+      continue;
+    }
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+const CACHE_LIMIT = 50000;
+
+export class BpeModel {
+  readonly vocab: Vocab;
+  readonly pre: string;
+  readonly ignoreMerges: boolean;
+  private readonly re: RegExp;
+  /** pair key (left id * V + right id) -> merge rank */
+  private readonly pairRank = new Map<number, number>();
+  /** merge rank -> merged id */
+  private readonly mergeResult: Int32Array;
+  /** byte value -> id of its byte-level character token, or -1 */
+  private readonly byteTokenIds: Int32Array;
+  private readonly unkId: number | undefined;
+  private readonly heap = new NumHeap();
+  private cache = new Map<string, number[]>();
+
+  constructor(data: TokenizerData, vocab: Vocab) {
+    this.vocab = vocab;
+    this.pre = canonicalPre(data.pre);
+    this.ignoreMerges = data.ignore_merges ?? this.pre === 'llama-bpe';
+    this.re = new RegExp(PRETOKENIZER_PATTERNS[this.pre], 'gu');
+    const merges = data.merges;
+    if (!merges) {
+      throw new AetherError('tokenizer_error', "tokenizer data: model 'gpt2' needs merges");
+    }
+    const V = vocab.size;
+    const t2i = vocab.textToId;
+    this.mergeResult = new Int32Array(merges.length).fill(-1);
+    for (let r = 0; r < merges.length; r++) {
+      const m = merges[r];
+      if (typeof m !== 'string') {
+        throw new AetherError('tokenizer_error', `tokenizer data: merges[${r}] is ${typeof m}, expected "a b"`);
+      }
+      const sp = m.indexOf(' ', 1);
+      if (sp < 0) {
+        throw new AetherError('tokenizer_error', `tokenizer data: merges[${r}] = ${JSON.stringify(m)} has no space separator`);
+      }
+      const a = t2i.get(m.slice(0, sp));
+      const b = t2i.get(m.slice(sp + 1));
+      const ab = t2i.get(m.slice(0, sp) + m.slice(sp + 1));
+      if (a === undefined || b === undefined || ab === undefined) continue;
+      const key = a * V + b;
+      if (!this.pairRank.has(key)) {
+        this.pairRank.set(key, r);
+        this.mergeResult[r] = ab;
+      }
+    }
+    this.byteTokenIds = new Int32Array(256).fill(-1);
+    for (let b = 0; b < 256; b++) {
+      const id = t2i.get(BYTE_TO_UNICODE[b]);
+      if (id !== undefined) this.byteTokenIds[b] = id;
+    }
+    this.unkId = data.unknown_token_id !== undefined ? vocab.checkId(data.unknown_token_id, 'unknown_token_id') : undefined;
+  }
+
+  /** Encode plain text (no special tokens); appends ids to out. */
+  encodeText(text: string, out: number[]): void {
+    for (const word of preTokenize(text, this.re)) this.encodeWord(word, out);
+  }
+
+  private encodeWord(word: string, out: number[]): void {
+    const cached = this.cache.get(word);
+    if (cached) {
+      for (const id of cached) out.push(id);
+      return;
+    }
+    const bytes = utf8Encoder.encode(word);
+    const res: number[] = [];
+    let direct: number | undefined;
+    if (this.ignoreMerges) {
+      let mapped = '';
+      for (let i = 0; i < bytes.length; i++) mapped += BYTE_TO_UNICODE[bytes[i]];
+      direct = this.vocab.textToId.get(mapped);
+    }
+    if (direct !== undefined) res.push(direct);
+    else this.mergeBytes(bytes, res);
+    if (this.cache.size >= CACHE_LIMIT) this.cache = new Map();
+    this.cache.set(word, res);
+    for (const id of res) out.push(id);
+  }
+
+  private mergeBytes(bytes: Uint8Array, out: number[]): void {
+    const n = bytes.length;
+    const ids = new Int32Array(n);
+    const prev = new Int32Array(n);
+    const next = new Int32Array(n);
+    let ns = 0;
+    for (let i = 0; i < n; i++) {
+      const id = this.byteTokenIds[bytes[i]];
+      if (id < 0) {
+        // a byte without a token becomes unk (a symbol that never merges), or is dropped like llama.cpp does
+        if (this.unkId === undefined) continue;
+        ids[ns] = -1 - this.unkId;
+      } else {
+        ids[ns] = id;
+      }
+      prev[ns] = ns - 1;
+      next[ns] = ns + 1;
+      ns++;
+    }
+    if (ns === 0) return;
+    next[ns - 1] = -1;
+    if (ns > 1) {
+      const V = this.vocab.size;
+      const heap = this.heap;
+      heap.clear();
+      const pairRank = this.pairRank;
+      const tryAdd = (l: number, r: number): void => {
+        if (l < 0 || r < 0 || ids[l] < 0 || ids[r] < 0) return;
+        const rank = pairRank.get(ids[l] * V + ids[r]);
+        if (rank !== undefined) heap.push(rank, l, r, ids[r]);
+      };
+      for (let i = 1; i < ns; i++) tryAdd(i - 1, i);
+      while (heap.pop()) {
+        const rank = heap.topK1;
+        const l = heap.topK2;
+        const r = heap.topA;
+        // stale if l was merged away, r is no longer l's neighbour, or either side changed
+        if (ids[l] === -2147483648 || next[l] !== r || ids[r] !== heap.topB) continue;
+        if (pairRank.get(ids[l] * V + ids[r]) !== rank) continue;
+        ids[l] = this.mergeResult[rank];
+        ids[r] = -2147483648;
+        const nr = next[r];
+        next[l] = nr;
+        if (nr >= 0) prev[nr] = l;
+        tryAdd(prev[l], l);
+        tryAdd(l, nr);
+      }
+    }
+    for (let i = 0; i >= 0; i = next[i]) {
+      const id = ids[i];
+      out.push(id >= 0 ? id : -1 - id);
+    }
+  }
+}
+
+/** Bytes of one byte-level BPE piece (characters outside the byte table are taken as UTF-8 text). */
+export function bpePieceBytes(piece: string, type: number): Uint8Array {
+  if (type === TokenType.NORMAL || type === TokenType.BYTE || type === TokenType.UNKNOWN) {
+    const out = new Uint8Array(piece.length);
+    let ok = true;
+    for (let i = 0; i < piece.length; i++) {
+      const b = UNICODE_TO_BYTE.get(piece[i]);
+      if (b === undefined) {
+        ok = false;
+        break;
+      }
+      out[i] = b;
+    }
+    if (ok) return out;
+  }
+  return utf8Encoder.encode(piece);
+}
