@@ -1,0 +1,74 @@
+/** aether run MODEL -p TEXT [-n N] [--greedy] [--seed S] [--threads T] [--json] */
+import { parseArgs } from '../args.js';
+import { load } from '../../src/aether.js';
+import { AetherError } from '../../src/errors.js';
+
+export const usage = `usage: aether run MODEL -p TEXT [options]
+  MODEL                 .rknot file, GGUF file or HF folder (converted on the fly), or a URL
+  -p, --prompt TEXT     prompt text
+  -n, --n-predict N     tokens to generate (default 128)
+  --greedy              greedy decoding (temperature 0)
+  --temp T              temperature (default 0.8)
+  --top-k K             top-k (default 40, 0 = off)
+  --top-p P             top-p (default 0.95, 1 = off)
+  --min-p P             min-p (default 0.05, 0 = off)
+  --repeat-penalty R    repetition penalty (default 1.0 = off)
+  --repeat-last-n N     tokens the penalty looks at (default 64)
+  --seed S              RNG seed (default random)
+  -t, --threads T       compute threads (default 1)
+  --ctx N               context length (default: the model's)
+  --ffn MODE            dense | fused | static | dynamic (default dense)
+  --chat                treat the prompt as a user message and apply the chat template
+  --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { positionals, values: v } = parseArgs(argv, {
+    options: {
+      prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
+      'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
+      ctx: 'number', ffn: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number',
+    },
+    aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
+  });
+  if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
+  const prompt = v.prompt as string | undefined;
+  if (prompt === undefined) throw new AetherError('invalid_argument', `missing -p TEXT\n${usage}`);
+  const json = !!v.json;
+  const model = await load(positionals[0], {
+    threads: (v.threads as number) ?? 1, nCtx: v.ctx as number | undefined, maxBatch: v['max-batch'] as number | undefined,
+  });
+  try {
+    for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
+    if (v.ffn) model.setFfnMode(v.ffn as any);
+    const opts = {
+      maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,
+      topK: v['top-k'] as number | undefined, topP: v['top-p'] as number | undefined, minP: v['min-p'] as number | undefined,
+      repeatPenalty: v['repeat-penalty'] as number | undefined, repeatLastN: v['repeat-last-n'] as number | undefined,
+      seed: v.seed as number | undefined,
+    };
+    const gen = v.chat ? model.chat([{ role: 'user', content: prompt }], opts) : model.generate(prompt, opts);
+    let text = '';
+    const tokens: number[] = [];
+    if (!json) process.stdout.write(prompt);
+    for await (const piece of gen) {
+      text += piece.text;
+      if (piece.token >= 0) tokens.push(piece.token);
+      if (!json) process.stdout.write(piece.text);
+    }
+    const s = model.stats;
+    if (json) {
+      process.stdout.write(JSON.stringify({
+        model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
+        finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
+        decode_ms: s.decodeMs, threads: model.threads,
+      }) + '\n');
+    } else {
+      process.stdout.write('\n');
+      process.stderr.write(`\n[prompt ${s.promptTokens} tok, ${s.prefillTps.toFixed(1)} tok/s | generated ${s.generatedTokens} tok, ` +
+        `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${s.finishReason}]\n`);
+    }
+    return 0;
+  } finally {
+    model.dispose();
+  }
+}

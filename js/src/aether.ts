@@ -1,0 +1,286 @@
+/**
+ * Public API (the same in Node and in a browser Worker):
+ *
+ *   const model = await Aether.load(source, { threads, onProgress, signal });
+ *   for await (const piece of model.generate('Once upon a time', { maxTokens: 64 })) write(piece.text);
+ *   for await (const piece of model.chat([{ role: 'user', content: 'Hi' }])) ...
+ *   model.tokenize(text); model.detokenize(ids); model.stats; model.dispose();
+ *
+ * Every long call takes an AbortSignal; an abort throws an error whose name is 'AbortError' and
+ * leaves the model usable.
+ */
+import { AetherError, throwIfAborted } from './errors.js';
+import { Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { probeFeatures, isNode } from './runtime/env.js';
+import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
+import type { TokenizerData } from './tokenizer/types.js';
+import { applyChatTemplate, type ChatMessage } from './tokenizer/chat.js';
+import { loadRknotStream } from './loader/stream.js';
+import type { RknotMetadata } from './formats/rknot.js';
+
+export type ModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
+
+export interface ProgressEvent { type: 'progress'; loaded: number; total: number }
+
+export interface LoadOptions extends EngineOptions {
+  onProgress?: (e: ProgressEvent) => void;
+  signal?: AbortSignal;
+  /** Verify tensor checksums while loading (default true). */
+  verify?: boolean;
+}
+
+export interface GenerateOptions extends SamplerParams {
+  /** Tokens to generate at most (default 128). */
+  maxTokens?: number;
+  /** Greedy decoding (same as temperature 0). */
+  greedy?: boolean;
+  /** RNG seed (default: random). Same seed, same prompt, same options: same output. */
+  seed?: number;
+  /** Tokens the repetition penalty looks back at (default 64). */
+  repeatLastN?: number;
+  /** Extra strings that end generation (not included in the output). */
+  stop?: string[];
+  /** Prepend BOS to a text prompt (default: the tokenizer's add_bos_token). */
+  addBos?: boolean;
+  /** Match special tokens written in the prompt text (default false for generate, true for chat). */
+  parseSpecial?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface GeneratedPiece {
+  /** Text completed by this token (may be '' while a UTF-8 character is incomplete). */
+  text: string;
+  token: number;
+}
+
+export interface GenerationStats {
+  promptTokens: number;
+  /** Prompt tokens actually computed (the rest were reused from the KV cache). */
+  prefillTokens: number;
+  generatedTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+  prefillTps: number;
+  decodeTps: number;
+  finishReason: 'stop' | 'length' | 'context_full' | 'aborted' | null;
+}
+
+export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
+
+const yieldToEventLoop: () => Promise<void> = typeof setImmediate === 'function'
+  ? () => new Promise((r) => setImmediate(r))
+  : () => new Promise((r) => setTimeout(r, 0));
+
+export class AetherModel {
+  readonly engine: Engine;
+  readonly tokenizer: Tokenizer;
+  readonly metadata: RknotMetadata;
+  readonly config: ModelConfig;
+  /** Stats of the last generate/chat call. */
+  stats: GenerationStats = emptyStats();
+  /** Token ids whose K/V are in the cache, in order. */
+  private cached: number[] = [];
+  private busy = false;
+
+  constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
+    this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
+  }
+
+  get threads(): number { return this.engine.threads; }
+  get nCtx(): number { return this.engine.nCtx; }
+  get warnings(): readonly string[] { return this.engine.warnings; }
+
+  tokenize(text: string, opts?: { addBos?: boolean; parseSpecial?: boolean }): number[] {
+    return this.tokenizer.encode(text, opts);
+  }
+
+  detokenize(ids: ArrayLike<number>, opts?: { skipSpecial?: boolean }): string {
+    return this.tokenizer.decode(ids, opts);
+  }
+
+  /** Forget the KV cache (the next call recomputes its whole prompt). */
+  reset(): void { this.cached = []; }
+
+  /**
+   * Run `ids` so that the cache holds exactly them; reuses the longest cached prefix. Returns the number
+   * of tokens computed. Afterwards the logits are those of the last id.
+   */
+  private prefill(ids: number[], signal?: AbortSignal): number {
+    if (ids.length === 0) throw new AetherError('invalid_argument', 'the prompt is empty (no tokens)');
+    if (ids.length > this.engine.nCtx) {
+      throw new AetherError('kv_cache_full', `the prompt has ${ids.length} tokens, more than the context length ${this.engine.nCtx}`);
+    }
+    let common = 0;
+    while (common < this.cached.length && common < ids.length && this.cached[common] === ids[common]) common++;
+    if (common === ids.length) common--; // recompute the last token to get its logits
+    this.cached.length = common;
+    const B = this.engine.maxBatch;
+    for (let s = common; s < ids.length; s += B) {
+      throwIfAborted(signal);
+      const chunk = ids.slice(s, Math.min(ids.length, s + B));
+      this.engine.forward(chunk, s);
+      this.cached.push(...chunk);
+    }
+    return ids.length - common;
+  }
+
+  /** Stream the continuation of `prompt` (text or token ids). */
+  async *generate(prompt: string | number[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
+    this.busy = true;
+    const stats = emptyStats();
+    this.stats = stats;
+    try {
+      throwIfAborted(opts.signal);
+      const ids = typeof prompt === 'string'
+        ? this.tokenizer.encode(prompt, { addBos: opts.addBos, parseSpecial: opts.parseSpecial ?? false })
+        : [...prompt];
+      for (const t of ids) {
+        if (!Number.isInteger(t) || t < 0 || t >= this.config.vocab_size) throw new AetherError('invalid_argument', `token id ${t} is outside the vocabulary (0..${this.config.vocab_size - 1})`);
+      }
+      stats.promptTokens = ids.length;
+      const maxTokens = opts.maxTokens ?? 128;
+      const greedy = opts.greedy || (opts.temperature !== undefined && opts.temperature <= 0);
+      const sp: SamplerParams = greedy ? { temperature: 0, repeatPenalty: opts.repeatPenalty ?? 1 } : {
+        temperature: opts.temperature ?? 0.8, topK: opts.topK ?? 40, topP: opts.topP ?? 0.95,
+        minP: opts.minP ?? 0.05, repeatPenalty: opts.repeatPenalty ?? 1,
+      };
+      const lastN = opts.repeatLastN ?? 64;
+      let rng = this.engine.seedRng(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
+      const t0 = now();
+      stats.prefillTokens = this.prefill(ids, opts.signal);
+      stats.prefillMs = now() - t0;
+      const decoder = this.tokenizer.createDecoder();
+      const stops = (opts.stop ?? []).filter((s) => s.length > 0);
+      let held = '';
+      const t1 = now();
+      for (let i = 0; i < maxTokens; i++) {
+        const recent = lastN > 0 ? this.cached.slice(-lastN) : [];
+        const r = this.engine.sample(sp, rng, recent);
+        rng = r.rng;
+        const tok = r.token;
+        if (this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
+        stats.generatedTokens++;
+        let text = decoder.push(tok);
+        if (stops.length) {
+          held += text;
+          const hit = firstStop(held, stops);
+          if (hit >= 0) {
+            const out = held.slice(0, hit);
+            if (out) yield { text: out, token: tok };
+            stats.finishReason = 'stop';
+            break;
+          }
+          const keep = partialStopSuffix(held, stops);
+          text = held.slice(0, held.length - keep);
+          held = held.slice(held.length - keep);
+        }
+        yield { text, token: tok };
+        if (i === maxTokens - 1) { stats.finishReason = 'length'; break; }
+        if (this.cached.length >= this.engine.nCtx) { stats.finishReason = 'context_full'; break; }
+        await yieldToEventLoop();
+        throwIfAborted(opts.signal);
+        this.engine.forward([tok], this.cached.length);
+        this.cached.push(tok);
+      }
+      if (held && stats.finishReason !== 'stop') yield { text: held, token: -1 };
+      stats.decodeMs = now() - t1;
+      if (stats.finishReason === null) stats.finishReason = 'length';
+      return stats;
+    } catch (e) {
+      if ((e as Error)?.name === 'AbortError') stats.finishReason = 'aborted';
+      throw e;
+    } finally {
+      finish(stats);
+      this.busy = false;
+    }
+  }
+
+  /** Render `messages` with the model's chat template and stream the reply. */
+  chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    const tk = this.tokenizer;
+    const prompt = applyChatTemplate(this.tokenizer.data.chat_template, messages, {
+      addGenerationPrompt: true,
+      bosToken: tk.bosId !== undefined ? tk.tokenToPiece(tk.bosId) : '',
+      eosToken: tk.eosId !== undefined ? tk.tokenToPiece(tk.eosId) : '',
+    });
+    return this.generate(prompt, { parseSpecial: true, addBos: false, ...opts });
+  }
+
+  /** Generate and return the whole text. */
+  async complete(prompt: string | number[], opts: GenerateOptions = {}): Promise<{ text: string; tokens: number[]; stats: GenerationStats }> {
+    let text = '';
+    const tokens: number[] = [];
+    for await (const p of this.generate(prompt, opts)) { text += p.text; if (p.token >= 0) tokens.push(p.token); }
+    return { text, tokens, stats: this.stats };
+  }
+
+  /** Switch the FFN execution mode of every layer (or of `layers`). */
+  setFfnMode(mode: FfnModeName, layers?: number[]): void {
+    for (const l of layers ?? [...Array(this.config.n_layers).keys()]) this.engine.setFfnMode(l, mode);
+  }
+
+  dispose(): void { this.engine.dispose(); this.cached = []; }
+}
+
+function emptyStats(): GenerationStats {
+  return { promptTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0, prefillTps: 0, decodeTps: 0, finishReason: null };
+}
+function finish(s: GenerationStats): void {
+  s.prefillTps = s.prefillMs > 0 ? (s.prefillTokens / s.prefillMs) * 1000 : 0;
+  // decode steps = forwards after the first sampled token
+  const steps = Math.max(0, s.generatedTokens - 1);
+  s.decodeTps = s.decodeMs > 0 && steps > 0 ? (steps / s.decodeMs) * 1000 : 0;
+}
+function now(): number { return typeof performance !== 'undefined' ? performance.now() : Date.now(); }
+function firstStop(s: string, stops: string[]): number {
+  let best = -1;
+  for (const st of stops) { const i = s.indexOf(st); if (i >= 0 && (best < 0 || i < best)) best = i; }
+  return best;
+}
+/** Length of the longest suffix of s that is a proper prefix of some stop string. */
+function partialStopSuffix(s: string, stops: string[]): number {
+  let keep = 0;
+  for (const st of stops) {
+    for (let k = Math.min(st.length - 1, s.length); k > keep; k--) {
+      if (s.endsWith(st.slice(0, k))) { keep = k; break; }
+    }
+  }
+  return keep;
+}
+
+/** Load a .rknot model (or, in Node, a GGUF file / HF folder, converted on the fly). */
+export async function load(source: ModelSource, opts: LoadOptions = {}): Promise<AetherModel> {
+  throwIfAborted(opts.signal);
+  if (isNode && typeof source === 'string') {
+    const { resolveNodeSource } = await import('./node/convert-on-load.js');
+    source = await resolveNodeSource(source, opts.signal);
+  }
+  const modules = new Set(opts.modules ?? []);
+  const prep = await Engine.prepare({ ...opts, modules: [...modules] });
+  let engine: Engine | null = null;
+  try {
+    const meta = await loadRknotStream(source as any, {
+      signal: opts.signal,
+      verify: opts.verify ?? true,
+      onProgress: opts.onProgress,
+      plan: (m: RknotMetadata) => {
+        const dataSize = m.tensors.reduce((a, t) => Math.max(a, t.offset + t.bytes), 0);
+        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], Math.ceil(dataSize / 64) * 64, opts);
+        engine = e;
+        return { dest };
+      },
+    });
+    if (!engine) throw new AetherError('load_error', 'the model file has no tensors');
+    const eng = engine as Engine;
+    await eng.finishLoad();
+    if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
+    const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
+    return new AetherModel(eng, tokenizer, meta);
+  } catch (e) {
+    (engine as Engine | null)?.dispose();
+    throw e;
+  }
+}
+
+export const Aether = { load, probeFeatures };

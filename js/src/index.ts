@@ -1,0 +1,7 @@
+export { Aether, AetherModel, load } from './aether.js';
+export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName } from './aether.js';
+export { AetherError } from './errors.js';
+export type { AetherErrorCode } from './errors.js';
+export { probeFeatures } from './runtime/env.js';
+export { createTokenizer } from './tokenizer/index.js';
+export type { Tokenizer, TokenizerData } from './tokenizer/index.js';

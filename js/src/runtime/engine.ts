@@ -1,0 +1,265 @@
+/**
+ * Engine: one model in one wasm memory. Owns the heap, the module instances of the calling thread,
+ * the worker pool, the C model struct (src/model/model.h) and the sampler. Knows nothing of text.
+ */
+import { AetherError, throwIfAborted } from '../errors.js';
+import {
+  Arch, BAD_TENSOR_REASONS, Cfg, DTYPE_IDS, FWD, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, ROLE_NAMES,
+  SMP, STATUS_NAMES, Status,
+} from './abi.js';
+import { compileModule, probeFeatures, requireSimd } from './env.js';
+import { instantiateSet, type Exports } from './instance.js';
+import { Heap } from './memory.js';
+import { WorkerPool } from './threads.js';
+import type { WorkerInit } from './worker.js';
+
+/** The subset of .rknot metadata the engine needs. */
+export interface ModelConfig {
+  arch: 'llama' | 'qwen2' | 'phi3';
+  dim: number; n_layers: number; n_heads: number; n_kv_heads: number; head_dim: number; hidden_dim: number;
+  vocab_size: number; n_ctx: number; norm_eps: number; rope_theta: number; rope_dim?: number;
+  rope_type: 'norm' | 'neox';
+}
+export interface TensorInfo { name: string; dtype: string; shape: number[]; offset: number; bytes: number }
+
+export interface EngineOptions {
+  /** Compute threads including the calling one (default 1). Falls back to 1 without SharedArrayBuffer. */
+  threads?: number;
+  /** Tokens per prefill batch (default 64). */
+  maxBatch?: number;
+  /** Context length (default and maximum: the model's n_ctx). */
+  nCtx?: number;
+  /** Keep logits of every batch position (needed for perplexity); default false. */
+  logitsAll?: boolean;
+  /** Spin iterations before a thread waits (default 20000). */
+  spin?: number;
+  /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
+  modules?: string[];
+}
+
+const STACK_SIZE = 1 << 20;
+const MAX_RECENT = 1024;
+
+export interface SamplerParams {
+  temperature?: number; topK?: number; topP?: number; minP?: number; repeatPenalty?: number;
+}
+
+export class Engine {
+  readonly heap: Heap;
+  readonly config: ModelConfig;
+  readonly threads: number;
+  readonly threaded: boolean;
+  readonly maxBatch: number;
+  readonly nCtx: number;
+  readonly logitsAll: boolean;
+  readonly warnings: string[] = [];
+  private core!: Exports;
+  private workers: WorkerPool | null = null;
+  private modules: Record<string, WebAssembly.Module> = {};
+  private stackTops: Record<string, number>[] = [];
+  private pool = 0; private model = 0; private args = 0; private tokBuf = 0; private sampler = 0; private recent = 0;
+  private arena = 0; private arenaSize = 0; dataBase = 0; dataSize = 0;
+  private disposed = false;
+
+  private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
+    this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
+    this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 64, 4096));
+    this.nCtx = Math.min(opts.nCtx ?? config.n_ctx, config.n_ctx);
+    this.logitsAll = !!opts.logitsAll;
+  }
+
+  /** Compile the modules and decide threading; nothing model-specific yet. */
+  static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
+    requireSimd();
+    const want = Math.max(1, Math.floor(opts.threads ?? 1));
+    const feats = probeFeatures();
+    const warnings: string[] = [];
+    let threads = want;
+    if (want > 1 && !feats.threads) {
+      threads = 1;
+      warnings.push(`threads=${want} requested but SharedArrayBuffer / shared wasm memory is unavailable` +
+        (feats.crossOriginIsolated ? '' : ' (the page is not cross-origin isolated: serve it with COOP/COEP headers)') + '; using one thread');
+    }
+    const threaded = threads > 1;
+    const names = ['core', ...(opts.modules ?? [])];
+    const mods = await Promise.all(names.map((n) => compileModule(n, threaded)));
+    const modules: Record<string, WebAssembly.Module> = {};
+    names.forEach((n, i) => { modules[n] = mods[i]; });
+    return { threads, threaded, modules, warnings };
+  }
+
+  /**
+   * Create the engine for `config` and `tensors` (data section of `dataSize` bytes). Returns the engine
+   * and the view where the caller streams the data section; then call `finishLoad()`.
+   */
+  static create(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, tensors: TensorInfo[],
+    dataSize: number, opts: EngineOptions): { engine: Engine; dest: Uint8Array } {
+    const heap = new Heap(prep.threaded);
+    const e = new Engine(heap, config, prep.threads, prep.threaded, opts);
+    e.warnings.push(...prep.warnings);
+    e.modules = prep.modules;
+    for (let t = 0; t < prep.threads; t++) {
+      const tops: Record<string, number> = {};
+      for (const name of Object.keys(prep.modules)) tops[name] = heap.alloc(STACK_SIZE, 16) + STACK_SIZE;
+      e.stackTops.push(tops);
+    }
+    e.core = instantiateSet(prep.modules, heap.memory, e.stackTops[0]).core;
+    const c = e.core;
+    e.pool = heap.alloc(POOL_SIZE, 64);
+    e.model = heap.alloc(Number(c.ae_model_sizeof()), 64);
+    e.args = heap.alloc(FWD.SIZE, 8);
+    e.tokBuf = heap.alloc(4 * e.maxBatch, 4);
+    e.sampler = heap.alloc(SMP.SIZE, 8);
+    e.recent = heap.alloc(4 * MAX_RECENT, 4);
+    const vocab = config.vocab_size;
+    const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
+    c.ae_model_reset(e.model);
+    e.setConfig(config);
+    e.dataSize = dataSize;
+    e.dataBase = heap.alloc(dataSize, 64);
+    e.setTensors(tensors);
+    e.arenaSize = Number(c.ae_model_arena_size(e.model));
+    if (!e.arenaSize) throw new AetherError('config_error', `model config is out of range: ${JSON.stringify(config)}`);
+    e.arena = heap.alloc(e.arenaSize, 64);
+    const dv = heap.view();
+    dv.setUint32(e.sampler + SMP.IDX, idx, true);
+    dv.setUint32(e.sampler + SMP.PROB, prob, true);
+    dv.setUint32(e.sampler + SMP.RECENT, e.recent, true);
+    return { engine: e, dest: heap.u8(e.dataBase, dataSize) };
+  }
+
+  private setConfig(cfg: ModelConfig): void {
+    const c = this.core, m = this.model;
+    const arch = (Arch as Record<string, number>)[cfg.arch];
+    if (arch === undefined) throw new AetherError('unsupported', `architecture '${cfg.arch}' is not supported (llama, qwen2, phi3)`);
+    const ints: [number, number][] = [
+      [Cfg.ARCH, arch], [Cfg.DIM, cfg.dim], [Cfg.N_LAYERS, cfg.n_layers], [Cfg.N_HEADS, cfg.n_heads],
+      [Cfg.N_KV_HEADS, cfg.n_kv_heads], [Cfg.HEAD_DIM, cfg.head_dim], [Cfg.HIDDEN_DIM, cfg.hidden_dim],
+      [Cfg.VOCAB, cfg.vocab_size], [Cfg.N_CTX, this.nCtx], [Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
+      [Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], [Cfg.MAX_BATCH, this.maxBatch],
+      [Cfg.MAX_THREADS, this.threads], [Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
+    ];
+    for (const [k, v] of ints) {
+      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
+      c.ae_model_set_config_i(m, k, v);
+    }
+    if (c.ae_model_set_config_f(m, Cfg.NORM_EPS, cfg.norm_eps) || c.ae_model_set_config_f(m, Cfg.ROPE_THETA, cfg.rope_theta)) {
+      throw new AetherError('config_error', `config norm_eps=${cfg.norm_eps} / rope_theta=${cfg.rope_theta} must be finite`);
+    }
+  }
+
+  private setTensors(tensors: TensorInfo[]): void {
+    for (const t of tensors) {
+      let layer = -1, role: number | undefined;
+      const mm = /^blk\.(\d+)\.(.+)$/.exec(t.name);
+      if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; } else role = GLOBAL_TENSOR_ROLES[t.name];
+      if (role === undefined) continue; // tensors the forward does not use
+      if (layer >= this.config.n_layers) throw new AetherError('format_error', `tensor '${t.name}': layer ${layer} >= n_layers ${this.config.n_layers}`);
+      const type = DTYPE_IDS[t.dtype];
+      if (type === undefined) throw new AetherError('unsupported', `tensor '${t.name}': dtype '${t.dtype}' is not supported`);
+      const ne0 = t.shape[0], ne1 = t.shape.length > 1 ? t.shape[1] : 1;
+      if (t.shape.length > 2 && t.shape.slice(2).some((d) => d !== 1)) throw new AetherError('format_error', `tensor '${t.name}': shape ${JSON.stringify(t.shape)} has more than 2 dimensions`);
+      if (t.offset < 0 || t.offset + t.bytes > this.dataSize) throw new AetherError('format_error', `tensor '${t.name}': offset ${t.offset} + ${t.bytes} bytes is outside the data section (${this.dataSize} bytes)`);
+      const st = this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1);
+      if (st) throw new AetherError('format_error', `tensor '${t.name}' rejected (${STATUS_NAMES[st]})`);
+    }
+  }
+
+  /** Validate the tensor table in C, carve the run state, start the workers. */
+  async finishLoad(): Promise<void> {
+    const st = this.core.ae_model_init(this.model, this.arena, this.arenaSize);
+    if (st === Status.BAD_TENSOR) {
+      const layer = this.core.ae_model_bad_layer(), role = this.core.ae_model_bad_role(), why = this.core.ae_model_bad_reason();
+      const name = layer >= 0 ? `blk.${layer}.${ROLE_NAMES[role]}` : ROLE_NAMES[role];
+      throw new AetherError('format_error', `tensor ${name}: ${BAD_TENSOR_REASONS[why] ?? 'invalid'} (checked by the C validator)`);
+    }
+    if (st) throw new AetherError(st === Status.BAD_CONFIG ? 'config_error' : 'load_error', `model init failed: ${STATUS_NAMES[st] ?? st}`);
+    this.core.ae_pool_init(this.pool, this.threads, 20000);
+    if (this.threads > 1) {
+      const inits: WorkerInit[] = [];
+      for (let ith = 1; ith < this.threads; ith++) {
+        inits.push({ memory: this.heap.memory, modules: this.modules, stackTops: this.stackTops[ith], driver: 'core', pool: this.pool, ith, gen0: 0 });
+      }
+      this.workers = await WorkerPool.start(inits);
+    }
+  }
+
+  private check(): void {
+    if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
+  }
+
+  /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
+  forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
+    this.check();
+    const n = tokens.length;
+    if (n === 0) return;
+    if (pos + n > this.nCtx) {
+      throw new AetherError('kv_cache_full', `context is full: ${pos} cached + ${n} new tokens > n_ctx ${this.nCtx}`);
+    }
+    if (wantAll && (!this.logitsAll || n > this.maxBatch)) throw new AetherError('invalid_argument', 'logits for every position need logitsAll and n <= maxBatch');
+    for (let s = 0; s < n; s += this.maxBatch) {
+      const chunk = Math.min(this.maxBatch, n - s);
+      const tok = this.heap.i32(this.tokBuf, chunk);
+      for (let i = 0; i < chunk; i++) tok[i] = tokens[s + i];
+      const dv = this.heap.view();
+      dv.setUint32(this.args + FWD.MODEL, this.model, true);
+      dv.setUint32(this.args + FWD.TOKENS, this.tokBuf, true);
+      dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
+      dv.setInt32(this.args + FWD.POS, pos + s, true);
+      dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
+      const st = this.core.ae_forward(this.pool, this.args);
+      if (st === Status.CTX_FULL) throw new AetherError('kv_cache_full', `context is full (n_ctx ${this.nCtx})`);
+      if (st) throw new AetherError('invalid_argument', `forward failed: ${STATUS_NAMES[st] ?? st}`);
+    }
+  }
+
+  /** Logits of the last forward: the last token, or row `row` when run with wantAll. A fresh copy. */
+  logits(row = 0): Float32Array {
+    const v = this.config.vocab_size;
+    return this.heap.f32(this.core.ae_model_logits(this.model) + row * v * 4, v).slice();
+  }
+
+  /** Sample from the last logits (modifies them). `recent` feeds the repetition penalty. */
+  sample(p: SamplerParams, rngState: bigint, recent: number[]): { token: number; rng: bigint } {
+    this.check();
+    const dv = this.heap.view(), s = this.sampler;
+    dv.setFloat32(s + SMP.TEMPERATURE, p.temperature ?? 0, true);
+    dv.setInt32(s + SMP.TOP_K, p.topK ?? 0, true);
+    dv.setFloat32(s + SMP.TOP_P, p.topP ?? 1, true);
+    dv.setFloat32(s + SMP.MIN_P, p.minP ?? 0, true);
+    dv.setFloat32(s + SMP.REPEAT_PENALTY, p.repeatPenalty ?? 1, true);
+    const r = recent.slice(-MAX_RECENT);
+    dv.setInt32(s + SMP.N_RECENT, r.length, true);
+    const rv = this.heap.i32(this.recent, r.length);
+    for (let i = 0; i < r.length; i++) rv[i] = r[i];
+    dv.setBigUint64(s + SMP.RNG, rngState, true);
+    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model), this.config.vocab_size);
+    return { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
+  }
+
+  seedRng(seed: number): bigint {
+    const lo = seed >>> 0, hi = Math.floor(seed / 2 ** 32) >>> 0;
+    return BigInt.asUintN(64, BigInt(this.core.ae_seed_rng(lo, hi)));
+  }
+
+  /** Per-layer FFN mode switch (dense / fused / static / dynamic). */
+  setFfnMode(layer: number, mode: keyof typeof FfnMode, aux = 0): void {
+    const st = this.core.ae_model_set_ffn_mode(this.model, layer, FfnMode[mode], aux);
+    if (st) throw new AetherError('invalid_argument', `cannot set FFN mode '${mode}' on layer ${layer}`);
+  }
+
+  ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
+
+  get coreExports(): Exports { return this.core; }
+  get modelPtr(): number { return this.model; }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.workers) {
+      this.core.ae_pool_quit(this.pool);
+      this.workers.terminate();
+      this.workers = null;
+    }
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Compute worker (Node worker_threads or a browser Worker): instantiates the modules over the shared
+ * memory with its own stacks and runs the pool's worker loop (src/core/pool.c) until told to quit.
+ * Message in: WorkerInit. Messages out: { type: 'ready' } | { type: 'exit' } | { type: 'error', message }.
+ */
+import { instantiateSet } from './instance.js';
+
+export interface WorkerInit {
+  memory: WebAssembly.Memory;
+  modules: Record<string, WebAssembly.Module>;
+  stackTops: Record<string, number>;
+  driver: string;   // module whose ae_worker_main runs the loop
+  pool: number;
+  ith: number;
+  gen0: number;
+}
+
+type Post = (m: unknown) => void;
+
+function run(init: WorkerInit, post: Post): void {
+  try {
+    const ex = instantiateSet(init.modules, init.memory, init.stackTops);
+    post({ type: 'ready' });
+    ex[init.driver].ae_worker_main(init.pool, init.ith, init.gen0);
+    post({ type: 'exit' });
+  } catch (e) {
+    post({ type: 'error', message: String((e as Error)?.message ?? e) });
+  }
+}
+
+const g = globalThis as any;
+if (typeof g.WorkerGlobalScope !== 'undefined' && typeof g.postMessage === 'function') {
+  g.onmessage = (ev: MessageEvent) => run(ev.data as WorkerInit, (m) => g.postMessage(m));
+} else {
+  const wt = await import('node:worker_threads');
+  if (!wt.isMainThread && wt.parentPort) {
+    const port = wt.parentPort;
+    port.once('message', (init: WorkerInit) => run(init, (m) => port.postMessage(m)));
+  }
+}

@@ -1,0 +1,202 @@
+/* Transformer decoder forward pass (llama, qwen2, phi3 families), run by every thread of the pool.
+ *
+ * A batch of n tokens at positions pos..pos+n-1 goes through all layers at once (prefill), or one
+ * token (decode). Work is split by (ith, nth) over matrix rows, (token, head) pairs or tokens, with a
+ * barrier between dependent steps. Every output element is computed by the same code whatever nth
+ * is, so 1 and N threads give identical bits. */
+#include "model/model.h"
+
+/* Activations of n rows x[b * x_stride .. + ncols) converted for weights of dtype t; returns the
+ * buffer and its row stride. f32 weights read x directly. Rows are split over threads. */
+static const void *prep_act(ae_model *m, ae_type wt, const float *x, int x_stride, int ncols, int n,
+                            size_t *stride, int ith, int nth) {
+  ae_type vt = ae_traits(wt)->vec_dot_type;
+  if (vt == AE_F32) { *stride = (size_t)x_stride * 4; return x; }
+  char *buf = vt == AE_Q8_K ? (char *)m->xqk : (char *)m->xq8;
+  size_t s = vt == AE_Q8_K ? m->xqk_stride : m->xq8_stride;
+  int b0, b1;
+  ae_split(n, ith, nth, &b0, &b1);
+  for (int b = b0; b < b1; b++) ae_quantize_row(wt, x + (size_t)b * x_stride, buf + (size_t)b * s, ncols);
+  *stride = s;
+  return buf;
+}
+
+/* Quantise x for every activation dtype the given weights need (so several matmuls can share it). */
+static void prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
+                     int n, int ith, int nth) {
+  int done8 = 0, donek = 0;
+  size_t s;
+  for (int i = 0; i < nw; i++) {
+    if (!ws[i]->data) continue;
+    ae_type vt = ae_traits((ae_type)ws[i]->type)->vec_dot_type;
+    if (vt == AE_Q8_0 && !done8) { prep_act(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth); done8 = 1; }
+    if (vt == AE_Q8_K && !donek) { prep_act(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth); donek = 1; }
+  }
+}
+
+/* y[b * y_stride + r] = W[r] . act(x[b]) for this thread's rows; x already prepared by prep_all. */
+static void matmul_rows(ae_model *m, const ae_tensor *w, const float *x, int x_stride, int n, float *y,
+                        int y_stride, int ith, int nth) {
+  ae_type t = (ae_type)w->type;
+  ae_type vt = ae_traits(t)->vec_dot_type;
+  const void *xq;
+  size_t xs;
+  if (vt == AE_F32) { xq = x; xs = (size_t)x_stride * 4; }
+  else if (vt == AE_Q8_K) { xq = m->xqk; xs = m->xqk_stride; }
+  else { xq = m->xq8; xs = m->xq8_stride; }
+  int r0, r1;
+  ae_split_aligned(w->ne1, 4, ith, nth, &r0, &r1);
+  if (r0 >= r1) return;
+  if (n == 1) ae_matvec(t, w->data, w->ne0, xq, y, r0, r1);
+  else ae_matmul(t, w->data, w->ne0, xq, xs, n, y, y_stride, r0, r1);
+}
+
+static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float eps, float *y, int ith, int nth) {
+  int b0, b1;
+  ae_split(n, ith, nth, &b0, &b1);
+  for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
+}
+
+void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
+  ae_model *m = a->model;
+  const ae_config *c = &m->cfg;
+  const int n = a->n_tokens, pos = a->pos, D = c->dim, H = c->hidden_dim, hd = c->head_dim;
+  const int qd = m->q_dim, kvd = m->kv_dim, qkvd = m->qkv_dim;
+  if (ith == 0) a->status = AE_OK;
+  /* Checks every thread can make on its own (same answer everywhere, so no barrier needed). */
+  if (!m->initialised || n <= 0 || n > c->max_batch || pos < 0) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
+  if (pos + n > c->n_ctx) { if (ith == 0) a->status = AE_ERR_CTX_FULL; return; }
+  for (int b = 0; b < n; b++)
+    if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
+
+  /* embeddings and RoPE tables, split by token */
+  {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) {
+      ae_get_row((ae_type)m->tok_embd.type, m->tok_embd.data, a->tokens[b], D, m->x + (size_t)b * D);
+      ae_rope_cos_sin(m->rope_cs + (size_t)b * c->rope_dim, pos + b, c->rope_dim, c->rope_theta);
+    }
+  }
+  ae_barrier(pool);
+
+  const float scale = 1.0f / __builtin_sqrtf((float)hd);
+  const int group = c->n_heads / c->n_kv_heads;
+  for (int l = 0; l < c->n_layers; l++) {
+    ae_layer *L = &m->layers[l];
+    float *kc = m->k_cache + (size_t)l * c->n_ctx * kvd;
+    float *vc = m->v_cache + (size_t)l * c->n_ctx * kvd;
+
+    /* ---- attention ---- */
+    rmsnorm_rows(m->x, n, D, L->attn_norm.data, c->norm_eps, m->xb, ith, nth);
+    ae_barrier(pool);
+    {
+      const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
+      prep_all(m, ws, 4, m->xb, D, D, n, ith, nth);
+    }
+    ae_barrier(pool);
+    if (L->wqkv.data) {
+      matmul_rows(m, &L->wqkv, m->xb, D, n, m->qkv, qkvd, ith, nth);
+    } else {
+      matmul_rows(m, &L->wq, m->xb, D, n, m->qkv, qkvd, ith, nth);
+      matmul_rows(m, &L->wk, m->xb, D, n, m->qkv + qd, qkvd, ith, nth);
+      matmul_rows(m, &L->wv, m->xb, D, n, m->qkv + qd + kvd, qkvd, ith, nth);
+    }
+    ae_barrier(pool);
+    /* biases, RoPE, K/V into the cache: split by token */
+    {
+      int b0, b1;
+      ae_split(n, ith, nth, &b0, &b1);
+      for (int b = b0; b < b1; b++) {
+        float *q = m->qkv + (size_t)b * qkvd, *k = q + qd, *v = k + kvd;
+        if (L->bq.data) ae_add(q, L->bq.data, qd);
+        if (L->bk.data) ae_add(k, L->bk.data, kvd);
+        if (L->bv.data) ae_add(v, L->bv.data, kvd);
+        const float *cs = m->rope_cs + (size_t)b * c->rope_dim;
+        ae_rope(q, c->n_heads, hd, c->rope_dim, cs, c->rope_neox);
+        ae_rope(k, c->n_kv_heads, hd, c->rope_dim, cs, c->rope_neox);
+        __builtin_memcpy(kc + (size_t)(pos + b) * kvd, k, (size_t)kvd * 4);
+        __builtin_memcpy(vc + (size_t)(pos + b) * kvd, v, (size_t)kvd * 4);
+      }
+    }
+    ae_barrier(pool);
+    /* attention: (token, head) pairs split over threads; causal */
+    {
+      int i0, i1;
+      ae_split(n * c->n_heads, ith, nth, &i0, &i1);
+      float *att = m->att + (size_t)ith * c->n_ctx;
+      for (int i = i0; i < i1; i++) {
+        int b = i / c->n_heads, h = i % c->n_heads, g = h / group;
+        const float *q = m->qkv + (size_t)b * qkvd + (size_t)h * hd;
+        ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + (size_t)g * hd, vc + (size_t)g * hd,
+                     pos + b + 1, hd, kvd, scale, att);
+      }
+    }
+    ae_barrier(pool);
+    {
+      const ae_tensor *ws[] = {&L->wo};
+      prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth);
+    }
+    ae_barrier(pool);
+    matmul_rows(m, &L->wo, m->xb, qd, n, m->tmp, D, ith, nth);
+    ae_barrier(pool);
+    {
+      int b0, b1;
+      ae_split(n, ith, nth, &b0, &b1);
+      for (int b = b0; b < b1; b++) {
+        ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+        ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, L->ffn_norm.data, D, c->norm_eps);
+      }
+    }
+    ae_barrier(pool);
+
+    /* ---- FFN (SwiGLU), dense path ---- */
+    {
+      const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
+      prep_all(m, ws, 2, m->xb, D, D, n, ith, nth);
+    }
+    ae_barrier(pool);
+    matmul_rows(m, &L->w_gate, m->xb, D, n, m->hb, H, ith, nth);
+    matmul_rows(m, &L->w_up, m->xb, D, n, m->hb2, H, ith, nth);
+    ae_barrier(pool);
+    {
+      int b0, b1;
+      ae_split(n, ith, nth, &b0, &b1);
+      for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
+    }
+    if (ith == 0) L->ffn_active = n * H;
+    ae_barrier(pool);
+    {
+      const ae_tensor *ws[] = {&L->w_down};
+      prep_all(m, ws, 1, m->hb, H, H, n, ith, nth);
+    }
+    ae_barrier(pool);
+    matmul_rows(m, &L->w_down, m->hb, H, n, m->tmp, D, ith, nth);
+    ae_barrier(pool);
+    {
+      int b0, b1;
+      ae_split(n, ith, nth, &b0, &b1);
+      for (int b = b0; b < b1; b++) ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+    }
+    ae_barrier(pool);
+  }
+
+  /* ---- output head: last token, or all tokens when asked ---- */
+  const int all = a->want_all && c->logits_all;
+  const int nout = all ? n : 1;
+  const float *xlast = m->x + (size_t)(all ? 0 : n - 1) * D;
+  {
+    int b0, b1;
+    ae_split(nout, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, xlast + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+  }
+  ae_barrier(pool);
+  const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
+  {
+    const ae_tensor *ws[] = {out};
+    prep_all(m, ws, 1, m->xb, D, D, nout, ith, nth);
+  }
+  ae_barrier(pool);
+  matmul_rows(m, out, m->xb, D, nout, m->logits, c->vocab, ith, nth);
+  if (ith == 0) m->n_past = pos + n;
+}

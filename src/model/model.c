@@ -1,0 +1,245 @@
+/* Model setup: config and tensor setters, validation of the tensor table, arena layout. */
+#include "model/model.h"
+
+AE_EXPORT size_t ae_model_sizeof(void) { return sizeof(ae_model); }
+
+AE_EXPORT int ae_model_reset(ae_model *m) {
+  __builtin_memset(m, 0, sizeof *m);
+  m->cfg.max_batch = 1;
+  m->cfg.max_threads = 1;
+  m->cfg.norm_eps = 1e-5f;
+  m->cfg.rope_theta = 10000.0f;
+  return AE_OK;
+}
+
+AE_EXPORT int ae_model_set_config_i(ae_model *m, int key, int32_t v) {
+  ae_config *c = &m->cfg;
+  if (m->initialised) return AE_ERR_INVALID_ARG;
+  switch (key) {
+    case AE_CFG_ARCH: c->arch = v; break;
+    case AE_CFG_DIM: c->dim = v; break;
+    case AE_CFG_N_LAYERS: c->n_layers = v; break;
+    case AE_CFG_N_HEADS: c->n_heads = v; break;
+    case AE_CFG_N_KV_HEADS: c->n_kv_heads = v; break;
+    case AE_CFG_HEAD_DIM: c->head_dim = v; break;
+    case AE_CFG_HIDDEN_DIM: c->hidden_dim = v; break;
+    case AE_CFG_VOCAB: c->vocab = v; break;
+    case AE_CFG_N_CTX: c->n_ctx = v; break;
+    case AE_CFG_ROPE_DIM: c->rope_dim = v; break;
+    case AE_CFG_ROPE_NEOX: c->rope_neox = v; break;
+    case AE_CFG_MAX_BATCH: c->max_batch = v; break;
+    case AE_CFG_MAX_THREADS: c->max_threads = v; break;
+    case AE_CFG_LOGITS_ALL: c->logits_all = v; break;
+    default: return AE_ERR_INVALID_ARG;
+  }
+  return AE_OK;
+}
+
+AE_EXPORT int ae_model_set_config_f(ae_model *m, int key, float v) {
+  if (m->initialised) return AE_ERR_INVALID_ARG;
+  if (!(v == v) || v > 3.0e38f || v < -3.0e38f) return AE_ERR_NONFINITE;
+  switch (key) {
+    case AE_CFG_NORM_EPS: m->cfg.norm_eps = v; break;
+    case AE_CFG_ROPE_THETA: m->cfg.rope_theta = v; break;
+    default: return AE_ERR_INVALID_ARG;
+  }
+  return AE_OK;
+}
+
+static ae_tensor *tensor_slot(ae_model *m, int layer, int role) {
+  if (layer < 0) {
+    switch (role) {
+      case AE_T_TOK_EMBD: return &m->tok_embd;
+      case AE_T_OUTPUT_NORM: return &m->output_norm;
+      case AE_T_OUTPUT: return &m->output;
+      default: return NULL;
+    }
+  }
+  if (layer >= AE_MAX_LAYERS) return NULL;
+  ae_layer *L = &m->layers[layer];
+  switch (role) {
+    case AE_T_ATTN_NORM: return &L->attn_norm;
+    case AE_T_WQ: return &L->wq;
+    case AE_T_WK: return &L->wk;
+    case AE_T_WV: return &L->wv;
+    case AE_T_WQKV: return &L->wqkv;
+    case AE_T_BQ: return &L->bq;
+    case AE_T_BK: return &L->bk;
+    case AE_T_BV: return &L->bv;
+    case AE_T_WO: return &L->wo;
+    case AE_T_FFN_NORM: return &L->ffn_norm;
+    case AE_T_W_GATE: return &L->w_gate;
+    case AE_T_W_UP: return &L->w_up;
+    case AE_T_W_DOWN: return &L->w_down;
+    default: return NULL;
+  }
+}
+
+AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *data, int type, int ne0, int ne1) {
+  if (m->initialised) return AE_ERR_INVALID_ARG;
+  ae_tensor *t = tensor_slot(m, layer, role);
+  if (!t) return AE_ERR_INVALID_ARG;
+  t->data = data;
+  t->type = type;
+  t->ne0 = ne0;
+  t->ne1 = ne1;
+  return AE_OK;
+}
+
+AE_EXPORT int ae_model_set_ffn_mode(ae_model *m, int layer, int mode, const void *aux) {
+  if (layer < 0 || layer >= m->cfg.n_layers) return AE_ERR_INVALID_ARG;
+  if (mode < AE_FFN_DENSE || mode > AE_FFN_SAT_DYNAMIC) return AE_ERR_INVALID_ARG;
+  m->layers[layer].ffn_mode = mode;
+  m->layers[layer].ffn_aux = aux;
+  return AE_OK;
+}
+
+AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
+  return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].ffn_active : -1;
+}
+
+/* Where validation failed: (layer, role, reason) for the host's error message. */
+static int32_t g_bad_layer, g_bad_role, g_bad_reason;
+AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }
+AE_EXPORT int32_t ae_model_bad_role(void) { return g_bad_role; }
+/* 1 missing, 2 unknown dtype, 3 shape, 4 out of memory range, 5 misaligned, 6 row not whole blocks */
+AE_EXPORT int32_t ae_model_bad_reason(void) { return g_bad_reason; }
+
+static int bad(int layer, int role, int reason) {
+  g_bad_layer = layer; g_bad_role = role; g_bad_reason = reason;
+  return AE_ERR_BAD_TENSOR;
+}
+
+static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne1, int matrix, int required) {
+  if (!t->data) return required ? bad(layer, role, 1) : AE_OK;
+  const ae_type_traits *tr = ae_traits((ae_type)t->type);
+  if (!tr || t->type == AE_Q8_K) return bad(layer, role, 2);
+  if (!matrix && t->type != AE_F32) return bad(layer, role, 2);
+  if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, 3);
+  if (ne0 % tr->blck_size) return bad(layer, role, 6);
+  uint64_t bytes = (uint64_t)ae_row_size((ae_type)t->type, ne0) * (uint64_t)ne1;
+  uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+  uint64_t start = (uint64_t)(uintptr_t)t->data;
+  if (start < 0x80000u || start + bytes > mem) return bad(layer, role, 4);
+  if (start % 4) return bad(layer, role, 5);
+  return AE_OK;
+}
+
+static int check_config(const ae_config *c) {
+  if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_PHI3) return AE_ERR_BAD_CONFIG;
+  if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
+  if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
+  if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
+  if (c->rope_dim <= 0 || c->rope_dim > c->head_dim || (c->rope_dim & 1)) return AE_ERR_BAD_CONFIG;
+  if (c->hidden_dim <= 0 || c->hidden_dim > 262144 || c->vocab <= 0 || c->vocab > (1 << 22)) return AE_ERR_BAD_CONFIG;
+  if (c->n_ctx <= 0 || c->n_ctx > (1 << 20) || c->max_batch <= 0 || c->max_batch > 4096) return AE_ERR_BAD_CONFIG;
+  if (c->max_threads <= 0 || c->max_threads > 256) return AE_ERR_BAD_CONFIG;
+  if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0f)) return AE_ERR_BAD_CONFIG;
+  return AE_OK;
+}
+
+static int dims_ok(ae_model *m) {
+  ae_config *c = &m->cfg;
+  m->q_dim = c->n_heads * c->head_dim;
+  m->kv_dim = c->n_kv_heads * c->head_dim;
+  m->qkv_dim = m->q_dim + 2 * m->kv_dim;
+  return AE_OK;
+}
+
+/* Validate every tensor against the config and the memory. @return ae_status; on AE_ERR_BAD_TENSOR
+ * ae_model_bad_layer/role/reason say which and why. */
+AE_EXPORT int ae_model_validate(ae_model *m) {
+  int st = check_config(&m->cfg);
+  if (st) return st;
+  dims_ok(m);
+  const ae_config *c = &m->cfg;
+  const int D = c->dim, H = c->hidden_dim;
+  if ((st = check_tensor(&m->tok_embd, -1, AE_T_TOK_EMBD, D, c->vocab, 1, 1))) return st;
+  if ((st = check_tensor(&m->output_norm, -1, AE_T_OUTPUT_NORM, D, 1, 0, 1))) return st;
+  if ((st = check_tensor(&m->output, -1, AE_T_OUTPUT, D, c->vocab, 1, 0))) return st;
+  m->act_q8_0 = m->act_q8_K = 0;
+  for (int l = 0; l < c->n_layers; l++) {
+    ae_layer *L = &m->layers[l];
+    if ((st = check_tensor(&L->attn_norm, l, AE_T_ATTN_NORM, D, 1, 0, 1))) return st;
+    int fused = L->wqkv.data != NULL;
+    if ((st = check_tensor(&L->wqkv, l, AE_T_WQKV, D, m->qkv_dim, 1, 0))) return st;
+    if ((st = check_tensor(&L->wq, l, AE_T_WQ, D, m->q_dim, 1, !fused))) return st;
+    if ((st = check_tensor(&L->wk, l, AE_T_WK, D, m->kv_dim, 1, !fused))) return st;
+    if ((st = check_tensor(&L->wv, l, AE_T_WV, D, m->kv_dim, 1, !fused))) return st;
+    if (fused && (L->wq.data || L->wk.data || L->wv.data)) return bad(l, AE_T_WQKV, 3);
+    if ((st = check_tensor(&L->bq, l, AE_T_BQ, m->q_dim, 1, 0, 0))) return st;
+    if ((st = check_tensor(&L->bk, l, AE_T_BK, m->kv_dim, 1, 0, 0))) return st;
+    if ((st = check_tensor(&L->bv, l, AE_T_BV, m->kv_dim, 1, 0, 0))) return st;
+    if ((st = check_tensor(&L->wo, l, AE_T_WO, m->q_dim, D, 1, 1))) return st;
+    if ((st = check_tensor(&L->ffn_norm, l, AE_T_FFN_NORM, D, 1, 0, 1))) return st;
+    if ((st = check_tensor(&L->w_gate, l, AE_T_W_GATE, D, H, 1, 1))) return st;
+    if ((st = check_tensor(&L->w_up, l, AE_T_W_UP, D, H, 1, 1))) return st;
+    if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, 1))) return st;
+    const ae_tensor *mats[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    for (unsigned i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+      if (!mats[i]->data) continue;
+      ae_type vt = ae_traits((ae_type)mats[i]->type)->vec_dot_type;
+      if (vt == AE_Q8_0) m->act_q8_0 = 1;
+      if (vt == AE_Q8_K) m->act_q8_K = 1;
+    }
+  }
+  const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
+  ae_type vt = ae_traits((ae_type)out->type)->vec_dot_type;
+  if (vt == AE_Q8_0) m->act_q8_0 = 1;
+  if (vt == AE_Q8_K) m->act_q8_K = 1;
+  return AE_OK;
+}
+
+#define AE_ALIGN64(x) (((x) + 63u) & ~(size_t)63u)
+
+static int max3(int a, int b, int c) { int m = a > b ? a : b; return m > c ? m : c; }
+
+/* Arena layout, shared by the size query and init: walks the buffers, assigning when base != 0. */
+static size_t layout(ae_model *m, uintptr_t base) {
+  const ae_config *c = &m->cfg;
+  const size_t B = (size_t)c->max_batch;
+  const int widest = max3(c->dim, c->hidden_dim, m->q_dim);
+  const int widest_k = (widest + AE_QK_K - 1) / AE_QK_K * AE_QK_K;
+  size_t off = 0;
+#define TAKE(field, bytes) do { if (base) m->field = (void *)(base + off); off = AE_ALIGN64(off + (size_t)(bytes)); } while (0)
+  TAKE(x, B * c->dim * 4);
+  TAKE(xb, B * (size_t)(c->dim > m->q_dim ? c->dim : m->q_dim) * 4);
+  TAKE(qkv, B * m->qkv_dim * 4);
+  TAKE(hb, B * c->hidden_dim * 4);
+  TAKE(hb2, B * c->hidden_dim * 4);
+  TAKE(tmp, B * c->dim * 4);
+  size_t s8 = AE_ALIGN64(ae_row_size(AE_Q8_0, (widest + 31) / 32 * 32));
+  size_t sk = AE_ALIGN64(ae_row_size(AE_Q8_K, widest_k));
+  if (base) { m->xq8_stride = s8; m->xqk_stride = sk; }
+  TAKE(xq8, B * s8);
+  TAKE(xqk, B * sk);
+  TAKE(rope_cs, B * c->rope_dim * 4);
+  TAKE(att, (size_t)c->max_threads * c->n_ctx * 4);
+  TAKE(k_cache, (size_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
+  TAKE(v_cache, (size_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
+  TAKE(logits, (c->logits_all ? B : 1) * (size_t)c->vocab * 4);
+#undef TAKE
+  return off;
+}
+
+/* Bytes of arena ae_model_init needs (call after the config and tensors are set). 0 on a bad config. */
+AE_EXPORT size_t ae_model_arena_size(ae_model *m) {
+  if (check_config(&m->cfg)) return 0;
+  dims_ok(m);
+  return layout(m, 0);
+}
+
+/* Validate, then carve the run state out of [arena, arena + size) (64-byte aligned). */
+AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
+  int st = ae_model_validate(m);
+  if (st) return st;
+  if (((uintptr_t)arena & 63u) || layout(m, 0) > size) return AE_ERR_NO_MEMORY;
+  layout(m, (uintptr_t)arena);
+  m->n_past = 0;
+  m->initialised = 1;
+  return AE_OK;
+}
+
+/* Pointer to the logits (row `row` when logits_all). */
+AE_EXPORT float *ae_model_logits(ae_model *m) { return m->logits; }
+AE_EXPORT float *ae_model_kv(ae_model *m, int which) { return which ? m->v_cache : m->k_cache; }
