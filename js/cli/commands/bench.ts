@@ -1,0 +1,59 @@
+/** aether bench MODEL [--prompt-tokens P] [--gen-tokens G] [--threads T] [--reps R] [--json] */
+import { parseArgs } from '../args.js';
+import { load } from '../../src/aether.js';
+import { AetherError } from '../../src/errors.js';
+
+export const usage = `usage: aether bench MODEL [options]
+  --prompt-tokens P   prompt length for the prefill measurement (default 64)
+  --gen-tokens G      tokens decoded for the decode measurement (default 64)
+  -t, --threads T     compute threads (default 1)
+  --reps R            repetitions; the median is reported (default 3)
+  --ffn MODE          dense | fused | static | dynamic (default dense)
+  --json              print one JSON object`;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { positionals, values: v } = parseArgs(argv, {
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', ffn: 'string', 'max-batch': 'number' },
+    aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
+  });
+  if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
+  const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
+  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, maxBatch: v['max-batch'] as number | undefined });
+  try {
+    if (v.ffn) model.setFfnMode(v.ffn as any);
+    if (P + G > model.nCtx) throw new AetherError('invalid_argument', `prompt-tokens + gen-tokens = ${P + G} exceeds the context ${model.nCtx}`);
+    // A fixed pseudo-random prompt of P tokens (ids >= 3 to avoid control tokens), BOS first.
+    const vocab = model.config.vocab_size;
+    let s = 12345;
+    const prompt = [model.tokenizer.bosId ?? 1];
+    while (prompt.length < P) { s = (s * 1103515245 + 12345) >>> 0; prompt.push(3 + (s % (vocab - 3))); }
+    const eng = model.engine;
+    const pre: number[] = [], dec: number[] = [];
+    for (let r = 0; r < reps + 1; r++) {
+      const t0 = performance.now();
+      eng.forward(prompt, 0);
+      const t1 = performance.now();
+      let tok = 3;
+      for (let i = 0; i < G; i++) { eng.forward([tok], P + i); tok = 3 + ((tok * 31 + 7) % (vocab - 3)); }
+      const t2 = performance.now();
+      if (r === 0) continue; // warm-up
+      pre.push((P / (t1 - t0)) * 1000);
+      dec.push((G / (t2 - t1)) * 1000);
+    }
+    model.reset();
+    const out = {
+      model: positionals[0], arch: model.config.arch, threads: model.threads, prompt_tokens: P, gen_tokens: G, reps,
+      ffn: (v.ffn as string) ?? 'dense', prefill_tps: median(pre), decode_tps: median(dec), prefill_tps_all: pre, decode_tps_all: dec,
+    };
+    if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
+    else process.stdout.write(`${out.model}: threads ${out.threads}, prefill ${P} tok: ${out.prefill_tps.toFixed(1)} tok/s, decode ${G} tok: ${out.decode_tps.toFixed(1)} tok/s (median of ${reps})\n`);
+    return 0;
+  } finally {
+    model.dispose();
+  }
+}
