@@ -1,0 +1,91 @@
+// Scalar reference forward in plain JS (float64 accumulation), the specification the wasm forward is
+// tested against on generated tiny models of each architecture. Weights are f32 arrays in GGUF
+// order: a matrix with shape [ne0, ne1] has ne1 rows of ne0 values.
+
+/** @param cfg {arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size, norm_eps, rope_theta, rope_dim, rope_type}
+ *  @param W Map name -> Float32Array */
+export function createRefModel(cfg, W) {
+  const D = cfg.dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, H = cfg.hidden_dim;
+  const qd = nh * hd, kvd = nkv * hd, rd = cfg.rope_dim ?? hd;
+  const kcache = [], vcache = [];
+  for (let l = 0; l < cfg.n_layers; l++) { kcache.push([]); vcache.push([]); }
+  const get = (n) => { const t = W.get(n); if (!t) throw new Error(`ref: missing tensor ${n}`); return t; };
+  const opt = (n) => W.get(n);
+
+  function matvec(w, x, rows, cols) {
+    const y = new Float64Array(rows);
+    for (let r = 0; r < rows; r++) { let s = 0; const o = r * cols; for (let c = 0; c < cols; c++) s += w[o + c] * x[c]; y[r] = s; }
+    return y;
+  }
+  function rmsnorm(x, w) {
+    let ss = 0; for (let i = 0; i < x.length; i++) ss += x[i] * x[i];
+    const inv = 1 / Math.sqrt(ss / x.length + cfg.norm_eps);
+    return Float64Array.from(x, (v, i) => v * inv * w[i]);
+  }
+  function rope(v, nheads, pos) {
+    for (let h = 0; h < nheads; h++) {
+      const o = h * hd;
+      for (let i = 0; i < rd / 2; i++) {
+        const freq = 1 / Math.pow(cfg.rope_theta, (2 * i) / rd);
+        const a = pos * freq, c = Math.cos(a), s = Math.sin(a);
+        const i0 = cfg.rope_type === 'neox' ? o + i : o + 2 * i;
+        const i1 = cfg.rope_type === 'neox' ? o + i + rd / 2 : o + 2 * i + 1;
+        const x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * c - x1 * s; v[i1] = x0 * s + x1 * c;
+      }
+    }
+  }
+  const silu = (v) => v / (1 + Math.exp(-v));
+
+  /** Feed one token at position pos; returns the logits (Float64Array). */
+  function step(token, pos) {
+    let x = Float64Array.from(get('token_embd.weight').subarray(token * D, token * D + D));
+    for (let l = 0; l < cfg.n_layers; l++) {
+      const p = `blk.${l}.`;
+      const xb = rmsnorm(x, get(p + 'attn_norm.weight'));
+      let q, k, v;
+      if (opt(p + 'attn_qkv.weight')) {
+        const qkv = matvec(get(p + 'attn_qkv.weight'), xb, qd + 2 * kvd, D);
+        q = qkv.slice(0, qd); k = qkv.slice(qd, qd + kvd); v = qkv.slice(qd + kvd);
+      } else {
+        q = matvec(get(p + 'attn_q.weight'), xb, qd, D);
+        k = matvec(get(p + 'attn_k.weight'), xb, kvd, D);
+        v = matvec(get(p + 'attn_v.weight'), xb, kvd, D);
+      }
+      const bq = opt(p + 'attn_q.bias'), bk = opt(p + 'attn_k.bias'), bv = opt(p + 'attn_v.bias');
+      if (bq) for (let i = 0; i < qd; i++) q[i] += bq[i];
+      if (bk) for (let i = 0; i < kvd; i++) k[i] += bk[i];
+      if (bv) for (let i = 0; i < kvd; i++) v[i] += bv[i];
+      rope(q, nh, pos); rope(k, nkv, pos);
+      kcache[l][pos] = k; vcache[l][pos] = v;
+      const att = new Float64Array(qd);
+      const group = nh / nkv;
+      for (let h = 0; h < nh; h++) {
+        const g = Math.floor(h / group);
+        const scores = new Float64Array(pos + 1);
+        let mx = -Infinity;
+        for (let t = 0; t <= pos; t++) {
+          let s = 0; for (let i = 0; i < hd; i++) s += q[h * hd + i] * kcache[l][t][g * hd + i];
+          scores[t] = s / Math.sqrt(hd); if (scores[t] > mx) mx = scores[t];
+        }
+        let sum = 0; for (let t = 0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }
+        for (let t = 0; t <= pos; t++) {
+          const a = scores[t] / sum;
+          for (let i = 0; i < hd; i++) att[h * hd + i] += a * vcache[l][t][g * hd + i];
+        }
+      }
+      const o = matvec(get(p + 'attn_output.weight'), att, D, qd);
+      for (let i = 0; i < D; i++) x[i] += o[i];
+      const xf = rmsnorm(x, get(p + 'ffn_norm.weight'));
+      const g = matvec(get(p + 'ffn_gate.weight'), xf, H, D);
+      const u = matvec(get(p + 'ffn_up.weight'), xf, H, D);
+      const hb = Float64Array.from(g, (gv, i) => silu(gv) * u[i]);
+      const d = matvec(get(p + 'ffn_down.weight'), hb, D, H);
+      for (let i = 0; i < D; i++) x[i] += d[i];
+    }
+    const xn = rmsnorm(x, get('output_norm.weight'));
+    const out = opt('output.weight') ?? get('token_embd.weight');
+    return matvec(out, xn, cfg.vocab_size, D);
+  }
+  return { step };
+}
