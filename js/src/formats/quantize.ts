@@ -1,0 +1,335 @@
+/**
+ * Element conversions and ggml block (de)quantisers, bit-identical to ggml's reference C code
+ * (quantize_row_q8_0_ref / quantize_row_q4_0_ref, GGML_FP32_TO_FP16 round-to-nearest-even):
+ * every float32 operation of the C code is reproduced with Math.fround.
+ *
+ * Byte order: little-endian (typed arrays are used directly; every JS/wasm target we run on is LE).
+ */
+import { AetherError } from '../errors.js';
+import { DTYPES, type DTypeName } from './dtypes.js';
+
+/** Source element types the converter reads: the rknot dtypes plus bf16 (safetensors). */
+export type SourceDType = DTypeName | 'bf16';
+
+const f32buf = new Float32Array(1);
+const u32buf = new Uint32Array(f32buf.buffer);
+
+/** float32 bit pattern -> IEEE half bit pattern, round to nearest even (as F16C / ggml_compute_fp32_to_fp16). */
+export function f32BitsToF16(u: number): number {
+  const sign = (u >>> 16) & 0x8000;
+  const exp = (u >>> 23) & 0xff;
+  const mant = u & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 | (mant >>> 13) : 0);
+  const e = exp - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    const m = mant | 0x800000;
+    const shift = 14 - e;
+    let h = m >>> shift;
+    const rem = m & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1) !== 0)) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1) !== 0)) h++; // a carry into the exponent is correct (-> inf at the top)
+  return sign | h;
+}
+
+export function f32ToF16(x: number): number {
+  f32buf[0] = x;
+  return f32BitsToF16(u32buf[0]);
+}
+
+let F16_TABLE: Float32Array | undefined;
+/** 65536-entry half -> float table. */
+export function f16Table(): Float32Array {
+  if (F16_TABLE) return F16_TABLE;
+  const t = new Float32Array(65536);
+  const tu = new Uint32Array(t.buffer);
+  for (let h = 0; h < 65536; h++) {
+    const sign = (h & 0x8000) << 16;
+    const exp = (h >>> 10) & 0x1f;
+    const mant = h & 0x3ff;
+    if (exp === 0) {
+      t[h] = (mant / 1024) * 2 ** -14 * (sign ? -1 : 1);
+      if (mant === 0) tu[h] = sign >>> 0;
+    } else if (exp === 31) {
+      tu[h] = (sign | 0x7f800000 | (mant << 13)) >>> 0;
+    } else {
+      tu[h] = (sign | ((exp - 15 + 127) << 23) | (mant << 13)) >>> 0;
+    }
+  }
+  F16_TABLE = t;
+  return t;
+}
+
+export function f16ToF32(h: number): number {
+  return f16Table()[h & 0xffff];
+}
+
+/** View `bytes` as elements of a typed array, copying only if the view would be misaligned. */
+function viewAs<T>(bytes: Uint8Array, ctor: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }, n: number): T {
+  const need = n * ctor.BYTES_PER_ELEMENT;
+  if (bytes.length < need) throw new AetherError('format_error', `buffer of ${bytes.length} bytes is shorter than ${n} elements (${need} bytes)`);
+  if (bytes.byteOffset % ctor.BYTES_PER_ELEMENT === 0) return new ctor(bytes.buffer, bytes.byteOffset, n);
+  const copy = new Uint8Array(need);
+  copy.set(bytes.subarray(0, need));
+  return new ctor(copy.buffer, 0, n);
+}
+
+/** Error for a non-finite or out-of-range input value (caller adds the tensor name). */
+export class ValueError extends Error {
+  constructor(readonly index: number, readonly value: number, readonly what: string) {
+    super(`${what}: value ${value} at element ${index}`);
+  }
+}
+
+/** f32 -> f16 bytes. Throws ValueError if a finite value overflows the f16 range (|x| > 65504 after rounding). */
+export function encodeF16(src: Float32Array): Uint8Array {
+  const out = new Uint16Array(src.length);
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const h = f32BitsToF16(bits[i]);
+    if ((h & 0x7c00) === 0x7c00 && Number.isFinite(src[i])) throw new ValueError(i, src[i], 'overflows the f16 range');
+    out[i] = h;
+  }
+  return new Uint8Array(out.buffer);
+}
+
+const fround = Math.fround;
+
+/** C roundf: half away from zero, for |x| small (exact in double). */
+function roundf(x: number): number {
+  return x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
+}
+
+function checkFinite(src: Float32Array, what: string): void {
+  for (let i = 0; i < src.length; i++) {
+    const v = src[i];
+    if (v !== v || v === Infinity || v === -Infinity) throw new ValueError(i, v, what);
+  }
+}
+
+/** ggml quantize_row_q8_0_ref. src.length must be a multiple of 32. */
+export function quantizeQ8_0(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const nb = src.length / 32;
+  if (!Number.isInteger(nb)) throw new AetherError('invalid_argument', `q8_0: ${src.length} elements is not a multiple of 32`);
+  checkFinite(src, 'non-finite input to q8_0');
+  const out = dst ?? new Uint8Array(nb * 34);
+  for (let b = 0; b < nb; b++) {
+    const x = b * 32;
+    let amax = 0;
+    for (let j = 0; j < 32; j++) {
+      const v = Math.abs(src[x + j]);
+      if (v > amax) amax = v;
+    }
+    const d = fround(amax / 127);
+    const id = d !== 0 ? fround(1 / d) : 0;
+    const o = b * 34;
+    const h = f32ToF16(d);
+    out[o] = h & 0xff;
+    out[o + 1] = h >>> 8;
+    for (let j = 0; j < 32; j++) out[o + 2 + j] = roundf(fround(src[x + j] * id)) & 0xff;
+  }
+  return out;
+}
+
+/** ggml quantize_row_q4_0_ref. Low nibbles hold elements 0..15 of a block, high nibbles 16..31. */
+export function quantizeQ4_0(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const nb = src.length / 32;
+  if (!Number.isInteger(nb)) throw new AetherError('invalid_argument', `q4_0: ${src.length} elements is not a multiple of 32`);
+  checkFinite(src, 'non-finite input to q4_0');
+  const out = dst ?? new Uint8Array(nb * 18);
+  for (let b = 0; b < nb; b++) {
+    const x = b * 32;
+    let amax = 0;
+    let max = 0;
+    for (let j = 0; j < 32; j++) {
+      const v = src[x + j];
+      const a = Math.abs(v);
+      if (amax < a) { amax = a; max = v; }
+    }
+    const d = fround(max / -8);
+    const id = d !== 0 ? fround(1 / d) : 0;
+    const o = b * 18;
+    const h = f32ToF16(d);
+    out[o] = h & 0xff;
+    out[o + 1] = h >>> 8;
+    for (let j = 0; j < 16; j++) {
+      const x0 = fround(src[x + j] * id);
+      const x1 = fround(src[x + 16 + j] * id);
+      const xi0 = Math.min(15, Math.trunc(fround(x0 + 8.5)));
+      const xi1 = Math.min(15, Math.trunc(fround(x1 + 8.5)));
+      out[o + 2 + j] = xi0 | (xi1 << 4);
+    }
+  }
+  return out;
+}
+
+function u16(b: Uint8Array, o: number): number {
+  return b[o] | (b[o + 1] << 8);
+}
+
+/** Decode `n` elements of `dtype` from `bytes` to float32 (dequantise block formats as ggml's dequantize_row_*). */
+export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, out?: Float32Array): Float32Array {
+  const y = out ?? new Float32Array(n);
+  switch (dtype) {
+    case 'f32': {
+      y.set(viewAs(bytes, Float32Array, n));
+      return y;
+    }
+    case 'f16': {
+      const t = f16Table();
+      const h = viewAs(bytes, Uint16Array, n);
+      for (let i = 0; i < n; i++) y[i] = t[h[i]];
+      return y;
+    }
+    case 'bf16': {
+      const h = viewAs(bytes, Uint16Array, n);
+      const yu = new Uint32Array(y.buffer, y.byteOffset, n);
+      for (let i = 0; i < n; i++) yu[i] = h[i] << 16;
+      return y;
+    }
+    case 'q8_0': {
+      const t = f16Table();
+      const nb = n / 32;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 34;
+        const d = t[u16(bytes, o)];
+        for (let j = 0; j < 32; j++) y[b * 32 + j] = fround(d * ((bytes[o + 2 + j] << 24) >> 24));
+      }
+      return y;
+    }
+    case 'q4_0': {
+      const t = f16Table();
+      const nb = n / 32;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 18;
+        const d = t[u16(bytes, o)];
+        for (let j = 0; j < 16; j++) {
+          const q = bytes[o + 2 + j];
+          y[b * 32 + j] = fround(((q & 0xf) - 8) * d);
+          y[b * 32 + 16 + j] = fround(((q >>> 4) - 8) * d);
+        }
+      }
+      return y;
+    }
+    case 'q4_K': {
+      const t = f16Table();
+      const nb = n / 256;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 144;
+        const d = t[u16(bytes, o)];
+        const dmin = t[u16(bytes, o + 2)];
+        const sc = o + 4;   // 12 bytes of packed 6-bit scales and mins
+        let q = o + 16;     // 128 bytes of nibbles
+        let yi = b * 256;
+        for (let j = 0, is = 0; j < 256; j += 64, is += 2) {
+          for (let k = 0; k < 2; k++) {
+            const jj = is + k;
+            let s: number, m: number;
+            if (jj < 4) {
+              s = bytes[sc + jj] & 63;
+              m = bytes[sc + jj + 4] & 63;
+            } else {
+              s = (bytes[sc + jj + 4] & 0xf) | ((bytes[sc + jj - 4] >>> 6) << 4);
+              m = (bytes[sc + jj + 4] >>> 4) | ((bytes[sc + jj] >>> 6) << 4);
+            }
+            const d1 = fround(d * s);
+            const m1 = fround(dmin * m);
+            for (let l = 0; l < 32; l++) {
+              const nib = k === 0 ? bytes[q + l] & 0xf : bytes[q + l] >>> 4;
+              y[yi++] = fround(fround(d1 * nib) - m1);
+            }
+          }
+          q += 32;
+        }
+      }
+      return y;
+    }
+    case 'q6_K': {
+      const t = f16Table();
+      const nb = n / 256;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 210;
+        const d = t[u16(bytes, o + 208)];
+        let ql = o;
+        let qh = o + 128;
+        let sc = o + 192;
+        let yi = b * 256;
+        for (let half = 0; half < 2; half++) {
+          for (let l = 0; l < 32; l++) {
+            const is = l >> 4;
+            const h = bytes[qh + l];
+            const q1 = ((bytes[ql + l] & 0xf) | ((h & 3) << 4)) - 32;
+            const q2 = ((bytes[ql + l + 32] & 0xf) | (((h >>> 2) & 3) << 4)) - 32;
+            const q3 = ((bytes[ql + l] >>> 4) | (((h >>> 4) & 3) << 4)) - 32;
+            const q4 = ((bytes[ql + l + 32] >>> 4) | (((h >>> 6) & 3) << 4)) - 32;
+            const s = (i: number) => (bytes[sc + i] << 24) >> 24;
+            y[yi + l] = fround(fround(d * s(is)) * q1);
+            y[yi + l + 32] = fround(fround(d * s(is + 2)) * q2);
+            y[yi + l + 64] = fround(fround(d * s(is + 4)) * q3);
+            y[yi + l + 96] = fround(fround(d * s(is + 6)) * q4);
+          }
+          yi += 128;
+          ql += 64;
+          qh += 32;
+          sc += 8;
+        }
+      }
+      return y;
+    }
+  }
+}
+
+/** Encode float32 values as `dtype` (only f32, f16, q8_0, q4_0 can be produced). */
+export function encodeFromF32(dtype: DTypeName, src: Float32Array): Uint8Array {
+  switch (dtype) {
+    case 'f32': return new Uint8Array(src.buffer, src.byteOffset, src.length * 4);
+    case 'f16': return encodeF16(src);
+    case 'q8_0': return quantizeQ8_0(src);
+    case 'q4_0': return quantizeQ4_0(src);
+    default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, q8_0, q4_0)`);
+  }
+}
+
+/** Byte size of n elements of a source dtype (n a multiple of the block size). */
+export function sourceBytes(dtype: SourceDType, n: number): number {
+  if (dtype === 'bf16') return n * 2;
+  const t = DTYPES[dtype];
+  return (n / t.blockSize) * t.typeSize;
+}
+
+/**
+ * Convert `n` elements from `from` to `to`. Same dtype: the bytes are returned unchanged (no requantisation).
+ */
+export function convertElements(from: SourceDType, to: DTypeName, bytes: Uint8Array, n: number): Uint8Array {
+  if (from === to) return bytes;
+  return encodeFromF32(to, decodeToF32(from, bytes, n));
+}
+
+/**
+ * Index of the first block whose f16 scale(s) are NaN or Inf, scanning blocks [fromBlock, toBlock) of a
+ * buffer that starts at block 0; -1 if all are finite. Non-block dtypes: always -1.
+ */
+export function findBadScale(dtype: DTypeName, bytes: Uint8Array, fromBlock = 0, toBlock = -1): number {
+  const t = DTYPES[dtype];
+  const offs = t.scaleOffsets;
+  if (!offs) return -1;
+  const end = toBlock < 0 ? Math.floor(bytes.length / t.typeSize) : toBlock;
+  const ts = t.typeSize;
+  if (offs.length === 1) {
+    const so = offs[0];
+    for (let b = fromBlock, o = fromBlock * ts + so; b < end; b++, o += ts) {
+      if ((bytes[o + 1] & 0x7c) === 0x7c) return b;
+    }
+    return -1;
+  }
+  for (let b = fromBlock; b < end; b++) {
+    for (const so of offs) if ((bytes[b * ts + so + 1] & 0x7c) === 0x7c) return b;
+  }
+  return -1;
+}
