@@ -1,0 +1,155 @@
+/**
+ * Chat templates: render a model's Jinja `chat_template` with @huggingface/jinja (the same engine
+ * transformers.js uses), with the variables HF's apply_chat_template passes (messages, add_generation_prompt,
+ * bos_token, eos_token, raise_exception, strftime_now).
+ *
+ * Fallback when the model has no template. Default 'plain': a transcript
+ *   `{bos}System: ...\n\nUser: ...\n\nAssistant: ...\n\n` ... ending with `Assistant:` for the generation prompt.
+ * Why: a model shipped without a chat template is almost always a base model that has never seen ChatML's
+ * <|im_start|>/<|im_end|> (they are not in its vocabulary, so they would be split into meaningless pieces),
+ * while "User:/Assistant:" transcripts are ordinary text it has seen in pre-training; the BOS text is
+ * included because callers tokenize the rendered prompt with addBos: false, as for real templates.
+ * 'chatml' can be asked for (opts.fallback) when the vocabulary does have ChatML tokens; see
+ * {@link chatFallbackFor}. Stop strings for either fallback come from {@link chatStopStrings}.
+ * Browser-safe.
+ */
+import { Template } from '@huggingface/jinja';
+import { AetherError } from '../errors.js';
+import type { TokenizerData } from './types.js';
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+  [key: string]: unknown;
+}
+
+export type ChatFallback = 'plain' | 'chatml';
+
+export interface ChatTemplateOptions {
+  /** Append the assistant header so the model writes the reply. Default true. */
+  addGenerationPrompt?: boolean;
+  /** Text of the BOS token ('' when none). */
+  bosToken?: string;
+  /** Text of the EOS token ('' when none). */
+  eosToken?: string;
+  /** Name of the tokenizer/model (informational; 'qwen'/'chatml' in it selects the ChatML fallback). */
+  tokenizerName?: string;
+  /** Format used when `template` is undefined or empty. Default 'plain' (see module doc). */
+  fallback?: ChatFallback;
+  /** Extra template variables (tools, documents, date_string, enable_thinking, ...). */
+  extra?: Record<string, unknown>;
+}
+
+/** ChatML (Qwen, many fine-tunes). */
+export const CHATML_TEMPLATE =
+  "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+/** Plain transcript fallback for base models. */
+export const PLAIN_TEMPLATE =
+  "{{ bos_token }}{% for message in messages %}{{ message['role'] | capitalize + ': ' + message['content'] | trim + '\\n\\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
+const cache = new Map<string, Template>();
+
+function compile(template: string): Template {
+  let t = cache.get(template);
+  if (t) return t;
+  try {
+    t = new Template(template);
+  } catch (e) {
+    throw new AetherError('tokenizer_error', `chat template does not parse: ${(e as Error).message}`, { cause: String(e) });
+  }
+  if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
+  cache.set(template, t);
+  return t;
+}
+
+function fallbackKind(opts: ChatTemplateOptions): ChatFallback {
+  if (opts.fallback) return opts.fallback;
+  if (opts.tokenizerName && /qwen|chatml/i.test(opts.tokenizerName)) return 'chatml';
+  return 'plain';
+}
+
+/** Which fallback suits a tokenizer without a template: 'chatml' when <|im_start|> and <|im_end|> are tokens. */
+export function chatFallbackFor(data: TokenizerData): ChatFallback {
+  const has = (t: string) => data.tokens.includes(t);
+  return has('<|im_start|>') && has('<|im_end|>') ? 'chatml' : 'plain';
+}
+
+function strftimeNow(format: string): string {
+  const d = new Date();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const months = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+  const days = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+  return String(format).replace(/%([dmYyHMSbBaAjp%])/g, (_m, c: string) => {
+    switch (c) {
+      case 'd': return pad(d.getDate());
+      case 'm': return pad(d.getMonth() + 1);
+      case 'Y': return String(d.getFullYear());
+      case 'y': return pad(d.getFullYear() % 100);
+      case 'H': return pad(d.getHours());
+      case 'M': return pad(d.getMinutes());
+      case 'S': return pad(d.getSeconds());
+      case 'b': return months[d.getMonth()].slice(0, 3);
+      case 'B': return months[d.getMonth()];
+      case 'a': return days[d.getDay()].slice(0, 3);
+      case 'A': return days[d.getDay()];
+      case 'p': return d.getHours() < 12 ? 'AM' : 'PM';
+      case 'j': {
+        const start = new Date(d.getFullYear(), 0, 1);
+        return String(Math.floor((d.getTime() - start.getTime()) / 86400000) + 1).padStart(3, '0');
+      }
+      default: return '%';
+    }
+  });
+}
+
+/**
+ * Render `messages` with a Jinja chat template (or the fallback when `template` is undefined/empty).
+ * A template that fails to parse or raises while rendering -> AetherError('tokenizer_error').
+ */
+export function applyChatTemplate(template: string | undefined, messages: ChatMessage[], opts: ChatTemplateOptions = {}): string {
+  if (!Array.isArray(messages)) {
+    throw new AetherError('invalid_argument', 'applyChatTemplate: messages must be an array of {role, content}');
+  }
+  messages.forEach((m, i) => {
+    if (m === null || typeof m !== 'object' || typeof m.role !== 'string') {
+      throw new AetherError('invalid_argument', `applyChatTemplate: messages[${i}] must be an object with a string "role"`);
+    }
+  });
+  const source = template && template.trim() ? template : fallbackKind(opts) === 'chatml' ? CHATML_TEMPLATE : PLAIN_TEMPLATE;
+  const t = compile(source);
+  try {
+    return t.render({
+      ...(opts.extra ?? {}),
+      messages,
+      add_generation_prompt: opts.addGenerationPrompt ?? true,
+      bos_token: opts.bosToken ?? '',
+      eos_token: opts.eosToken ?? '',
+      raise_exception: (msg: unknown) => {
+        throw new Error(`raise_exception: ${String(msg)}`);
+      },
+      strftime_now: strftimeNow,
+    });
+  } catch (e) {
+    if (e instanceof AetherError) throw e;
+    throw new AetherError('tokenizer_error', `chat template failed to render: ${(e as Error).message}`, { cause: String(e) });
+  }
+}
+
+/**
+ * Strings that end an assistant turn in the format of `template` (use them as stop strings next to the
+ * tokenizer's end-of-generation ids). For an undefined template, those of the fallback format.
+ */
+export function chatStopStrings(template: string | undefined, opts: { fallback?: ChatFallback; tokenizerName?: string } = {}): string[] {
+  if (!template || !template.trim()) {
+    return fallbackKind(opts) === 'chatml' ? ['<|im_end|>'] : ['\nUser:', '\nSystem:'];
+  }
+  const out: string[] = [];
+  const markers = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|end|>', '<end_of_turn>', '<|END_OF_TURN_TOKEN|>', '<|endoftext|>', '<｜end▁of▁sentence｜>'];
+  for (const m of markers) if (template.includes(m)) out.push(m);
+  if (template.includes('[INST]')) out.push('[INST]');
+  // templates that end turns with eos_token need no stop string: the tokenizer's EOS id stops generation
+  return out;
+}
