@@ -1,7 +1,7 @@
 /**
  * Chat templates: render a model's Jinja `chat_template` with @huggingface/jinja (the same engine
  * transformers.js uses), with the variables HF's apply_chat_template passes (messages, add_generation_prompt,
- * bos_token, eos_token, raise_exception, strftime_now).
+ * bos_token, eos_token; the engine itself provides raise_exception and strftime_now).
  *
  * Fallback when the model has no template. Default 'plain': a transcript
  *   `{bos}System: ...\n\nUser: ...\n\nAssistant: ...\n\n` ... ending with `Assistant:` for the generation prompt.
@@ -77,34 +77,6 @@ export function chatFallbackFor(data: TokenizerData): ChatFallback {
   return has('<|im_start|>') && has('<|im_end|>') ? 'chatml' : 'plain';
 }
 
-function strftimeNow(format: string): string {
-  const d = new Date();
-  const pad = (n: number) => String(n).padStart(2, '0');
-  const months = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-  const days = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
-  return String(format).replace(/%([dmYyHMSbBaAjp%])/g, (_m, c: string) => {
-    switch (c) {
-      case 'd': return pad(d.getDate());
-      case 'm': return pad(d.getMonth() + 1);
-      case 'Y': return String(d.getFullYear());
-      case 'y': return pad(d.getFullYear() % 100);
-      case 'H': return pad(d.getHours());
-      case 'M': return pad(d.getMinutes());
-      case 'S': return pad(d.getSeconds());
-      case 'b': return months[d.getMonth()].slice(0, 3);
-      case 'B': return months[d.getMonth()];
-      case 'a': return days[d.getDay()].slice(0, 3);
-      case 'A': return days[d.getDay()];
-      case 'p': return d.getHours() < 12 ? 'AM' : 'PM';
-      case 'j': {
-        const start = new Date(d.getFullYear(), 0, 1);
-        return String(Math.floor((d.getTime() - start.getTime()) / 86400000) + 1).padStart(3, '0');
-      }
-      default: return '%';
-    }
-  });
-}
-
 /**
  * Render `messages` with a Jinja chat template (or the fallback when `template` is undefined/empty).
  * A template that fails to parse or raises while rendering -> AetherError('tokenizer_error').
@@ -127,10 +99,6 @@ export function applyChatTemplate(template: string | undefined, messages: ChatMe
       add_generation_prompt: opts.addGenerationPrompt ?? true,
       bos_token: opts.bosToken ?? '',
       eos_token: opts.eosToken ?? '',
-      raise_exception: (msg: unknown) => {
-        throw new Error(`raise_exception: ${String(msg)}`);
-      },
-      strftime_now: strftimeNow,
     });
   } catch (e) {
     if (e instanceof AetherError) throw e;
