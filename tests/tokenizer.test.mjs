@@ -171,6 +171,13 @@ test('special tokens: control tokens only with parseSpecial; skipSpecial; isEog'
   assert.throws(() => tok.decode([-1]), (e) => e.code === 'tokenizer_error');
   // whitespace runs, leading spaces, digits split
   for (const s of ['  two leading', 'tabs\tand\n\nnewlines  ', '12345', ' ', '\n']) assert.equal(tok.decode(tok.encode(s)), s);
+  // a lone '▁' first piece loses its space, the next piece keeps its own
+  const sp = tok.pieceToId('▁');
+  const the = tok.pieceToId('▁the');
+  assert.ok(sp !== undefined && the !== undefined);
+  assert.equal(tok.decode([1, sp, the]), ' the');
+  const d = tok.createDecoder();
+  assert.equal(d.push(1) + d.push(sp) + d.push(the), ' the');
   const digits = tok.encode('2024', { addBos: false }).map((id) => tok.tokenToPiece(id));
   assert.ok(digits.every((p) => p.replace('▁', '').length <= 1), `digits are split: ${digits}`);
 });

@@ -237,6 +237,11 @@ class TokenizerImpl implements Tokenizer {
     return c;
   }
 
+  /** After this token, later pieces keep their leading space (only skipped control tokens do not count). */
+  private endsFirst(id: number, skipSpecial: boolean): boolean {
+    return !(skipSpecial && this.vocab.types[id] === TokenType.CONTROL);
+  }
+
   createDecoder(opts: DecodeOptions = {}): StreamDecoder {
     const skip = opts.skipSpecial ?? true;
     let td = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -244,9 +249,8 @@ class TokenizerImpl implements Tokenizer {
     return {
       push: (id: number): string => {
         const bytes = this.pieceBytes(id, skip, first);
-        if (bytes.length === 0) return '';
-        first = false;
-        return td.decode(bytes, { stream: true });
+        if (this.endsFirst(id, skip)) first = false;
+        return bytes.length === 0 ? '' : td.decode(bytes, { stream: true });
       },
       flush: (): string => {
         const s = td.decode();
@@ -267,8 +271,8 @@ class TokenizerImpl implements Tokenizer {
     let first = true;
     for (let i = 0; i < ids.length; i++) {
       const b = this.pieceBytes(ids[i], skip, first);
+      if (this.endsFirst(ids[i], skip)) first = false;
       if (b.length === 0) continue;
-      first = false;
       chunks.push(b);
       total += b.length;
     }

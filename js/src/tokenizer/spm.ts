@@ -81,7 +81,7 @@ export class SpmModel {
       if (left < 0 || right < 0) return;
       const s = start[left];
       const n = size[left] + size[right];
-      const id = textToId.get(text.substr(s, n));
+      const id = textToId.get(text.substring(s, s + n));
       if (id === undefined || this.mergeable[id] === 0) return;
       // min-heap: negate the score so the highest score pops first; ties -> smallest left index.
       heap.push(-this.scores[id], left, right, n);
@@ -104,7 +104,7 @@ export class SpmModel {
     }
 
     for (let i = 0; i >= 0; i = next[i]) {
-      const piece = text.substr(start[i], size[i]);
+      const piece = text.substring(start[i], start[i] + size[i]);
       const id = textToId.get(piece);
       if (id !== undefined && (size[i] > 1 || this.mergeable[id] === 1)) {
         out.push(id);
