@@ -63,8 +63,9 @@ export const crc32Impl: 'native' | 'js' = native ? 'native' : 'js';
 /** CRC-32 of `buf`, continuing from `prev` (0 to start). Uses Node's zlib.crc32 when available. */
 export function crc32(buf: Uint8Array, prev = 0): number {
   if (native) {
-    // zlib.crc32 rejects views on SharedArrayBuffer in some versions; fall back for those.
-    if (buf.buffer instanceof ArrayBuffer) return native(buf, prev) >>> 0;
+    try {
+      return native(buf, prev) >>> 0;
+    } catch { /* e.g. a view type this Node version rejects: use the portable code */ }
   }
   return crc32js(buf, prev);
 }
