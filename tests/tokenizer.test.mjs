@@ -322,3 +322,30 @@ test('bad TokenizerData -> tokenizer_error', () => {
   assert.throws(() => createTokenizer({ model: 'llama', tokens: ['a'], scores: [0], bos_token_id: 5 }), (e) => e.code === 'tokenizer_error');
   assert.throws(() => createTokenizer({ model: 'wpm', tokens: ['a'] }), (e) => e.code === 'unsupported');
 });
+
+test('tokenizer.json import errors', async () => {
+  const { tokenizerFromHFJson } = await import('../dist/src/tokenizer/tokenizer-json.js');
+  assert.throws(() => tokenizerFromHFJson('{not json', { file: 'x/tokenizer.json' }), (e) => e.code === 'tokenizer_error' && /x\/tokenizer\.json/.test(e.message));
+  assert.throws(() => tokenizerFromHFJson({ model: { type: 'WordPiece', vocab: {} } }), (e) => e.code === 'unsupported');
+  assert.throws(() => tokenizerFromHFJson({ model: { type: 'BPE', vocab: { a: -1 }, merges: [] } }), (e) => e.code === 'tokenizer_error');
+  assert.throws(() => tokenizerFromHFJson({ model: { type: 'BPE', vocab: { a: 0 }, merges: [3] }, pre_tokenizer: { type: 'ByteLevel' } }), (e) => e.code === 'tokenizer_error');
+  // a tiny byte-level BPE built by hand: merges apply in rank order, added tokens are whole-string matches
+  const { BYTE_TO_UNICODE } = await import('../dist/src/tokenizer/bpe.js');
+  const vocab = {};
+  BYTE_TO_UNICODE.forEach((c, b) => { vocab[c] = b; });
+  const data = tokenizerFromHFJson({
+    model: { type: 'BPE', vocab: { ...vocab, he: 256, ll: 257, hell: 258, hello: 259 }, merges: ['h e', 'l l', 'he ll', 'hell o'] },
+    pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, use_regex: true },
+    decoder: { type: 'ByteLevel' },
+    added_tokens: [{ id: 260, content: '<|end|>', special: true }, { id: 261, content: '[tool]', special: false }],
+  }, { config: { eos_token: '<|end|>' } });
+  assert.equal(data.model, 'gpt2');
+  assert.equal(data.eos_token_id, 260);
+  assert.deepEqual(data.token_type.slice(258), [1, 1, 3, 4]);
+  const tok = createTokenizer(data);
+  assert.deepEqual(tok.encode('hello'), [259]);
+  assert.deepEqual(tok.encode('hel[tool]'), [256, 'l'.charCodeAt(0), 261]);
+  assert.deepEqual(tok.encode('x<|end|>', { parseSpecial: true }), ['x'.charCodeAt(0), 260]);
+  assert.ok(tok.isEog(260));
+  assert.equal(tok.decode([259, 260, 261]), 'hello[tool]');
+});
