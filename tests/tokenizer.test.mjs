@@ -349,3 +349,17 @@ test('tokenizer.json import errors', async () => {
   assert.ok(tok.isEog(260));
   assert.equal(tok.decode([259, 260, 261]), 'hello[tool]');
 });
+
+test('special tokens with regex metacharacters are matched literally', () => {
+  const specials = ['<|a-b|>', '[x]', '(y)', '{z}', 'a.b', 'q?', '+*', '^$', '\\', '/s/', 'é-ü'];
+  const tokens = ['<unk>', 'a', 'b', ...specials];
+  const data = {
+    model: 'llama', tokens, scores: tokens.map(() => 0), token_type: [2, 1, 1, ...specials.map(() => 3)],
+    unknown_token_id: 0, add_space_prefix: false, add_bos_token: false,
+  };
+  const tok = createTokenizer(data);
+  for (let i = 0; i < specials.length; i++) {
+    assert.deepEqual(tok.encode(specials[i], { parseSpecial: true }), [3 + i], specials[i]);
+  }
+  assert.deepEqual(tok.encode('a<|a-b|>b', { parseSpecial: true }), [1, 3, 2]);
+});

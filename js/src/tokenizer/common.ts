@@ -158,8 +158,9 @@ export class NumHeap {
 /** A piece of input text: plain text to run through the model, or a special token matched whole. */
 export type Fragment = { text: string; id?: undefined } | { id: number; text?: undefined };
 
+/** Escape for a 'u'-flag regex (only syntax characters and '/' may be escaped there). */
 function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
 /**

@@ -52,58 +52,125 @@ export class SpmModel {
     this.unkId = data.unknown_token_id !== undefined ? vocab.checkId(data.unknown_token_id, 'unknown_token_id') : undefined;
   }
 
+  /**
+   * Code points that occur inside mergeable pieces (dense index), and the set of adjacent pairs
+   * (idx1 * nChars + idx2) that occur inside some piece. A position whose pair is not in the set can never be
+   * spanned by a merge, so the text is cut there and each segment is merged on its own: same result as one
+   * pass over the whole text, with small heaps.
+   */
+  private charIndex = new Map<number, number>();
+  private pairSet = new Set<number>();
+  private pairsBuilt = false;
+  private start = new Int32Array(0);
+  private size = new Int32Array(0);
+  private prev = new Int32Array(0);
+  private next = new Int32Array(0);
+
+  private buildPairs(): void {
+    const toks = this.vocab.tokens;
+    const idx = this.charIndex;
+    for (let id = 0; id < toks.length; id++) {
+      if (this.mergeable[id] === 0) continue;
+      for (const ch of toks[id]) {
+        const cp = ch.codePointAt(0) as number;
+        if (!idx.has(cp)) idx.set(cp, idx.size);
+      }
+    }
+    const nc = idx.size;
+    for (let id = 0; id < toks.length; id++) {
+      if (this.mergeable[id] === 0) continue;
+      let prevI = -1;
+      for (const ch of toks[id]) {
+        const ci = idx.get(ch.codePointAt(0) as number) as number;
+        if (prevI >= 0) this.pairSet.add(prevI * nc + ci);
+        prevI = ci;
+      }
+    }
+    this.pairsBuilt = true;
+  }
+
   /** Encode text that already had spaces handled by {@link escapeSpm}; appends ids to out. */
   encodeEscaped(text: string, out: number[]): void {
     const len = text.length;
     if (len === 0) return;
-    // Symbols: one per code point. start/size in UTF-16 code units.
-    const start = new Int32Array(len);
-    const size = new Int32Array(len);
-    const prev = new Int32Array(len);
-    const next = new Int32Array(len);
+    if (!this.pairsBuilt) this.buildPairs();
+    if (this.start.length < len) {
+      const cap = Math.max(len, this.start.length * 2, 256);
+      this.start = new Int32Array(cap);
+      this.size = new Int32Array(cap);
+      this.prev = new Int32Array(cap);
+      this.next = new Int32Array(cap);
+    }
+    const start = this.start;
+    const size = this.size;
+    const idx = this.charIndex;
+    const pairs = this.pairSet;
+    const nc = idx.size;
+    // Symbols: one per code point (start/size in UTF-16 code units), cut into independent segments.
     let ns = 0;
+    let seg = 0;
+    let prevCi = -1;
     for (let i = 0; i < len; ) {
-      const c = text.charCodeAt(i);
-      const w = c >= 0xd800 && c <= 0xdbff && i + 1 < len && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? 2 : 1;
+      const cp = text.codePointAt(i) as number;
+      const w = cp > 0xffff ? 2 : 1;
+      const ci = idx.get(cp) ?? -1;
+      if (ns > seg && (ci < 0 || prevCi < 0 || !pairs.has(prevCi * nc + ci))) {
+        this.mergeSegment(text, seg, ns, out);
+        seg = ns;
+      }
       start[ns] = i;
       size[ns] = w;
-      prev[ns] = ns - 1;
-      next[ns] = ns + 1;
       ns++;
+      prevCi = ci;
       i += w;
     }
-    next[ns - 1] = -1;
+    this.mergeSegment(text, seg, ns, out);
+  }
 
+  /** Merge symbols [b, e) by score and append their ids. */
+  private mergeSegment(text: string, b: number, e: number, out: number[]): void {
+    const start = this.start;
+    const size = this.size;
+    const prev = this.prev;
+    const next = this.next;
+    for (let i = b; i < e; i++) {
+      prev[i] = i - 1;
+      next[i] = i + 1;
+    }
+    prev[b] = -1;
+    next[e - 1] = -1;
     const textToId = this.vocab.textToId;
-    const heap = this.heap;
-    heap.clear();
-    const tryAdd = (left: number, right: number): void => {
-      if (left < 0 || right < 0) return;
-      const s = start[left];
-      const n = size[left] + size[right];
-      const id = textToId.get(text.substring(s, s + n));
-      if (id === undefined || this.mergeable[id] === 0) return;
-      // min-heap: negate the score so the highest score pops first; ties -> smallest left index.
-      heap.push(-this.scores[id], left, right, n);
-    };
-    for (let i = 1; i < ns; i++) tryAdd(i - 1, i);
+    if (e - b > 1) {
+      const heap = this.heap;
+      heap.clear();
+      const tryAdd = (left: number, right: number): void => {
+        if (left < 0 || right < 0) return;
+        const s = start[left];
+        const n = size[left] + size[right];
+        const id = textToId.get(text.substring(s, s + n));
+        if (id === undefined || this.mergeable[id] === 0) return;
+        // min-heap: negate the score so the highest score pops first; ties -> smallest left index.
+        heap.push(-this.scores[id], left, right, n);
+      };
+      for (let i = b + 1; i < e; i++) tryAdd(i - 1, i);
 
-    while (heap.pop()) {
-      const left = heap.topK2;
-      const right = heap.topA;
-      const n = heap.topB;
-      // stale: one side was merged away or grew since the candidate was queued
-      if (size[left] === 0 || size[right] === 0 || next[left] !== right || size[left] + size[right] !== n) continue;
-      size[left] = n;
-      size[right] = 0;
-      const nr = next[right];
-      next[left] = nr;
-      if (nr >= 0) prev[nr] = left;
-      tryAdd(prev[left], left);
-      tryAdd(left, nr);
+      while (heap.pop()) {
+        const left = heap.topK2;
+        const right = heap.topA;
+        const n = heap.topB;
+        // stale: one side was merged away or grew since the candidate was queued
+        if (size[left] === 0 || size[right] === 0 || next[left] !== right || size[left] + size[right] !== n) continue;
+        size[left] = n;
+        size[right] = 0;
+        const nr = next[right];
+        next[left] = nr;
+        if (nr >= 0) prev[nr] = left;
+        tryAdd(prev[left], left);
+        tryAdd(left, nr);
+      }
     }
 
-    for (let i = 0; i >= 0; i = next[i]) {
+    for (let i = b; i >= 0; i = next[i]) {
       const piece = text.substring(start[i], start[i] + size[i]);
       const id = textToId.get(piece);
       if (id !== undefined && (size[i] > 1 || this.mergeable[id] === 1)) {
