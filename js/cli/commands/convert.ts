@@ -23,7 +23,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!out) throw new AetherError('invalid_argument', `missing -o OUT.rknot\n${usage}`);
   const quant = (v.quant as string | undefined) ?? 'keep';
   if (!(QUANT_MODES as readonly string[]).includes(quant)) throw new AetherError('invalid_argument', `--quant ${quant}: expected one of ${QUANT_MODES.join(', ')}`);
-  const bar = createProgress({ title: 'convert', force: !!v.progress });
+  let phase = '';
+  let bar = createProgress({ title: 'hash', force: !!v.progress });
   const ac = new AbortController();
   const onSig = () => ac.abort(new Error('interrupted'));
   process.once('SIGINT', onSig);
@@ -33,7 +34,14 @@ export async function run(argv: string[]): Promise<number> {
       quant: quant as QuantMode,
       signal: ac.signal,
       hashInput: !v['no-hash'],
-      onProgress: (e) => bar.update(e.done, e.total, e.phase === 'hash' ? 'hashing input' : e.tensor),
+      onProgress: (e) => {
+        if (e.phase !== phase) {
+          if (phase) bar.done();
+          phase = e.phase;
+          bar = createProgress({ title: e.phase === 'hash' ? 'hash input' : 'convert', force: !!v.progress });
+        }
+        bar.update(e.done, e.total, e.tensor);
+      },
     });
   } finally {
     process.removeListener('SIGINT', onSig);

@@ -1,4 +1,161 @@
-/*SPEC*/
+/*
+ * .rknot format specification (the same text as docs/rknot.md).
+ *
+ * # The .rknot model format, version 1
+ *
+ * A .rknot file holds one model: a small fixed header, UTF-8 JSON metadata (config, tokenizer, tensor table,
+ * optional sections) and a data section that is laid out **exactly as it will be in wasm linear memory**.
+ * The loader copies the whole data section to one 64-byte-aligned base address; tensor `t` then lives at
+ * `base + t.offset`. No per-tensor placement, no conversion at load time.
+ *
+ * All integers are little-endian.
+ *
+ * ## File layout
+ *
+ * | offset | size | field |
+ * |---|---|---|
+ * | 0 | 8 | magic `52 4B 4E 4F 54 00 0D 0A` = `"RKNOT\0\r\n"` (the NUL and CR LF catch text-mode transfers) |
+ * | 8 | 4 | u32 format version = 1 |
+ * | 12 | 4 | u32 flags = 0 (version 1 defines no flags; a reader refuses any set bit: `unsupported`) |
+ * | 16 | 8 | u64 `json_length`: bytes of JSON metadata, 1 .. 256 MiB |
+ * | 24 | 8 | u64 `data_size`: bytes of the data section, a multiple of 64 |
+ * | 32 | json_length | JSON metadata, UTF-8 (may end with spaces) |
+ * | 32 + json_length | | zero padding up to `data_offset = align64(32 + json_length)` |
+ * | data_offset | data_size | data section |
+ *
+ * The file size is exactly `data_offset + data_size` (shorter: truncated; longer: trailing bytes; both are
+ * `format_error`). Inside the data section every tensor starts at a multiple of 64 bytes; the bytes between
+ * tensors and after the last one (up to `data_size`) are zero. Writers lay tensors out in table order
+ * (`token_embd`, then each block in order, then `output_norm`, `output`) so a forward pass reads the file front
+ * to back, but readers must not rely on the order: they use the offsets.
+ *
+ * ## JSON metadata
+ *
+ * ```jsonc
+ * {
+ *   "format": { "version": 1, "required_features": [], "optional_features": [] },
+ *   "config": { ... },
+ *   "tokenizer": { ... },          // a TokenizerData (js/src/tokenizer/types.ts)
+ *   "tensors": [ { "name", "dtype", "shape", "offset", "bytes", "checksum" }, ... ],
+ *   // optional sections:
+ *   "kv_cache": { "dtype": "f32", "n_ctx": 256, "overflow": "error" },
+ *   "source": { "converter": "aether-convert/0.1.0", "input": "x.gguf", "input_format": "gguf",
+ *               "files": [ { "name", "size", "sha256" } ], "quant": "q8_0", "name": "..." },
+ *   "saturation": { ... },         // per-layer bitmasks (base64), thresholds, compensation (written by the profiler)
+ *   "compression": { ... },        // per-layer modes
+ *   "quality": [ { ... } ]         // reports
+ * }
+ * ```
+ *
+ * Unknown top-level keys are preserved by tools and ignored by the loader.
+ *
+ * ### format
+ * - `version` must equal the header version.
+ * - `required_features`: names of features a reader must implement to use the file. A reader refuses a file
+ *   that lists a feature it does not know (`unsupported`, naming the feature). Version 1 readers know none.
+ * - `optional_features`: features a reader may ignore.
+ *
+ * ### config
+ *
+ * | key | type | meaning |
+ * |---|---|---|
+ * | `arch` | `"llama"` \| `"qwen2"` \| `"phi3"` | architecture |
+ * | `dim` | int | model width (embedding length) |
+ * | `n_layers` | int | blocks |
+ * | `n_heads`, `n_kv_heads` | int | query heads, key/value heads (`n_heads % n_kv_heads == 0`) |
+ * | `head_dim` | int | per-head width (need not equal dim / n_heads) |
+ * | `hidden_dim` | int | FFN width (per gate / up matrix) |
+ * | `vocab_size` | int | rows of `token_embd` (>= number of tokenizer tokens) |
+ * | `n_ctx` | int | trained context length |
+ * | `norm_eps` | number | RMSNorm epsilon |
+ * | `rope_theta` | number | RoPE base |
+ * | `rope_dim` | int | rotated dims per head (even, <= head_dim) |
+ * | `rope_type` | `"norm"` \| `"neox"` | `norm`: adjacent pairs (x[2i], x[2i+1]), GGUF `llama`; `neox`: rotate-half (x[i], x[i + rope_dim/2]), GGUF `qwen2` / `phi3` and **every** Hugging Face checkpoint (q/k weights are kept exactly as stored by HF, unpermuted) |
+ * | `tie_embeddings` | bool | output projection = `token_embd` (then there is no `output.weight`) |
+ * | `qkv_bias` | bool | q, k, v have biases |
+ * | `fused_qkv` | bool | one `attn_qkv` matrix (rows: q, then k, then v) instead of three |
+ * | `bos_token_id`, `eos_token_id` | int \| null | |
+ *
+ * ### tokenizer
+ * A `TokenizerData` object: `model` (`"llama"` SentencePiece-style, `"gpt2"` byte-level BPE), `tokens`,
+ * `scores`, `token_type` (GGUF token types), `merges`, special ids, `add_bos_token`, `add_space_prefix`,
+ * `chat_template`, ... Field names mirror GGUF's `tokenizer.ggml.*` keys.
+ *
+ * ### tensors
+ *
+ * | key | meaning |
+ * |---|---|
+ * | `name` | GGUF-style name (below) |
+ * | `dtype` | `f32`, `f16`, `q8_0`, `q4_0`, `q4_K`, `q6_K` (ggml block formats, bit-identical to ggml) |
+ * | `shape` | ggml order: `shape[0]` = row length (ne0), `shape[1]` = rows; 1 to 4 dims |
+ * | `offset` | byte offset in the data section, a multiple of 64 |
+ * | `bytes` | `prod(shape) / block_size * type_size`; `shape[0]` must be a multiple of the block size |
+ * | `checksum` | `"crc32:"` + 8 lowercase hex digits: CRC-32 (IEEE, the zlib / gzip / PNG CRC) of the tensor's bytes |
+ *
+ * | dtype | ggml id | block | bytes / block | layout |
+ * |---|---|---|---|---|
+ * | f32 | 0 | 1 | 4 | |
+ * | f16 | 1 | 1 | 2 | IEEE half |
+ * | q4_0 | 2 | 32 | 18 | f16 d; 16 bytes: low nibbles = elements 0..15, high nibbles = 16..31; x = (q - 8) * d |
+ * | q8_0 | 8 | 32 | 34 | f16 d; 32 x int8; x = q * d |
+ * | q4_K | 12 | 256 | 144 | f16 d, f16 dmin, 12 bytes 6-bit scales/mins, 128 bytes nibbles |
+ * | q6_K | 14 | 256 | 210 | 128 bytes ql, 64 bytes qh, 16 x int8 scales, f16 d |
+ *
+ * Tensor names: `token_embd.weight` [dim, vocab], `output_norm.weight` [dim], `output.weight` [dim, vocab]
+ * (absent when `tie_embeddings`), and for each block N: `blk.N.attn_norm.weight` [dim],
+ * `blk.N.attn_q.weight` [dim, n_heads*head_dim], `blk.N.attn_k.weight` / `attn_v.weight`
+ * [dim, n_kv_heads*head_dim], with `qkv_bias`: `blk.N.attn_q.bias` / `attn_k.bias` / `attn_v.bias`; with
+ * `fused_qkv` instead `blk.N.attn_qkv.weight` [dim, (n_heads + 2 n_kv_heads) * head_dim] (and
+ * `attn_qkv.bias`); `blk.N.attn_output.weight` [n_heads*head_dim, dim], `blk.N.ffn_norm.weight` [dim],
+ * `blk.N.ffn_gate.weight`, `blk.N.ffn_up.weight` [dim, hidden_dim], `blk.N.ffn_down.weight` [hidden_dim, dim].
+ * Phi-3's fused gate_up is always stored split into `ffn_gate` (first hidden_dim rows) and `ffn_up` (next
+ * hidden_dim rows). 1-D tensors (norms, biases) are always f32. Other tensor names are allowed and ignored by
+ * readers that do not know them.
+ *
+ * ### kv_cache (optional)
+ * The runtime's KV-cache policy: `dtype` (`f32` or `f16`), `n_ctx` (cache length), `overflow` (`"error"`:
+ * `kv_cache_full` when the context is full). The converter writes `{ dtype: "f32", n_ctx: config.n_ctx,
+ * overflow: "error" }`.
+ *
+ * ## Validation (what a reader checks, and the error codes)
+ *
+ * Header: magic, version (0: `format_error`; newer than the reader: `unsupported`), flags (`unsupported`),
+ * `json_length` range, `data_size` multiple of 64, file size == `data_offset + data_size`
+ * (`format_error` naming the file, field and byte offset). JSON: valid UTF-8 and parses (`format_error`).
+ *
+ * `validateRknotMetadata(meta, fileSize, fileName, header)` (js/src/formats/rknot.ts) checks, without reading
+ * tensor data: format version and `required_features` (`unsupported`); config fields present with the right
+ * types and ranges (`format_error`), `n_heads % n_kv_heads`, `rope_dim` (`config_error`); tokenizer model,
+ * tokens, scores / token_type lengths, special ids in range; every tensor: unique name, known dtype, 1..4
+ * positive dims whose product does not overflow 2^53, row length a multiple of the block size, `bytes`
+ * consistent, offset 64-aligned, inside the data section, no two tensors overlapping, checksum syntax
+ * (`format_error`); every tensor the config implies present with the expected shape, f32 norms / biases,
+ * no `output.weight` when tied, no extra block (`config_error`, message names the tensor, expected and actual
+ * shape). Optional sections get light type checks.
+ *
+ * Tensor data (checked by the streaming loader as bytes arrive, and by `readRknotTensor`): CRC-32 per tensor
+ * (`checksum_error` naming the tensor) and, for block formats, that no block scale (f16 `d`, and `dmin` for
+ * q4_K) is NaN or Inf (`format_error` naming the tensor, the block and its byte offset). The scale check
+ * costs one byte read per block, so it is done while streaming rather than by a separate pass; `validate`
+ * cannot do it because it sees only metadata.
+ *
+ * The checksum is CRC-32 because it is standard (zlib, Python `zlib.crc32`, C implementations everywhere),
+ * incremental (a chunk boundary can fall anywhere) and fast in JS: Node's native `zlib.crc32` runs at
+ * 3-5.5 GB/s on the build machine; the portable slice-by-16 JS fallback used in browsers at 1.1-1.8 GB/s.
+ *
+ * ## Writing
+ *
+ * `writeRknot(path, meta, tensors)` lays out the table, writes the header and JSON with placeholder
+ * checksums (`crc32:00000000`, fixed width), streams each tensor's bytes (never the whole model in memory),
+ * then rewrites the JSON with the real checksums (same length), validates, and renames `path.tmp` to `path`.
+ *
+ * ## Loading
+ *
+ * `loadRknotStream(src, { plan, onProgress, signal, verify })` (js/src/loader/stream.ts) reads the header and
+ * JSON from a stream (chunks may split anywhere), validates, calls `plan(meta, header)` which returns
+ * `{ dest }`: a 64-byte-aligned view of wasm memory of at least `data_size` bytes, then copies each chunk
+ * into `dest` at its data offset. Node file paths are read positionally straight into `dest`.
+ */
 import { AetherError } from '../errors.js';
 import type { TokenizerData } from '../tokenizer/types.js';
 import { crc32, formatChecksum, parseChecksum } from './checksum.js';
