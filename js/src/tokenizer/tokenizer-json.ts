@@ -164,6 +164,8 @@ function setToken(data: TokenizerData, id: number, content: string, type: number
     data.token_type?.push(TokenType.UNUSED);
     data.scores?.push(-1e9);
   }
+  // an entry that already is this token's unknown piece stays 'unknown'
+  if (tokens[id] === content && data.token_type?.[id] === TokenType.UNKNOWN) return;
   tokens[id] = content;
   if (data.token_type) data.token_type[id] = type;
 }
