@@ -151,6 +151,9 @@ export class AetherModel {
       stats.prefillTokens = this.prefill(ids, opts.signal);
       stats.prefillMs = now() - t0;
       const decoder = this.tokenizer.createDecoder();
+      // Continuing a prompt: the first generated piece keeps its leading space (SPM), so prime the
+      // decoder with the last prompt token and drop its text.
+      decoder.push(ids[ids.length - 1]);
       const stops = (opts.stop ?? []).filter((s) => s.length > 0);
       let held = '';
       const t1 = now();
