@@ -1,0 +1,53 @@
+/** aether eval MODEL --text FILE [--vs-dense] [--ref MODEL] [--mode M] [--window W] [--max-tokens N] [--json] */
+import fs from 'node:fs';
+import { parseArgs } from '../args.js';
+import { load, type FfnModeName } from '../../src/aether.js';
+import { evaluate } from '../../src/eval.js';
+import { AetherError } from '../../src/errors.js';
+
+export const usage = `usage: aether eval MODEL --text FILE [options]
+  --text FILE         evaluation text (documents separated by lines holding only 0x1E)
+  --vs-dense          also run the same model with a dense FFN: KL divergence and top-1 agreement vs dense
+  --ref MODEL         compare against another model file instead (e.g. the f32 model for a q8_0 one)
+  --mode M            FFN mode of the model under test: dense | fused | static | dynamic (default dense)
+  --window W          tokens per window (default 256, at most the context)
+  --max-tokens N      stop after N predicted tokens
+  -t, --threads T     compute threads (default 1)
+  --json              print one JSON object`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { positionals, values: v } = parseArgs(argv, {
+    options: { text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean' },
+    aliases: { t: 'threads' },
+  });
+  if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
+  let text: string;
+  try { text = fs.readFileSync(v.text as string, 'utf8'); } catch (e) {
+    throw new AetherError('invalid_argument', `cannot read --text ${v.text}: ${(e as Error).message}`);
+  }
+  const window = (v.window as number) ?? 256;
+  const lo = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: window };
+  const model = await load(positionals[0], lo);
+  const reference = v.ref ? await load(v.ref as string, lo) : undefined;
+  try {
+    const mode = v.mode as FfnModeName | undefined;
+    if (mode) model.setFfnMode(mode);
+    const progress = !v.json && process.stderr.isTTY ? (d: number, t: number) => process.stderr.write(`\r${d}/${t} windows`) : undefined;
+    const r = await evaluate(model, text, {
+      window, maxTokens: v['max-tokens'] as number | undefined, vsMode: v['vs-dense'] ? 'dense' : undefined,
+      mode, reference, onProgress: progress,
+    });
+    if (progress) process.stderr.write('\n');
+    const out = { model: positionals[0], text: v.text, mode: mode ?? 'dense', reference: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
+    if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
+    else {
+      process.stdout.write(`tokens ${r.tokens} in ${r.windows} windows, perplexity ${r.perplexity.toFixed(4)} (nll ${r.nll.toFixed(5)})\n`);
+      if (r.reference) process.stdout.write(`vs ${out.reference}: reference perplexity ${r.reference.perplexity.toFixed(4)} (${r.reference.ppl_increase_pct >= 0 ? '+' : ''}${r.reference.ppl_increase_pct.toFixed(3)}%), mean KL ${r.reference.kl.toExponential(3)}, top-1 agreement ${(r.reference.top1 * 100).toFixed(2)}%\n`);
+      if (r.ffn_sparsity !== undefined) process.stdout.write(`FFN sparsity achieved ${(r.ffn_sparsity * 100).toFixed(2)}%\n`);
+    }
+    return 0;
+  } finally {
+    model.dispose();
+    reference?.dispose();
+  }
+}
