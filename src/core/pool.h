@@ -58,6 +58,12 @@ AE_INLINE void ae_barrier(ae_pool *p) {
   }
 }
 
+/* Pool entry points (src/core/pool.c). */
+int ae_pool_init(ae_pool *p, int nth, int spin);
+int ae_worker_main(ae_pool *p, int ith, int32_t gen0);
+void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg);
+void ae_pool_quit(ae_pool *p);
+
 /* Each module that runs jobs defines this dispatcher (a switch over its job ids). */
 void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool);
 
