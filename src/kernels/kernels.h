@@ -139,4 +139,47 @@ void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y);
 int ae_argmax(const float *x, int n);
 int ae_argmax_ref(const float *x, int n);
 
+/* ---- scalar math ----------------------------------------------------------------------------------
+ * These modules link no libm (-nostdlib), so references and scalar code use these: evaluated in double
+ * precision and rounded once to float (correctly rounded except in rare near-halfway cases).
+ * ae_sinf/ae_cosf reduce by pi/2 exactly enough for |x| < 2^26 (ample for RoPE angles). */
+float ae_expf(float x);
+float ae_logf(float x);
+float ae_tanhf(float x);
+float ae_powf(float b, float e);
+float ae_sinf(float x);
+float ae_cosf(float x);
+
+/* ---- per-dtype implementations behind the traits tables (not for direct use by the model) -------
+ * ref: src/kernels/ref/, simd128: src/kernels/simd128/. Row kernels compute y[r] for r in [r0, r1)
+ * with per-row arithmetic independent of r0, r1 and of the row grouping (1 vs N threads bit-exact). */
+#define AE_DECL_DTYPE(T)                                                                         \
+  void ae_to_float_##T##_ref(const void *x, float *y, int n);                                    \
+  void ae_from_float_##T##_ref(const float *x, void *y, int n);                                  \
+  void ae_to_float_##T##_simd128(const void *x, float *y, int n);                                \
+  void ae_from_float_##T##_simd128(const float *x, void *y, int n);
+#define AE_DECL_DOT(T)                                                                           \
+  void ae_vec_dot_##T##_ref(int n, float *s, const void *w, const void *x);                     \
+  void ae_vec_dot_##T##_simd128(int n, float *s, const void *w, const void *x);                 \
+  void ae_matvec_rows_##T##_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+AE_DECL_DTYPE(f32) AE_DECL_DTYPE(f16) AE_DECL_DTYPE(q4_0) AE_DECL_DTYPE(q8_0)
+AE_DECL_DTYPE(q4_K) AE_DECL_DTYPE(q6_K) AE_DECL_DTYPE(q8_K)
+AE_DECL_DOT(f32) AE_DECL_DOT(f16) AE_DECL_DOT(q4_0) AE_DECL_DOT(q8_0) AE_DECL_DOT(q4_K) AE_DECL_DOT(q6_K)
+#undef AE_DECL_DTYPE
+#undef AE_DECL_DOT
+
+/* SIMD versions of the row ops (ae_X calls ae_X_simd128). */
+void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps);
+void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox);
+void ae_softmax_simd128(float *x, int n);
+void ae_silu_mul_simd128(float *g, const float *u, int n);
+void ae_gelu_simd128(float *x, int n);
+void ae_add_simd128(float *y, const float *x, int n);
+void ae_attention_simd128(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
+                          int kv_stride, float scale, float *att);
+int ae_argmax_simd128(const float *x, int n);
+/* y[i] = exp(x[i]) with the SIMD polynomial exp (tests measure its error). */
+void ae_vexp_simd128(float *y, const float *x, int n);
+void ae_get_row_ref(ae_type t, const void *W, int row, int ncols, float *y);
+
 #endif

@@ -1,0 +1,54 @@
+/* ae_X entry points: the SIMD128 kernels (what the model calls). */
+#include "kernels/kernels.h"
+
+void ae_matvec(ae_type t, const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  switch (t) {
+    case AE_F32: ae_matvec_rows_f32_simd128(W, ncols, xq, y, r0, r1); break;
+    case AE_F16: ae_matvec_rows_f16_simd128(W, ncols, xq, y, r0, r1); break;
+    case AE_Q4_0: ae_matvec_rows_q4_0_simd128(W, ncols, xq, y, r0, r1); break;
+    case AE_Q8_0: ae_matvec_rows_q8_0_simd128(W, ncols, xq, y, r0, r1); break;
+    case AE_Q4_K: ae_matvec_rows_q4_K_simd128(W, ncols, xq, y, r0, r1); break;
+    case AE_Q6_K: ae_matvec_rows_q6_K_simd128(W, ncols, xq, y, r0, r1); break;
+    default: break;
+  }
+}
+
+/* Rows in chunks of AE_MATMUL_ROWS (their weights stay in L2 while every vector passes over them);
+ * each (chunk, vector) is exactly ae_matvec on those rows, so results equal ae_matvec bit for bit. */
+#define AE_MATMUL_ROWS 16
+void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+               float *y, int y_stride, int r0, int r1) {
+  for (int rc = r0; rc < r1; rc += AE_MATMUL_ROWS) {
+    const int re = rc + AE_MATMUL_ROWS < r1 ? rc + AE_MATMUL_ROWS : r1;
+    for (int b = 0; b < nvec; b++)
+      ae_matvec(t, W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, rc, re);
+  }
+}
+
+ae_type ae_quantize_row(ae_type t, const float *x, void *y, int n) {
+  const ae_type_traits *tr = ae_traits(t);
+  if (!tr) return AE_TYPE_COUNT;
+  ae_traits(tr->vec_dot_type)->from_float(x, y, n);
+  return tr->vec_dot_type;
+}
+
+void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y) {
+  const ae_type_traits *tr = ae_traits(t);
+  if (!tr) return;
+  tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);
+}
+
+void ae_rmsnorm(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_simd128(y, x, w, n, eps); }
+void ae_rope(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) {
+  ae_rope_simd128(x, n_heads, head_dim, rot_dim, cs, neox);
+}
+void ae_softmax(float *x, int n) { ae_softmax_simd128(x, n); }
+void ae_silu_mul(float *g, const float *u, int n) { ae_silu_mul_simd128(g, u, n); }
+void ae_gelu(float *x, int n) { ae_gelu_simd128(x, n); }
+void ae_add(float *y, const float *x, int n) { ae_add_simd128(y, x, n); }
+void ae_attention(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
+                  int kv_stride, float scale, float *att) {
+  ae_attention_simd128(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
+}
+int ae_argmax(const float *x, int n) { return ae_argmax_simd128(x, n); }

@@ -1,0 +1,23 @@
+/* Reference matrix-vector product, activation conversion and row fetch through ae_traits_ref. */
+#include "kernels/kernels.h"
+
+void ae_matvec_ref(ae_type t, const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const ae_type_traits *tr = ae_traits_ref(t);
+  if (!tr || !tr->vec_dot) return;
+  const size_t rs = ae_row_size(t, ncols);
+  for (int r = r0; r < r1; r++) tr->vec_dot(ncols, &y[r], (const uint8_t *)W + (size_t)r * rs, xq);
+}
+
+ae_type ae_quantize_row_ref(ae_type t, const float *x, void *y, int n) {
+  const ae_type_traits *tr = ae_traits_ref(t);
+  if (!tr) return AE_TYPE_COUNT;
+  const ae_type_traits *vt = ae_traits_ref(tr->vec_dot_type);
+  vt->from_float(x, y, n);
+  return tr->vec_dot_type;
+}
+
+void ae_get_row_ref(ae_type t, const void *W, int row, int ncols, float *y) {
+  const ae_type_traits *tr = ae_traits_ref(t);
+  if (!tr) return;
+  tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);
+}

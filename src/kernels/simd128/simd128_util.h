@@ -1,0 +1,122 @@
+/* Shared SIMD128 helpers for the kernels in this directory (inline only). */
+#ifndef AE_SIMD128_UTIL_H
+#define AE_SIMD128_UTIL_H
+#include <wasm_simd128.h>
+#include "kernels/kernels.h"
+
+typedef v128_t v128;
+
+AE_INLINE v128 ae_load(const void *p) { return wasm_v128_load(p); }
+AE_INLINE void ae_store(void *p, v128 v) { wasm_v128_store(p, v); }
+AE_INLINE uint32_t ae_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
+AE_INLINE float ae_u2f(uint32_t u) { float f; __builtin_memcpy(&f, &u, 4); return f; }
+
+/* Scalar fp16 -> fp32, exact (inline twin of ae_fp16_to_fp32). */
+AE_INLINE float ae_h2f_s(ae_fp16 h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (__builtin_expect(e - 1u < 30u, 1)) return ae_u2f(sign | ((e + 112u) << 23) | (m << 13));
+  if (e == 0x1f) return ae_u2f(sign | 0x7f800000u | (m << 13));
+  return ae_u2f(sign | ae_f2u((float)m * 0x1p-24f));
+}
+
+/* ---- i8 -> i16 even/odd split: lanes k = byte 2k (even) or 2k+1 (odd), sign-extended.
+ * Any fixed pairing of elements works for a dot product as long as both operands use it. */
+AE_INLINE v128 ae_i8_even(v128 v) { return wasm_i16x8_shr(wasm_i16x8_shl(v, 8), 8); }
+AE_INLINE v128 ae_i8_odd(v128 v) { return wasm_i16x8_shr(v, 8); }
+
+/* ---- fp16 -> fp32 -------------------------------------------------------------------------------
+ * Input form: i32 lanes holding (half << 16) (low 16 bits zero); ae_h16_lo/hi build it from 8 halves in
+ * an i16x8 with one interleave each. */
+AE_INLINE v128 ae_h16_lo(v128 h) { return wasm_i16x8_shuffle(wasm_i32x4_const_splat(0), h, 0, 8, 1, 9, 2, 10, 3, 11); }
+AE_INLINE v128 ae_h16_hi(v128 h) { return wasm_i16x8_shuffle(wasm_i32x4_const_splat(0), h, 4, 12, 5, 13, 6, 14, 7, 15); }
+
+/* Exact for all 65536 halves (NaN payloads kept, no float operation on a subnormal operand):
+ * normal: exponent rebias by integer add; inf/nan: exponent forced to 255; zero/subnormal: the mantissa
+ * is placed in a float of exponent 2^-14 and 2^-14 subtracted (exact). */
+AE_INLINE v128 ae_h2f_exact(v128 x) {
+  const v128 sign = wasm_v128_and(x, wasm_i32x4_const_splat((int32_t)0x80000000u));
+  const v128 o = wasm_u32x4_shr(wasm_i32x4_shl(x, 1), 4);            /* |h| << 13 */
+  const v128 e = wasm_v128_and(o, wasm_i32x4_const_splat(0x0f800000));
+  v128 n = wasm_i32x4_add(o, wasm_i32x4_const_splat(0x38000000));
+  const v128 infnan = wasm_i32x4_eq(e, wasm_i32x4_const_splat(0x0f800000));
+  n = wasm_i32x4_add(n, wasm_v128_and(infnan, wasm_i32x4_const_splat(0x38000000)));
+  const v128 sub = wasm_i32x4_eq(e, wasm_i32x4_const_splat(0));
+  const v128 s = wasm_f32x4_sub(wasm_i32x4_add(o, wasm_i32x4_const_splat(0x38800000)), wasm_f32x4_splat(0x1p-14f));
+  return wasm_v128_or(wasm_v128_bitselect(s, n, sub), sign);
+}
+/* Fast: exact for finite halves (zero, subnormal, normal); WRONG for inf/nan (callers check
+ * ae_h16_has_infnan and redo such rows with ae_h2f_exact). Subnormal halves become a subnormal float
+ * operand of the multiply (correct, possibly slower). */
+AE_INLINE v128 ae_h2f_fast(v128 x) {
+  const v128 b = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+  return wasm_f32x4_mul(b, wasm_f32x4_splat(0x1p112f));
+}
+/* Running check for inf/nan halves: m = ae_h16_infnan_acc(m, h); any inf/nan iff ae_h16_has_infnan(m). */
+AE_INLINE v128 ae_h16_infnan_acc(v128 m, v128 h) { return wasm_u16x8_max(m, wasm_i16x8_add(h, h)); }
+AE_INLINE int ae_h16_has_infnan(v128 m) {
+  return wasm_v128_any_true(wasm_u16x8_ge(m, wasm_u16x8_splat(0xf800)));
+}
+/* 4 halves at p[0], p[s], p[2s], p[3s] (element stride s) -> f32x4, exact. */
+AE_INLINE v128 ae_gather4_h2f(const ae_fp16 *p0, const ae_fp16 *p1, const ae_fp16 *p2, const ae_fp16 *p3) {
+  v128 h = wasm_i32x4_const_splat(0);
+  h = wasm_v128_load16_lane(p0, h, 1);
+  h = wasm_v128_load16_lane(p1, h, 3);
+  h = wasm_v128_load16_lane(p2, h, 5);
+  h = wasm_v128_load16_lane(p3, h, 7);
+  return ae_h2f_exact(h);
+}
+
+/* ---- reductions (fixed order) ------------------------------------------------------------------- */
+AE_INLINE int32_t ae_hsum_i32(v128 v) {
+  v = wasm_i32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_i32x4_add(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_i32x4_extract_lane(v, 0);
+}
+/* (v0 + v2) + (v1 + v3) */
+AE_INLINE float ae_hsum_f32(v128 v) {
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_f32x4_add(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane(v, 0);
+}
+/* [hsum(a), hsum(b), hsum(c), hsum(d)] for i32 (exact, so the order does not matter). */
+AE_INLINE v128 ae_reduce4_i32(v128 a, v128 b, v128 c, v128 d) {
+  const v128 ab = wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+  const v128 cd = wasm_i32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+/* Same for f32 with the order of ae_hsum_f32 per lane: (v0 + v2) + (v1 + v3). */
+AE_INLINE v128 ae_reduce4_f32(v128 a, v128 b, v128 c, v128 d) {
+  const v128 ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+  const v128 cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 4, 1, 5), wasm_i32x4_shuffle(c, d, 2, 6, 3, 7));
+  return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/* ---- exp ------------------------------------------------------------------------------------------
+ * e^x = 2^k e^r, k = nearest(x log2 e), r = (x - k C1) - k C2 with C1 = 355/512 (9 bits: k C1 exact) and
+ * C2 = ln2 - C1 rounded to float; e^r = 1 + r + r^2 q(r), q of degree 5 interpolating (e^r - 1 - r)/r^2
+ * at Chebyshev nodes of [-ln2/2, ln2/2] (coefficients rounded to float; approximation error 7e-10
+ * relative = 0.012 ulp). 2^k is applied as two factors 2^(k/2) 2^(k - k/2) so results down to the
+ * subnormal range and up to FLT_MAX are formed correctly; x is clamped to [-104, 88.75] (exp underflows
+ * to 0 / overflows to inf there) with NaN propagated. Measured error (tests/kernels.test.mjs sweeps all
+ * float inputs in steps): at most 2 ulp against the correctly rounded result for normal results. */
+AE_INLINE v128 ae_v_exp(v128 x) {
+  x = wasm_f32x4_pmax(x, wasm_f32x4_splat(-104.0f));   /* pmax(x, lo) = x < lo ? lo : x (NaN kept) */
+  x = wasm_f32x4_pmin(x, wasm_f32x4_splat(88.75f));    /* pmin(x, hi) = hi < x ? hi : x (NaN kept) */
+  const v128 kf = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(0x1.715476p+0f)));
+  v128 r = wasm_f32x4_sub(x, wasm_f32x4_mul(kf, wasm_f32x4_splat(0.693359375f)));
+  r = wasm_f32x4_sub(r, wasm_f32x4_mul(kf, wasm_f32x4_splat(-0x1.bd0106p-13f)));
+  v128 q = wasm_f32x4_splat(0x1.a124e4p-13f);
+  q = wasm_f32x4_add(wasm_f32x4_mul(q, r), wasm_f32x4_splat(0x1.6d4316p-10f));
+  q = wasm_f32x4_add(wasm_f32x4_mul(q, r), wasm_f32x4_splat(0x1.1110ep-7f));
+  q = wasm_f32x4_add(wasm_f32x4_mul(q, r), wasm_f32x4_splat(0x1.5554eap-5f));
+  q = wasm_f32x4_add(wasm_f32x4_mul(q, r), wasm_f32x4_splat(0x1.555556p-3f));
+  q = wasm_f32x4_add(wasm_f32x4_mul(q, r), wasm_f32x4_splat(0.5f));
+  const v128 p = wasm_f32x4_add(wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(r, r), q), r), wasm_f32x4_splat(1.0f));
+  const v128 k = wasm_i32x4_trunc_sat_f32x4(kf);
+  const v128 k1 = wasm_i32x4_shr(k, 1), k2 = wasm_i32x4_sub(k, k1);
+  const v128 s1 = wasm_i32x4_shl(wasm_i32x4_add(k1, wasm_i32x4_splat(127)), 23);
+  const v128 s2 = wasm_i32x4_shl(wasm_i32x4_add(k2, wasm_i32x4_splat(127)), 23);
+  return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
+}
+
+#endif

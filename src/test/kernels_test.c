@@ -1,0 +1,157 @@
+/* kernels-test module: thin exports over every reference and SIMD kernel (tests/kernels*.test.mjs),
+ * bandwidth probes and pool jobs (tests and bench/kernels.mjs). Pointers are byte offsets. */
+#include <wasm_simd128.h>
+#include "core/pool.h"
+#include "kernels/kernels.h"
+
+#define TR(ref, t) ((ref) ? ae_traits_ref((ae_type)(t)) : ae_traits((ae_type)(t)))
+
+AE_EXPORT float kt_vec_dot(int type, int ref, int n, const void *w, const void *x) {
+  const ae_type_traits *tr = TR(ref, type);
+  float s = 0.0f;
+  if (tr && tr->vec_dot) tr->vec_dot(n, &s, w, x);
+  return s;
+}
+/* ae_quantize_row(_ref): activation conversion for weights of dtype `type`; returns the vec_dot_type */
+AE_EXPORT int kt_quantize(int type, int ref, const float *x, void *y, int n) {
+  return ref ? ae_quantize_row_ref((ae_type)type, x, y, n) : ae_quantize_row((ae_type)type, x, y, n);
+}
+AE_EXPORT int kt_from_float(int type, int ref, const float *x, void *y, int n) {
+  const ae_type_traits *tr = TR(ref, type);
+  if (!tr) return -1;
+  tr->from_float(x, y, n);
+  return 0;
+}
+AE_EXPORT int kt_to_float(int type, int ref, const void *x, float *y, int n) {
+  const ae_type_traits *tr = TR(ref, type);
+  if (!tr) return -1;
+  tr->to_float(x, y, n);
+  return 0;
+}
+/* field 0 block size, 1 type size, 2 vec_dot_type, 3 has vec_dot; -1 for an unknown type */
+AE_EXPORT int kt_traits(int type, int ref, int field) {
+  const ae_type_traits *tr = TR(ref, type);
+  if (!tr) return -1;
+  switch (field) {
+    case 0: return tr->blck_size;
+    case 1: return tr->type_size;
+    case 2: return (int)tr->vec_dot_type;
+    case 3: return tr->vec_dot != 0;
+    default: return -1;
+  }
+}
+AE_EXPORT int kt_row_size(int type, int n) { return (int)ae_row_size((ae_type)type, n); }
+AE_EXPORT void kt_matvec(int type, int ref, const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (ref) ae_matvec_ref((ae_type)type, W, ncols, xq, y, r0, r1);
+  else ae_matvec((ae_type)type, W, ncols, xq, y, r0, r1);
+}
+AE_EXPORT void kt_matmul(int type, const void *W, int ncols, const void *xq, int xq_stride, int nvec, float *y,
+                         int y_stride, int r0, int r1) {
+  ae_matmul((ae_type)type, W, ncols, xq, (size_t)xq_stride, nvec, y, y_stride, r0, r1);
+}
+AE_EXPORT float kt_fp16_to_fp32(int h) { return ae_fp16_to_fp32((ae_fp16)h); }
+AE_EXPORT int kt_fp32_to_fp16(float f) { return ae_fp32_to_fp16(f); }
+AE_EXPORT void kt_rmsnorm(int ref, float *y, const float *x, const float *w, int n, float eps) {
+  if (ref) ae_rmsnorm_ref(y, x, w, n, eps); else ae_rmsnorm(y, x, w, n, eps);
+}
+AE_EXPORT void kt_rope_cos_sin(float *cs, int pos, int rot_dim, float theta) { ae_rope_cos_sin(cs, pos, rot_dim, theta); }
+AE_EXPORT void kt_rope(int ref, float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) {
+  if (ref) ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); else ae_rope(x, n_heads, head_dim, rot_dim, cs, neox);
+}
+AE_EXPORT void kt_softmax(int ref, float *x, int n) { if (ref) ae_softmax_ref(x, n); else ae_softmax(x, n); }
+AE_EXPORT void kt_silu_mul(int ref, float *g, const float *u, int n) { if (ref) ae_silu_mul_ref(g, u, n); else ae_silu_mul(g, u, n); }
+AE_EXPORT void kt_gelu(int ref, float *x, int n) { if (ref) ae_gelu_ref(x, n); else ae_gelu(x, n); }
+AE_EXPORT void kt_add(int ref, float *y, const float *x, int n) { if (ref) ae_add_ref(y, x, n); else ae_add(y, x, n); }
+AE_EXPORT void kt_attention(int ref, float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
+                            int kv_stride, float scale, float *att) {
+  if (ref) ae_attention_ref(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
+  else ae_attention(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
+}
+AE_EXPORT void kt_get_row(int ref, int type, const void *W, int row, int ncols, float *y) {
+  if (ref) ae_get_row_ref((ae_type)type, W, row, ncols, y); else ae_get_row((ae_type)type, W, row, ncols, y);
+}
+AE_EXPORT int kt_argmax(int ref, const float *x, int n) { return ref ? ae_argmax_ref(x, n) : ae_argmax(x, n); }
+AE_EXPORT void kt_vexp(float *y, const float *x, int n) { ae_vexp_simd128(y, x, n); }
+/* fn: 0 expf, 1 logf, 2 tanhf, 3 powf(a, b), 4 sinf, 5 cosf */
+AE_EXPORT float kt_scalar(int fn, float a, float b) {
+  switch (fn) {
+    case 0: return ae_expf(a);
+    case 1: return ae_logf(a);
+    case 2: return ae_tanhf(a);
+    case 3: return ae_powf(a, b);
+    case 4: return ae_sinf(a);
+    case 5: return ae_cosf(a);
+    default: return 0.0f;
+  }
+}
+
+/* ---- bandwidth probes ---- */
+/* Streaming read: xor of every 16-byte word with 4 independent accumulators (bytes a multiple of 64). */
+AE_EXPORT int kt_probe_read(const void *p, int bytes) {
+  const uint8_t *s = (const uint8_t *)p;
+  v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
+  for (int i = 0; i + 64 <= bytes; i += 64) {
+    a = wasm_v128_xor(a, wasm_v128_load(s + i));
+    b = wasm_v128_xor(b, wasm_v128_load(s + i + 16));
+    c = wasm_v128_xor(c, wasm_v128_load(s + i + 32));
+    d = wasm_v128_xor(d, wasm_v128_load(s + i + 48));
+  }
+  const v128_t r = wasm_v128_xor(wasm_v128_xor(a, b), wasm_v128_xor(c, d));
+  return wasm_i32x4_extract_lane(r, 0) ^ wasm_i32x4_extract_lane(r, 1) ^ wasm_i32x4_extract_lane(r, 2) ^
+         wasm_i32x4_extract_lane(r, 3);
+}
+/* Copy with v128 loads/stores (bytes a multiple of 64). */
+AE_EXPORT void kt_probe_copy(void *dst, const void *src, int bytes) {
+  uint8_t *d = (uint8_t *)dst;
+  const uint8_t *s = (const uint8_t *)src;
+  for (int i = 0; i + 64 <= bytes; i += 64) {
+    const v128_t a = wasm_v128_load(s + i), b = wasm_v128_load(s + i + 16);
+    const v128_t c = wasm_v128_load(s + i + 32), e = wasm_v128_load(s + i + 48);
+    wasm_v128_store(d + i, a); wasm_v128_store(d + i + 16, b);
+    wasm_v128_store(d + i + 32, c); wasm_v128_store(d + i + 48, e);
+  }
+}
+
+/* ---- pool jobs ----
+ * 1 matvec   {type, W, ncols, nrows, xq, y}: thread ith does ae_split_aligned(nrows, 4, ith, nth)
+ * 2 read     {p, bytes, out}: thread ith reads its 64-byte-aligned share, out[ith] = result
+ * 3 copy     {dst, src, bytes}
+ * 4 quantise + matvec {type, W, ncols, nrows, xq, y, x}: thread 0 quantises x into xq, barrier, matvec */
+typedef struct { int32_t type; uint32_t W; int32_t ncols, nrows; uint32_t xq, y, x; } kt_matvec_args;
+typedef struct { uint32_t p; int32_t bytes; uint32_t out; } kt_read_args;
+typedef struct { uint32_t dst, src; int32_t bytes; } kt_copy_args;
+
+void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
+  switch (job) {
+    case 1:
+    case 4: {
+      const kt_matvec_args *a = (const kt_matvec_args *)(uintptr_t)arg;
+      if (job == 4) {
+        if (ith == 0) ae_quantize_row((ae_type)a->type, (const float *)(uintptr_t)a->x, (void *)(uintptr_t)a->xq, a->ncols);
+        ae_barrier(pool);
+      }
+      int r0, r1;
+      ae_split_aligned(a->nrows, 4, ith, nth, &r0, &r1);
+      ae_matvec((ae_type)a->type, (const void *)(uintptr_t)a->W, a->ncols, (const void *)(uintptr_t)a->xq,
+                (float *)(uintptr_t)a->y, r0, r1);
+      break;
+    }
+    case 2: {
+      const kt_read_args *a = (const kt_read_args *)(uintptr_t)arg;
+      int c0, c1;
+      ae_split(a->bytes / 64, ith, nth, &c0, &c1);
+      ((int32_t *)(uintptr_t)a->out)[ith] =
+          kt_probe_read((const uint8_t *)(uintptr_t)a->p + (size_t)c0 * 64, (c1 - c0) * 64);
+      break;
+    }
+    case 3: {
+      const kt_copy_args *a = (const kt_copy_args *)(uintptr_t)arg;
+      int c0, c1;
+      ae_split(a->bytes / 64, ith, nth, &c0, &c1);
+      kt_probe_copy((uint8_t *)(uintptr_t)a->dst + (size_t)c0 * 64, (const uint8_t *)(uintptr_t)a->src + (size_t)c0 * 64,
+                    (c1 - c0) * 64);
+      break;
+    }
+    default: break;
+  }
+}
