@@ -45,7 +45,7 @@ export interface LoadRknotOptions {
   checkScales?: boolean;
   /** Node file paths: read positionally straight into dest instead of through a stream (default true) */
   direct?: boolean;
-  /** read size for the direct path (default 8 MiB) */
+  /** read size for the direct path (default 4 MiB) */
   directChunk?: number;
   /** options for openSource (name, highWaterMark, fetchInit, size) */
   source?: OpenSourceOptions;
@@ -284,7 +284,7 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     const dest = await makeDest(opts, meta, header, name);
     const verifier = new DataVerifier(meta, header, dest, name, opts.verify !== false, opts.checkScales !== false);
     verifier.update(0, new Uint8Array(0));
-    const CH = opts.directChunk ?? 8 << 20;
+    const CH = opts.directChunk ?? 4 << 20;
     let pos = 0;
     let lastProgress = 0;
     const issue = (p: number) => (p < header.dataSize ? readInto(dest, p, Math.min(CH, header.dataSize - p), header.dataOffset + p) : undefined);
