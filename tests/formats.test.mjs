@@ -163,7 +163,7 @@ test('readGGUF: malformed files fail with format_error naming file, field and by
   await ggufCase('ndims', { tensors: [f32Tensor('d5', [1, 1, 1, 1, 1], 0)], data: Buffer.alloc(64) }, 'format_error', ['d5.n_dims', '5 dims']);
   const q5k = await ggufCase('dtype', { tensors: [{ name: 'w', dims: [256], type: 13, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'Q5_K', 'at byte']);
   assert.equal(q5k.details.field, 'w.type');
-  await ggufCase('dtype-unknown', { tensors: [{ name: 'w', dims: [32], type: 77, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'unknown type 77']);
+  await ggufCase('dtype-unknown', { tensors: [{ name: 'w', dims: [32], type: 77, offset: 0 }], data: Buffer.alloc(256) }, 'format_error', ['w.type', 'unknown type 77']);
   await ggufCase('blocksize', { tensors: [{ name: 'q', dims: [30], type: 8, offset: 0 }], data: Buffer.alloc(64) }, 'format_error', ['q', 'multiple of the q8_0 block size']);
   await ggufCase('misaligned', { tensors: [f32Tensor('m', [4], 16)], data: Buffer.alloc(64) }, 'format_error', ['m.offset', 'alignment 32']);
   await ggufCase('range', { tensors: [f32Tensor('r', [64], 32)], data: Buffer.alloc(64) }, 'format_error', ['r.offset', 'out of range']);

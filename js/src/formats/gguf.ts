@@ -6,7 +6,7 @@
  * Every error is AetherError('format_error' | 'unsupported') naming the file, the field and the byte offset.
  */
 import { AetherError } from '../errors.js';
-import { dtypeByGgmlId, ggmlTypeName, tensorBytes, type DTypeName } from './dtypes.js';
+import { dtypeByGgmlId, GGML_TYPE_NAMES, ggmlTypeName, tensorBytes, type DTypeName } from './dtypes.js';
 import { formatError, nodeFs, PosReader, readExact } from './fileio.js';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
@@ -218,7 +218,8 @@ async function parseGGUF(r: PosReader, path: string, size: number): Promise<GGUF
     const tAt = r.pos;
     const type = await r.u32(`${name}.type`);
     if (!dtypeByGgmlId(type)) {
-      throw new AetherError('unsupported',
+      // a real ggml type we do not read: 'unsupported'; an id that is no ggml type at all: 'format_error'
+      throw new AetherError(GGML_TYPE_NAMES[type] ? 'unsupported' : 'format_error',
         `${path}: ${name}.type at byte ${tAt}: ggml type ${type} (${ggmlTypeName(type)}) is not supported (expected F32, F16, Q4_0, Q8_0, Q4_K or Q6_K)`,
         { file: path, field: `${name}.type`, offset: tAt, type });
     }
