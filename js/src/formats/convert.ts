@@ -18,7 +18,7 @@ import type { TokenizerData } from '../tokenizer/types.js';
 import { DTYPES, type DTypeName } from './dtypes.js';
 import { formatError, nodeFs, readExact, type FileHandle } from './fileio.js';
 import { readGGUF, type GGUFFile } from './gguf.js';
-import { convertElements, findBadScale, sourceBytes, ValueError, type SourceDType } from './quantize.js';
+import { convertElements, ConvertScratch, findBadScale, sourceBytes, ValueError, type SourceDType } from './quantize.js';
 import { writeRknot, type RknotConfig, type RknotMetadata, type RknotTensorSpec, type RknotWriteMetadata } from './rknot.js';
 import { readSafetensorsModel, type SafetensorsTensor } from './safetensors.js';
 
@@ -539,6 +539,8 @@ export async function convertModel(input: string, output: string, opts: ConvertO
     if (!h) { h = await fsp.open(f, 'r'); handles.set(f, h); }
     return h;
   };
+  // chunks are written before the next one is produced (writeRknot awaits each write), so buffers are reused
+  const scratch = new ConvertScratch();
   async function* chunks(p: PlannedTensor): AsyncIterable<Uint8Array> {
     const { src } = p;
     const srcRow = sourceBytes(src.dtype, src.ne0);
@@ -547,7 +549,7 @@ export async function convertModel(input: string, output: string, opts: ConvertO
     const fsize = fileSizes.get(src.file) ?? (await fh.stat()).size;
     for (let r0 = 0; r0 < src.rows; r0 += rowsPer) {
       const n = Math.min(rowsPer, src.rows - r0);
-      const raw = await readExact(fh, src.offset + r0 * srcRow, n * srcRow, src.file, src.name, fsize);
+      const raw = await readExact(fh, src.offset + r0 * srcRow, n * srcRow, src.file, src.name, fsize, scratch.input(n * srcRow));
       if (src.dtype === p.dtype) {
         if (DTYPES[p.dtype].scaleOffsets) {
           const bad = findBadScale(p.dtype, raw);
@@ -560,7 +562,7 @@ export async function convertModel(input: string, output: string, opts: ConvertO
         continue;
       }
       try {
-        yield convertElements(src.dtype, p.dtype, raw, n * src.ne0);
+        yield convertElements(src.dtype, p.dtype, raw, n * src.ne0, scratch);
       } catch (e) {
         if (e instanceof ValueError) {
           const el = r0 * src.ne0 + e.index;

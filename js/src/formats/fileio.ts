@@ -21,11 +21,11 @@ export function formatError(file: string, field: string, offset: number | undefi
 }
 
 /** Read exactly `length` bytes at `position` or throw a format_error naming the file, field and offset. */
-export async function readExact(fh: FileHandle, position: number, length: number, file: string, field: string, fileSize: number): Promise<Uint8Array> {
+export async function readExact(fh: FileHandle, position: number, length: number, file: string, field: string, fileSize: number, into?: Uint8Array): Promise<Uint8Array> {
   if (position < 0 || length < 0 || position + length > fileSize) {
     throw formatError(file, field, position, `needs ${length} bytes but the file has ${Math.max(0, fileSize - position)} bytes left (file size ${fileSize}): truncated or corrupt`);
   }
-  const buf = new Uint8Array(length);
+  const buf = into ? into.subarray(0, length) : new Uint8Array(length);
   let done = 0;
   while (done < length) {
     const { bytesRead } = await fh.read(buf, done, length - done, position + done);

@@ -88,15 +88,15 @@ export class ValueError extends Error {
 }
 
 /** f32 -> f16 bytes. Throws ValueError if a finite value overflows the f16 range (|x| > 65504 after rounding). */
-export function encodeF16(src: Float32Array): Uint8Array {
-  const out = new Uint16Array(src.length);
+export function encodeF16(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const out = dst ? new Uint16Array(dst.buffer, dst.byteOffset, src.length) : new Uint16Array(src.length);
   const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < src.length; i++) {
     const h = f32BitsToF16(bits[i]);
     if ((h & 0x7c00) === 0x7c00 && Number.isFinite(src[i])) throw new ValueError(i, src[i], 'overflows the f16 range');
     out[i] = h;
   }
-  return new Uint8Array(out.buffer);
+  return new Uint8Array(out.buffer, out.byteOffset, src.length * 2);
 }
 
 const fround = Math.fround;
@@ -285,13 +285,16 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
   }
 }
 
-/** Encode float32 values as `dtype` (only f32, f16, q8_0, q4_0 can be produced). */
-export function encodeFromF32(dtype: DTypeName, src: Float32Array): Uint8Array {
+/**
+ * Encode float32 values as `dtype` (only f32, f16, q8_0, q4_0 can be produced), into `dst` when given
+ * (at least the encoded size; the result is a view of it).
+ */
+export function encodeFromF32(dtype: DTypeName, src: Float32Array, dst?: Uint8Array): Uint8Array {
   switch (dtype) {
     case 'f32': return new Uint8Array(src.buffer, src.byteOffset, src.length * 4);
-    case 'f16': return encodeF16(src);
-    case 'q8_0': return quantizeQ8_0(src);
-    case 'q4_0': return quantizeQ4_0(src);
+    case 'f16': return encodeF16(src, dst);
+    case 'q8_0': return quantizeQ8_0(src, dst?.subarray(0, src.length / 32 * 34));
+    case 'q4_0': return quantizeQ4_0(src, dst?.subarray(0, src.length / 32 * 18));
     default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, q8_0, q4_0)`);
   }
 }
@@ -306,9 +309,34 @@ export function sourceBytes(dtype: SourceDType, n: number): number {
 /**
  * Convert `n` elements from `from` to `to`. Same dtype: the bytes are returned unchanged (no requantisation).
  */
-export function convertElements(from: SourceDType, to: DTypeName, bytes: Uint8Array, n: number): Uint8Array {
+export function convertElements(from: SourceDType, to: DTypeName, bytes: Uint8Array, n: number, scratch?: ConvertScratch): Uint8Array {
   if (from === to) return bytes;
-  return encodeFromF32(to, decodeToF32(from, bytes, n));
+  if (!scratch) return encodeFromF32(to, decodeToF32(from, bytes, n));
+  const f = from === 'f32' && bytes.byteOffset % 4 === 0 ? new Float32Array(bytes.buffer, bytes.byteOffset, n) : decodeToF32(from, bytes, n, scratch.f32(n));
+  return encodeFromF32(to, f, to === 'f32' ? undefined : scratch.out(n * 4));
+}
+
+/**
+ * Reusable buffers for chunked conversion: fresh allocations cost page faults on every chunk (expensive
+ * on some VMs), so the converter reuses these. A result of convertElements that is a view of a scratch
+ * buffer is valid until the next call.
+ */
+export class ConvertScratch {
+  private a = new Float32Array(0);
+  private b = new Uint8Array(0);
+  private c = new Uint8Array(0);
+  f32(n: number): Float32Array {
+    if (this.a.length < n) this.a = new Float32Array(n);
+    return this.a.subarray(0, n);
+  }
+  out(bytes: number): Uint8Array {
+    if (this.b.length < bytes) this.b = new Uint8Array(bytes);
+    return this.b.subarray(0, bytes);
+  }
+  input(bytes: number): Uint8Array {
+    if (this.c.length < bytes) this.c = new Uint8Array(bytes);
+    return this.c.subarray(0, bytes);
+  }
 }
 
 /**
