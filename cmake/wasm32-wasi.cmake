@@ -1,7 +1,7 @@
 # Toolchain file: C11 -> wasm32-wasi with SIMD128.
 # Uses $WASI_SDK_PATH (a real wasi-sdk) when set, else Debian's clang + lld + wasi-libc
 # (packages clang, lld, wasi-libc, libclang-rt-14-dev-wasm32).
-set(CMAKE_SYSTEM_NAME WASI)
+set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_VERSION 1)
 set(CMAKE_SYSTEM_PROCESSOR wasm32)
 set(triple wasm32-wasi)

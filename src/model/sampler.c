@@ -1,6 +1,6 @@
 #include "model/sampler.h"
 #include "kernels/kernels.h"
-#include <math.h>
+
 
 AE_EXPORT size_t ae_sampler_sizeof(void) { return sizeof(ae_sampler); }
 
@@ -71,7 +71,7 @@ AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
   const float mx = logits[s->idx[0]];
   double sum = 0.0;
   for (int i = 0; i < n; i++) {
-    float p = expf((logits[s->idx[i]] - mx) * inv_t);
+    float p = ae_expf((logits[s->idx[i]] - mx) * inv_t);
     s->prob[i] = p;
     sum += p;
   }
