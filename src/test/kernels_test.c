@@ -155,3 +155,20 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
     default: break;
   }
 }
+
+/* Table index (function pointer) of hot SIMD kernels, so tests/wasm-modules.test.mjs can find them in
+ * `wasm-objdump -d` output (the linked modules carry no name section). -1 past the end. */
+typedef void (*kt_any_fn)(void);
+AE_EXPORT int kt_kernel_fn(int i) {
+  static const kt_any_fn fns[] = {
+    (kt_any_fn)ae_vec_dot_q8_0_simd128,      (kt_any_fn)ae_vec_dot_q4_0_simd128,
+    (kt_any_fn)ae_vec_dot_f32_simd128,       (kt_any_fn)ae_vec_dot_f16_simd128,
+    (kt_any_fn)ae_vec_dot_q4_K_simd128,      (kt_any_fn)ae_vec_dot_q6_K_simd128,
+    (kt_any_fn)ae_matvec_rows_q8_0_simd128,  (kt_any_fn)ae_matvec_rows_q4_0_simd128,
+    (kt_any_fn)ae_matvec_rows_f32_simd128,   (kt_any_fn)ae_matvec_rows_f16_simd128,
+    (kt_any_fn)ae_matvec_rows_q4_K_simd128,  (kt_any_fn)ae_matvec_rows_q6_K_simd128,
+    (kt_any_fn)ae_attention_simd128,
+  };
+  if (i < 0 || i >= (int)(sizeof fns / sizeof fns[0])) return -1;
+  return (int)(uintptr_t)fns[i];
+}

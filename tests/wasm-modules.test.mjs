@@ -1,0 +1,107 @@
+// Every built module in wasm/: validates (wabt wasm-validate), imports only env.memory (+ declared
+// function imports), shared memory for <name>.wasm / non-shared for <name>-st.wasm, static data inside
+// its slot (__heap_base below the next slot's base), and SIMD128 opcodes inside the hot kernels
+// (wasm-objdump -d). Missing wabt tools fail the test (they are part of the toolchain).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, existsSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { ROOT } from './kernels-harness.mjs';
+
+const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
+// Function imports a module may declare besides env.memory (none so far).
+const ALLOWED_FUNC_IMPORTS = { core: [], 'ffn-fused': [], 'ffn-saturated': [], 'kernels-test': [] };
+
+function findModule(name) {
+  for (const p of [`${ROOT}wasm/${name}.wasm`, `${ROOT}wasm/${name}`]) if (existsSync(p)) return p;
+  return null;
+}
+function tool(name, args) {
+  const r = spawnSync(name, args, { encoding: 'utf8', maxBuffer: 1 << 28 });
+  if (r.error) assert.fail(`${name} is required (wabt): ${r.error.message}`);
+  return r;
+}
+const built = [];
+for (const [name, slot] of MODULES)
+  for (const variant of ['', '-st']) {
+    const path = findModule(name + variant);
+    if (path) built.push({ name, variant, slot, path });
+  }
+
+test('kernels-test is built (both variants)', () => {
+  assert.ok(built.some((m) => m.name === 'kernels-test' && m.variant === ''), 'wasm/kernels-test.wasm missing: run npm run build:wasm');
+  assert.ok(built.some((m) => m.name === 'kernels-test' && m.variant === '-st'), 'wasm/kernels-test-st.wasm missing');
+});
+
+for (const m of built) {
+  const label = `${m.name}${m.variant}`;
+  const shared = m.variant === '';
+  test(`${label}: wasm-validate`, () => {
+    const r = tool('wasm-validate', ['--enable-threads', m.path]);
+    assert.equal(r.status, 0, `wasm-validate ${m.path}: ${r.stderr}${r.stdout}`);
+  });
+
+  test(`${label}: imports, memory kind, exports, static data within slot ${m.slot}`, async () => {
+    const mod = new WebAssembly.Module(readFileSync(m.path));
+    const imports = WebAssembly.Module.imports(mod);
+    const mem = imports.filter((i) => i.kind === 'memory');
+    assert.deepEqual(mem.map((i) => `${i.module}.${i.name}`), ['env.memory'], 'exactly one memory import, env.memory');
+    for (const i of imports.filter((i) => i.kind !== 'memory')) {
+      assert.equal(i.kind, 'function', `unexpected ${i.kind} import ${i.module}.${i.name}`);
+      assert.ok(i.module === 'env' && ALLOWED_FUNC_IMPORTS[m.name].includes(i.name), `undeclared import ${i.module}.${i.name}`);
+    }
+    const names = WebAssembly.Module.exports(mod).map((e) => e.name);
+    for (const e of ['__stack_pointer', '__heap_base', '__data_end']) assert.ok(names.includes(e), `exports ${e}`);
+    // the memory kind must match the variant: instantiating with the other kind fails
+    const good = new WebAssembly.Memory({ initial: 256, maximum: 65536, shared });
+    const bad = new WebAssembly.Memory({ initial: 256, maximum: 65536, shared: !shared });
+    const imp = (memory) => {
+      const env = { memory };
+      for (const f of ALLOWED_FUNC_IMPORTS[m.name]) env[f] = () => 0;
+      return { env };
+    };
+    await assert.rejects(WebAssembly.instantiate(mod, imp(bad)), `${label} must not accept a ${shared ? 'non-shared' : 'shared'} memory`);
+    const inst = await WebAssembly.instantiate(mod, imp(good));
+    const heapBase = inst.exports.__heap_base.value, dataEnd = inst.exports.__data_end.value;
+    const base = 0x10000 * (m.slot + 1), next = 0x10000 * (m.slot + 2);
+    assert.ok(dataEnd >= base, `__data_end 0x${dataEnd.toString(16)} below slot base 0x${base.toString(16)}`);
+    assert.ok(heapBase <= next, `__heap_base 0x${heapBase.toString(16)} beyond next slot 0x${next.toString(16)}`);
+  });
+
+  test(`${label}: SIMD128 opcodes in the hot kernels (wasm-objdump -d)`, () => {
+    const r = tool('wasm-objdump', ['-d', m.path]);
+    assert.equal(r.status, 0, r.stderr);
+    const bodies = new Map();
+    let cur = null;
+    for (const line of r.stdout.split('\n')) {
+      const h = /^[0-9a-f]+ func\[(\d+)\]/.exec(line);
+      if (h) { cur = []; bodies.set(+h[1], cur); } else if (cur) cur.push(line);
+    }
+    const all = [...bodies.values()].map((b) => b.join('\n')).join('\n');
+    for (const op of ['v128.load', 'f32x4.mul', 'i32x4.dot_i16x8_s']) assert.ok(all.includes(op), `${label} has no ${op}`);
+    if (m.name !== 'kernels-test') return;
+    // map table index -> function index via the element section, then check each hot kernel's body
+    const elem = tool('wasm-objdump', ['-x', '-j', 'Elem', m.path]).stdout;
+    const table = new Map();
+    for (const e of elem.matchAll(/elem\[(\d+)\] = func\[(\d+)\]/g)) table.set(+e[1], +e[2]);
+    const inst = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(m.path)),
+      { env: { memory: new WebAssembly.Memory({ initial: 256, maximum: 65536, shared }) } });
+    const KERNELS = [
+      ['vec_dot q8_0', ['i32x4.dot_i16x8_s', 'v128.load']], ['vec_dot q4_0', ['i32x4.dot_i16x8_s', 'v128.load']],
+      ['vec_dot f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['vec_dot f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['vec_dot q4_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']], ['vec_dot q6_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']],
+      ['matvec q8_0', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']], ['matvec q4_0', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']],
+      ['matvec f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['matvec f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['matvec q4_K', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']], ['matvec q6_K', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']],
+      ['attention', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+    ];
+    for (let i = 0; i < KERNELS.length; i++) {
+      const [what, ops] = KERNELS[i];
+      const ti = inst.exports.kt_kernel_fn(i);
+      assert.ok(table.has(ti), `${what}: table index ${ti} not in the element section`);
+      const body = (bodies.get(table.get(ti)) ?? []).join('\n');
+      for (const op of ops) assert.ok(body.includes(op), `${what} (func[${table.get(ti)}]) has no ${op}`);
+    }
+    assert.equal(inst.exports.kt_kernel_fn(KERNELS.length), -1, 'kernel list in sync with kt_kernel_fn');
+  });
+}
