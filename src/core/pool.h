@@ -32,7 +32,9 @@ AE_INLINE void ae_wait_while_eq(int32_t *p, int32_t v, int32_t spin) {
   for (int32_t i = 0; i < spin; i++)
     if (AE_LOAD(p) != v) return;
 #if AE_THREADS
-  while (AE_LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, -1);
+  /* Timed waits: on Node's main thread a notify that races with the start of a wait was seen to be
+   * lost now and then (a hang with an infinite timeout); re-checking every millisecond bounds that. */
+  while (AE_LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, 1000000);
 #endif
 }
 

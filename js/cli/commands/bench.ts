@@ -9,6 +9,7 @@ export const usage = `usage: aether bench MODEL [options]
   -t, --threads T     compute threads (default 1)
   --reps R            repetitions; the median is reported (default 3)
   --ffn MODE          dense | fused | static | dynamic (default dense)
+  --spin N            spin iterations before a waiting thread sleeps (default 200000)
   --json              print one JSON object`;
 
 function median(xs: number[]): number {
@@ -18,12 +19,12 @@ function median(xs: number[]): number {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', ffn: 'string', 'max-batch': 'number' },
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', ffn: 'string', 'max-batch': 'number', spin: 'number' },
     aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
   const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
-  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, maxBatch: v['max-batch'] as number | undefined });
+  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined });
   try {
     if (v.ffn) model.setFfnMode(v.ffn as any);
     if (P + G > model.nCtx) throw new AetherError('invalid_argument', `prompt-tokens + gen-tokens = ${P + G} exceeds the context ${model.nCtx}`);

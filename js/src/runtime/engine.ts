@@ -31,7 +31,7 @@ export interface EngineOptions {
   nCtx?: number;
   /** Keep logits of every batch position (needed for perplexity); default false. */
   logitsAll?: boolean;
-  /** Spin iterations before a thread waits (default 20000). */
+  /** Spin iterations before a thread waits (default 200000). */
   spin?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
@@ -52,6 +52,7 @@ export class Engine {
   readonly maxBatch: number;
   readonly nCtx: number;
   readonly logitsAll: boolean;
+  readonly spin: number;
   readonly warnings: string[] = [];
   private core!: Exports;
   private workers: WorkerPool | null = null;
@@ -66,6 +67,7 @@ export class Engine {
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 64, 4096));
     this.nCtx = Math.min(opts.nCtx ?? config.n_ctx, config.n_ctx);
     this.logitsAll = !!opts.logitsAll;
+    this.spin = Math.max(0, Math.floor(opts.spin ?? 200000));
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
@@ -174,7 +176,7 @@ export class Engine {
       throw new AetherError('format_error', `tensor ${name}: ${BAD_TENSOR_REASONS[why] ?? 'invalid'} (checked by the C validator)`);
     }
     if (st) throw new AetherError(st === Status.BAD_CONFIG ? 'config_error' : 'load_error', `model init failed: ${STATUS_NAMES[st] ?? st}`);
-    this.core.ae_pool_init(this.pool, this.threads, 20000);
+    this.core.ae_pool_init(this.pool, this.threads, this.spin);
     if (this.threads > 1) {
       const inits: WorkerInit[] = [];
       for (let ith = 1; ith < this.threads; ith++) {

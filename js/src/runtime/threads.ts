@@ -27,7 +27,6 @@ export class WorkerPool {
           const nw = new NodeWorker(url);
           nw.on('message', onMsg);
           nw.on('error', (e) => reject(new AetherError('wasm_error', `worker ${init.ith} crashed: ${e.message}`)));
-          nw.unref();
           w = nw;
         } else {
           const bw = new Worker(url, { type: 'module' });
@@ -46,6 +45,8 @@ export class WorkerPool {
       for (const w of workers) w.terminate();
       throw e;
     }
+    // Workers never keep the process alive once running (they block in wasm until quit).
+    for (const w of workers) (w as { unref?: () => void }).unref?.();
     return new WorkerPool(workers);
   }
 
