@@ -2,9 +2,45 @@
 // tested against on generated tiny models of each architecture. Weights are f32 arrays in GGUF
 // order: a matrix with shape [ne0, ne1] has ne1 rows of ne0 values.
 
+const f32 = Math.fround;
+/** f32 -> nearest f16 value (round to nearest even), as a number. */
+function toF16(x) {
+  const b = new Float32Array([x]), u = new Uint32Array(b.buffer)[0];
+  const h = f16bits(u);
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+  return e === 0 ? s * m * 2 ** -24 : e === 31 ? (m ? NaN : s * Infinity) : s * (1 + m / 1024) * 2 ** (e - 15);
+}
+function f16bits(u) {
+  const sign = (u >>> 16) & 0x8000; let e = (u >>> 23) & 255; let m = u & 0x7fffff;
+  if (e === 255) return sign | 0x7c00 | (m ? 0x200 : 0);
+  e = e - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    m |= 0x800000; const shift = 14 - e; const half = 1 << (shift - 1); const rest = m & ((1 << shift) - 1);
+    let r = m >>> shift; if (rest > half || (rest === half && (r & 1))) r++; return sign | r;
+  }
+  const rest = m & 0x1fff; let r = (e << 10) | (m >>> 13);
+  if (rest > 0x1000 || (rest === 0x1000 && (r & 1))) r++;
+  return sign | r;
+}
+/** Activation row as ggml's quantize_row_q8_0 sees it: blocks of 32, d = amax/127 (stored f16), q = round(x/d). */
+export function quantizeActQ8(x) {
+  const y = new Float64Array(x.length);
+  for (let b = 0; b < x.length; b += 32) {
+    let amax = 0;
+    for (let i = b; i < b + 32; i++) amax = Math.max(amax, Math.abs(f32(x[i])));
+    const d = f32(amax / 127), id = d ? f32(1 / d) : 0, dh = toF16(d);
+    for (let i = b; i < b + 32; i++) { const v = f32(f32(x[i]) * id); y[i] = Math.sign(v) * Math.round(Math.abs(v)) * dh; }
+  }
+  return y;
+}
+
 /** @param cfg {arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size, norm_eps, rope_theta, rope_dim, rope_type}
- *  @param W Map name -> Float32Array */
-export function createRefModel(cfg, W) {
+ *  @param W Map name -> Float32Array
+ *  @param opts.quantizedActs quantise activations to q8_0 before every weight matrix (what the wasm path
+ *         does for q8_0/q4_0 weights) */
+export function createRefModel(cfg, W, opts = {}) {
   const D = cfg.dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, H = cfg.hidden_dim;
   const qd = nh * hd, kvd = nkv * hd, rd = cfg.rope_dim ?? hd;
   const kcache = [], vcache = [];
@@ -13,6 +49,7 @@ export function createRefModel(cfg, W) {
   const opt = (n) => W.get(n);
 
   function matvec(w, x, rows, cols) {
+    if (opts.quantizedActs) x = quantizeActQ8(x);
     const y = new Float64Array(rows);
     for (let r = 0; r < rows; r++) { let s = 0; const o = r * cols; for (let c = 0; c < cols; c++) s += w[o + c] * x[c]; y[r] = s; }
     return y;
