@@ -3,8 +3,10 @@
  * dense FFN, or another model file) the mean KL divergence KL(P_ref || P) and top-1 agreement.
  *
  * The text is split into documents (lines holding only 0x1E, as tiny-llama-a's val.txt), each encoded
- * as BOS + pieces + EOS and cut into non-overlapping windows of `window` tokens; every window starts a
- * fresh context (position 0). Token t is predicted from tokens < t of its window.
+ * as BOS + pieces + EOS. Windows hold `window` input tokens plus the next token as the last target, and
+ * step by `window`, so every token after the first is predicted exactly once; every window starts a
+ * fresh context (position 0). Per document by default; with `concat`, over the concatenated token
+ * stream of all documents (the protocol of tiny-llama-a's README: non-overlapping 256-token windows).
  */
 import { AetherError, throwIfAborted } from './errors.js';
 import type { AetherModel, FfnModeName } from './aether.js';
@@ -12,6 +14,8 @@ import type { AetherModel, FfnModeName } from './aether.js';
 export interface EvalOptions {
   /** Window length in tokens (default: min(256, n_ctx)). */
   window?: number;
+  /** Windows over the concatenation of all documents instead of per document. */
+  concat?: boolean;
   /** Stop after this many predicted tokens (default: all). */
   maxTokens?: number;
   /** Compare with `model` itself run with this FFN mode on every layer (e.g. 'dense'). */
@@ -54,14 +58,15 @@ function argmaxRow(x: Float32Array, off: number, n: number): number {
   return b;
 }
 
-export function makeWindows(model: AetherModel, text: string, window: number, maxTokens?: number): number[][] {
+export function makeWindows(model: AetherModel, text: string, window: number, maxTokens?: number, concat = false): number[][] {
   const wins: number[][] = [];
   let total = 0;
-  for (const doc of splitDocuments(text)) {
-    const ids = model.tokenizer.encode(doc, { addBos: true, addEos: true });
+  const docs = splitDocuments(text).map((d) => model.tokenizer.encode(d, { addBos: true, addEos: true }));
+  const streams = concat ? [docs.flat()] : docs;
+  for (const ids of streams) {
     for (let s = 0; s + 1 < ids.length; s += window) {
-      const w = ids.slice(s, s + window);
-      if (w.length < 2) break;
+      const w = ids.slice(s, s + window + 1);
+      if (concat && w.length < window + 1) break; // the README protocol drops the partial tail
       wins.push(w);
       total += w.length - 1;
       if (maxTokens && total >= maxTokens) return wins;
@@ -70,22 +75,23 @@ export function makeWindows(model: AetherModel, text: string, window: number, ma
   return wins;
 }
 
-/** All-position logits of one window (a copy). */
+/** Logits at every input position of one window (all tokens but the last, which is only a target). */
 function windowLogits(model: AetherModel, w: number[]): Float32Array {
   const eng = model.engine;
-  if (!eng.logitsAll || eng.maxBatch < w.length) {
-    throw new AetherError('invalid_argument', `evaluation needs a model loaded with { logitsAll: true, maxBatch >= ${w.length} }`);
+  const n = w.length - 1;
+  if (!eng.logitsAll || eng.maxBatch < n) {
+    throw new AetherError('invalid_argument', `evaluation needs a model loaded with { logitsAll: true, maxBatch >= ${n} }`);
   }
   model.reset();
-  eng.forward(w, 0, true);
+  eng.forward(w.slice(0, n), 0, true);
   const V = model.config.vocab_size;
-  return eng.heap.f32(eng.coreExports.ae_model_logits(eng.modelPtr), w.length * V).slice();
+  return eng.heap.f32(eng.coreExports.ae_model_logits(eng.modelPtr), n * V).slice();
 }
 
 export async function evaluate(model: AetherModel, text: string, opts: EvalOptions = {}): Promise<EvalReport> {
   const t0 = Date.now();
   const window = Math.min(opts.window ?? 256, model.nCtx, model.engine.maxBatch);
-  const wins = makeWindows(model, text, window, opts.maxTokens);
+  const wins = makeWindows(model, text, window, opts.maxTokens, opts.concat);
   const V = model.config.vocab_size;
   if (opts.reference && opts.reference.config.vocab_size !== V) throw new AetherError('invalid_argument', 'the reference model has another vocabulary');
   const lp = new Float64Array(V), lq = new Float64Array(V);

@@ -10,14 +10,15 @@ export const usage = `usage: aether eval MODEL --text FILE [options]
   --vs-dense          also run the same model with a dense FFN: KL divergence and top-1 agreement vs dense
   --ref MODEL         compare against another model file instead (e.g. the f32 model for a q8_0 one)
   --mode M            FFN mode of the model under test: dense | fused | static | dynamic (default dense)
-  --window W          tokens per window (default 256, at most the context)
+  --window W          input tokens per window (default 256, at most the context)
+  --concat            windows over the concatenated token stream of all documents (default: per document)
   --max-tokens N      stop after N predicted tokens
   -t, --threads T     compute threads (default 1)
   --json              print one JSON object`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean' },
+    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean' },
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
@@ -34,15 +35,15 @@ export async function run(argv: string[]): Promise<number> {
     if (mode) model.setFfnMode(mode);
     const progress = !v.json && process.stderr.isTTY ? (d: number, t: number) => process.stderr.write(`\r${d}/${t} windows`) : undefined;
     const r = await evaluate(model, text, {
-      window, maxTokens: v['max-tokens'] as number | undefined, vsMode: v['vs-dense'] ? 'dense' : undefined,
+      window, concat: !!v.concat, maxTokens: v['max-tokens'] as number | undefined, vsMode: v['vs-dense'] ? 'dense' : undefined,
       mode, reference, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const out = { model: positionals[0], text: v.text, mode: mode ?? 'dense', reference: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
+    const out = { model: positionals[0], text: v.text, mode: mode ?? 'dense', reference_model: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
     if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
     else {
       process.stdout.write(`tokens ${r.tokens} in ${r.windows} windows, perplexity ${r.perplexity.toFixed(4)} (nll ${r.nll.toFixed(5)})\n`);
-      if (r.reference) process.stdout.write(`vs ${out.reference}: reference perplexity ${r.reference.perplexity.toFixed(4)} (${r.reference.ppl_increase_pct >= 0 ? '+' : ''}${r.reference.ppl_increase_pct.toFixed(3)}%), mean KL ${r.reference.kl.toExponential(3)}, top-1 agreement ${(r.reference.top1 * 100).toFixed(2)}%\n`);
+      if (r.reference) process.stdout.write(`vs ${out.reference_model}: reference perplexity ${r.reference.perplexity.toFixed(4)} (${r.reference.ppl_increase_pct >= 0 ? '+' : ''}${r.reference.ppl_increase_pct.toFixed(3)}%), mean KL ${r.reference.kl.toExponential(3)}, top-1 agreement ${(r.reference.top1 * 100).toFixed(2)}%\n`);
       if (r.ffn_sparsity !== undefined) process.stdout.write(`FFN sparsity achieved ${(r.ffn_sparsity * 100).toFixed(2)}%\n`);
     }
     return 0;
