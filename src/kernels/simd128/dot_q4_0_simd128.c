@@ -1,11 +1,15 @@
 /* q4_0 weights x q8_0 activations, plus q4_0 quantise (the reference quantiser) / dequantise.
  * Per block the exact integer dot sum((q - 8) x) is formed as sum(q x) - 8 sum(x): nibbles are taken
  * straight into i16 lanes (byte pair b0 | b1 << 8: q_lo_even = v & 15, q_lo_odd = (v >> 8) & 15,
- * q_hi_even = (v >> 4) & 15, q_hi_odd = v >> 12), matched with the even/odd split of the activation;
- * sum(x) is computed once per activation block and shared by the 4 rows. Then in float
+ * q_hi_even = (v >> 4) & 15, q_hi_odd = v >> 12) and matched with the even/odd i16 split of the
+ * activation, prepared once per column chunk together with 8 sum(x) and d_x (see dot_q8_0_simd128.c
+ * for the chunking, the fast/exact scale conversion and the row-lane accumulator). Then in float
  *   acc += (float)sumi * (d_w * d_x)      (block order; exactly ae_vec_dot_q4_0_ref)
- * with the 4 rows in the lanes of one accumulator: bit-exact with the reference for any row range. */
+ * bit-exact with the reference for any row range. Each row's block sum is written to a small volatile
+ * stack buffer: the store orders V8's schedule (row by row) and avoids register spills. */
 #include "simd128_util.h"
+
+#define AE_Q4_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4 + 4) B = 9 KiB of stack */
 
 void ae_from_float_q4_0_simd128(const float *x, void *y, int n) { ae_from_float_q4_0_ref(x, y, n); }
 
@@ -27,67 +31,87 @@ void ae_to_float_q4_0_simd128(const void *x, float *y, int n) {
   }
 }
 
-typedef struct { v128 ae, ao, be, bo, sum8; } xsplit;   /* sum8: 8 * sum(x) in every lane */
+typedef struct { v128 e0, o0, e1, o1; } xblk;   /* even / odd i16 of activation bytes 0..15, 16..31 */
 
-AE_INLINE xsplit split_x(const ae_block_q8_0 *xb) {
-  const v128 a = ae_load(xb->qs), b = ae_load(xb->qs + 16);
-  xsplit s;
-  s.ae = ae_i8_even(a); s.ao = ae_i8_odd(a); s.be = ae_i8_even(b); s.bo = ae_i8_odd(b);
-  const v128 t = wasm_i16x8_add(wasm_i16x8_add(s.ae, s.ao), wasm_i16x8_add(s.be, s.bo));
-  v128 u = wasm_i32x4_dot_i16x8(t, wasm_i16x8_splat(8));
-  u = wasm_i32x4_add(u, wasm_i32x4_shuffle(u, u, 2, 3, 0, 1));
-  s.sum8 = wasm_i32x4_add(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
-  return s;
+AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx, int32_t *sum8) {
+  for (int b = 0; b < n; b++) {
+    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
+    xs[b].e0 = ae_i8_even(a); xs[b].o0 = ae_i8_odd(a);
+    xs[b].e1 = ae_i8_even(c); xs[b].o1 = ae_i8_odd(c);
+    const v128 t = wasm_i16x8_add(wasm_i16x8_add(xs[b].e0, xs[b].o0), wasm_i16x8_add(xs[b].e1, xs[b].o1));
+    sum8[b] = 8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
+    dx[b] = ae_h2f_s(x[b].d);
+  }
 }
 
 /* i32x4 partial sums of sum(q x) (unsigned nibbles, without the -8) */
-AE_INLINE v128 block_dot(const ae_block_q4_0 *wb, xsplit x) {
+AE_INLINE v128 bdot(const ae_block_q4_0 *wb, const xblk *x) {
   const v128 v = ae_load(wb->qs), m = wasm_i16x8_splat(0x0f);
-  const v128 le = wasm_v128_and(v, m), lo = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
-  const v128 he = wasm_v128_and(wasm_u16x8_shr(v, 4), m), ho = wasm_u16x8_shr(v, 12);
-  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(le, x.ae), wasm_i32x4_dot_i16x8(lo, x.ao));
-  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(he, x.be), wasm_i32x4_dot_i16x8(ho, x.bo));
+  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), x->e0),
+                                 wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), x->o0));
+  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 4), m), x->e1),
+                                 wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
 
-void ae_vec_dot_q4_0_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_q4_0 *a = (const ae_block_q4_0 *)w;
-  const ae_block_q8_0 *b = (const ae_block_q8_0 *)x;
-  const int nb = n / AE_QK4_0;
-  float sum = 0.0f;
-  for (int i = 0; i < nb; i++) {
-    const xsplit xs = split_x(&b[i]);
-    const int32_t sumi = ae_hsum_i32(block_dot(&a[i], xs)) - wasm_i32x4_extract_lane(xs.sum8, 0);
-    sum += (float)sumi * (ae_h2f_s(a[i].d) * ae_h2f_s(b[i].d));
+AE_INLINE int group4(v128 *accp, const ae_block_q4_0 *w0, size_t nb, int n, const xblk *xs, const float *dx,
+                     const int32_t *sum8, int exact) {
+  const ae_block_q4_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  v128 acc = *accp, bad = wasm_i32x4_splat(0);
+  volatile v128 t[8];
+  int b = 0;
+  for (; b + 2 <= n; b += 2) {
+    const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
+    v128 d0, d1;
+    if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
+    else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
+    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
+    t[4] = bdot(&w0[b + 1], &xs[b + 1]); t[5] = bdot(&w1[b + 1], &xs[b + 1]);
+    t[6] = bdot(&w2[b + 1], &xs[b + 1]); t[7] = bdot(&w3[b + 1], &xs[b + 1]);
+    const v128 i0 = wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b]));
+    const v128 i1 = wasm_i32x4_sub(ae_reduce4_i32(t[4], t[5], t[6], t[7]), wasm_v128_load32_splat(&sum8[b + 1]));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
   }
-  *s = sum;
-}
-
-AE_INLINE v128 step4(v128 acc, const ae_block_q4_0 *w0, const ae_block_q4_0 *w1, const ae_block_q4_0 *w2,
-                     const ae_block_q4_0 *w3, const ae_block_q8_0 *xb) {
-  const xsplit xs = split_x(xb);
-  v128 isum = ae_reduce4_i32(block_dot(w0, xs), block_dot(w1, xs), block_dot(w2, xs), block_dot(w3, xs));
-  isum = wasm_i32x4_sub(isum, xs.sum8);
-  const v128 dw = ae_gather4_h2f(&w0->d, &w1->d, &w2->d, &w3->d);
-  const v128 sc = wasm_f32x4_mul(dw, wasm_f32x4_splat(ae_h2f_s(xb->d)));
-  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), sc));
+  if (b < n) {
+    const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
+    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
+    const v128 i0 = wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b]));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+  }
+  *accp = acc;
+  return exact ? 0 : ae_h16_has_infnan(bad);
 }
 
 void ae_matvec_rows_q4_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK4_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const ae_block_q4_0 *w0 = (const ae_block_q4_0 *)W + (size_t)r * nb;
-    const ae_block_q4_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
-    v128 acc = wasm_f32x4_splat(0.0f);
-    int i = 0;
-    for (; i + 2 <= nb; i += 2) {
-      acc = step4(acc, w0 + i, w1 + i, w2 + i, w3 + i, x + i);
-      acc = step4(acc, w0 + i + 1, w1 + i + 1, w2 + i + 1, w3 + i + 1, x + i + 1);
+  xblk xs[AE_Q4_CHUNK];
+  float dx[AE_Q4_CHUNK];
+  int32_t sum8[AE_Q4_CHUNK];
+  for (int c0 = 0; c0 < nb; c0 += AE_Q4_CHUNK) {
+    const int n = nb - c0 < AE_Q4_CHUNK ? nb - c0 : AE_Q4_CHUNK;
+    prep(x + c0, n, xs, dx, sum8);
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      const ae_block_q4_0 *w0 = (const ae_block_q4_0 *)W + (size_t)r * nb + c0;
+      const v128 start = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
+      v128 acc = start;
+      if (group4(&acc, w0, (size_t)nb, n, xs, dx, sum8, 0)) { acc = start; group4(&acc, w0, (size_t)nb, n, xs, dx, sum8, 1); }
+      ae_store(y + r, acc);
     }
-    if (i < nb) acc = step4(acc, w0 + i, w1 + i, w2 + i, w3 + i, x + i);
-    ae_store(y + r, acc);
+    for (; r < r1; r++) {
+      const ae_block_q4_0 *w = (const ae_block_q4_0 *)W + (size_t)r * nb + c0;
+      float sum = c0 ? y[r] : 0.0f;
+      for (int b = 0; b < n; b++) {
+        const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xs[b])) - sum8[b];
+        sum += (float)sumi * (ae_h2f_s(w[b].d) * dx[b]);
+      }
+      y[r] = sum;
+    }
   }
-  for (; r < r1; r++) ae_vec_dot_q4_0_simd128(ncols, &y[r], (const ae_block_q4_0 *)W + (size_t)r * nb, x);
+}
+
+void ae_vec_dot_q4_0_simd128(int n, float *s, const void *w, const void *x) {
+  ae_matvec_rows_q4_0_simd128(w, n, x, s, 0, 1);
 }

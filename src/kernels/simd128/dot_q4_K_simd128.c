@@ -2,10 +2,12 @@
  * Per super-block, exact integers: sumi_q = sum_j sc_j sum(q x) over sub-block j (32 elements),
  * sumi_m = sum_j m_j (bsums[2j] + bsums[2j+1]); then in float
  *   acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m      (exactly ae_vec_dot_q4_K_ref)
- * The activation super-block is split once into even/odd i16 (kept in a 0.5 KiB stack buffer) and
- * shared by 4 rows; nibbles go straight into i16 lanes; 6-bit scales/mins are unpacked with one
- * byte shuffle and masks; sub-block sums are scaled with i32x4.mul. The 4 rows occupy the lanes of the
- * float accumulator, so results match the reference bit for bit for any row range. */
+ * The activation is split once per column chunk (AE_QK_CHUNK super-blocks, on the stack) into even/odd
+ * i16 and shared by all rows; nibbles go straight into i16 lanes; 6-bit scales/mins are unpacked with
+ * one byte shuffle and masks; sub-block sums are scaled with i32x4.mul. Rows are computed one at a
+ * time with the reference's scalar float sequence, so results match it bit for bit for any row range.
+ * A volatile store after each 64-element group orders V8's schedule (no register spills). Partial
+ * sums cross column chunks through y (exact). */
 #include "simd128_util.h"
 
 void ae_from_float_q4_K_simd128(const float *x, void *y, int n) { ae_from_float_q4_K_ref(x, y, n); }
@@ -47,28 +49,33 @@ void ae_to_float_q4_K_simd128(const void *x, float *y, int n) {
 }
 
 /* Activation super-block split: X[2c], X[2c+1] = even / odd i16 of x[16c .. 16c+16); bsp lanes j =
- * bsums[2j] + bsums[2j+1]. */
+ * bsums[2j] + bsums[2j+1]; d = x's scale. */
 typedef struct { v128 X[32]; v128 bsp; } xk;
+#define AE_QK_CHUNK 16   /* super-blocks per column chunk: 16 * 528 B = 8.3 KiB of stack */
 
-AE_INLINE void split_x(const ae_block_q8_K *xb, xk *s) {
-  for (int c = 0; c < 16; c++) {
-    const v128 v = ae_load(xb->qs + 16 * c);
-    s->X[2 * c] = ae_i8_even(v);
-    s->X[2 * c + 1] = ae_i8_odd(v);
+AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
+  for (int i = 0; i < n; i++) {
+    for (int c = 0; c < 16; c++) {
+      const v128 v = ae_load(x[i].qs + 16 * c);
+      xs[i].X[2 * c] = ae_i8_even(v);
+      xs[i].X[2 * c + 1] = ae_i8_odd(v);
+    }
+    const v128 b0 = ae_load(x[i].bsums), b1 = ae_load(x[i].bsums + 8);
+    xs[i].bsp = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                               wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
   }
-  const v128 b0 = ae_load(xb->bsums), b1 = ae_load(xb->bsums + 8);
-  s->bsp = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
-                          wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
 }
 
-/* One row's super-block: *q = i32x4 partials of sumi_q, *m = partials of sumi_m. */
-AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, v128 *q, v128 *m) {
+/* One row's super-block: *q = sumi_q, *m = sumi_m. */
+AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t *m) {
   const v128 sm = unpack_scales(w->scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
   const v128 sc_lo = wasm_u32x4_extend_low_u16x8(sc16), sc_hi = wasm_u32x4_extend_high_u16x8(sc16);
-  *m = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp);
+  volatile v128 acc_v = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp);
+  *m = ae_hsum_i32(acc_v);
+  acc_v = wasm_i32x4_splat(0);
   const v128 f = wasm_i16x8_splat(0x0f);
-  v128 acc = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
   for (int g = 0; g < 4; g++) {
     const v128 v0 = ae_load(w->qs + 32 * g), v1 = ae_load(w->qs + 32 * g + 16);
     const v128 *X = xs->X + 8 * g;
@@ -82,54 +89,35 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, v128 *q, v128 *m) {
                                            wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v1, 12), X[7])));
     const v128 scv = g < 2 ? sc_lo : sc_hi;
     v128 s0, s1;
-    switch (g & 1) {
-      case 0: s0 = wasm_i32x4_shuffle(scv, scv, 0, 0, 0, 0); s1 = wasm_i32x4_shuffle(scv, scv, 1, 1, 1, 1); break;
-      default: s0 = wasm_i32x4_shuffle(scv, scv, 2, 2, 2, 2); s1 = wasm_i32x4_shuffle(scv, scv, 3, 3, 3, 3); break;
-    }
-    acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1)));
+    if ((g & 1) == 0) { s0 = wasm_i32x4_shuffle(scv, scv, 0, 0, 0, 0); s1 = wasm_i32x4_shuffle(scv, scv, 1, 1, 1, 1); }
+    else { s0 = wasm_i32x4_shuffle(scv, scv, 2, 2, 2, 2); s1 = wasm_i32x4_shuffle(scv, scv, 3, 3, 3, 3); }
+    acc_v = wasm_i32x4_add(acc_v, wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1)));
   }
-  *q = acc;
-}
-
-void ae_vec_dot_q4_K_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_q4_K *a = (const ae_block_q4_K *)w;
-  const ae_block_q8_K *b = (const ae_block_q8_K *)x;
-  xk xs;
-  float sum = 0.0f;
-  for (int i = 0; i < n / AE_QK_K; i++) {
-    split_x(&b[i], &xs);
-    v128 q, m;
-    row_sb(&a[i], &xs, &q, &m);
-    const float dall = ae_h2f_s(a[i].d) * b[i].d, dmin = ae_h2f_s(a[i].dmin) * b[i].d;
-    sum += dall * (float)ae_hsum_i32(q) - dmin * (float)ae_hsum_i32(m);
-  }
-  *s = sum;
+  *q = ae_hsum_i32(acc_v);
 }
 
 void ae_matvec_rows_q4_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  xk xs;
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const ae_block_q4_K *w0 = (const ae_block_q4_K *)W + (size_t)r * nb;
-    const ae_block_q4_K *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
-    v128 acc = wasm_f32x4_splat(0.0f);
-    for (int i = 0; i < nb; i++) {
-      split_x(&x[i], &xs);
-      v128 q0, q1, q2, q3, m0, m1, m2, m3;
-      row_sb(&w0[i], &xs, &q0, &m0);
-      row_sb(&w1[i], &xs, &q1, &m1);
-      row_sb(&w2[i], &xs, &q2, &m2);
-      row_sb(&w3[i], &xs, &q3, &m3);
-      const v128 sq = wasm_f32x4_convert_i32x4(ae_reduce4_i32(q0, q1, q2, q3));
-      const v128 sm = wasm_f32x4_convert_i32x4(ae_reduce4_i32(m0, m1, m2, m3));
-      const v128 dx = wasm_f32x4_splat(x[i].d);
-      const v128 dall = wasm_f32x4_mul(ae_gather4_h2f(&w0[i].d, &w1[i].d, &w2[i].d, &w3[i].d), dx);
-      const v128 dmin = wasm_f32x4_mul(ae_gather4_h2f(&w0[i].dmin, &w1[i].dmin, &w2[i].dmin, &w3[i].dmin), dx);
-      acc = wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, sq), wasm_f32x4_mul(dmin, sm)));
+  xk xs[AE_QK_CHUNK];
+  for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {
+    const int n = nb - c0 < AE_QK_CHUNK ? nb - c0 : AE_QK_CHUNK;
+    prep(x + c0, n, xs);
+    for (int r = r0; r < r1; r++) {
+      const ae_block_q4_K *w = (const ae_block_q4_K *)W + (size_t)r * nb + c0;
+      float sum = c0 ? y[r] : 0.0f;
+      for (int i = 0; i < n; i++) {
+        int32_t q, m;
+        row_sb(&w[i], &xs[i], &q, &m);
+        const float dx = x[c0 + i].d;
+        const float dall = ae_h2f_s(w[i].d) * dx, dmin = ae_h2f_s(w[i].dmin) * dx;
+        sum += dall * (float)q - dmin * (float)m;
+      }
+      y[r] = sum;
     }
-    ae_store(y + r, acc);
   }
-  for (; r < r1; r++) ae_vec_dot_q4_K_simd128(ncols, &y[r], (const ae_block_q4_K *)W + (size_t)r * nb, x);
+}
+
+void ae_vec_dot_q4_K_simd128(int n, float *s, const void *w, const void *x) {
+  ae_matvec_rows_q4_K_simd128(w, n, x, s, 0, 1);
 }

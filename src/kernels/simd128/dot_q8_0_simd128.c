@@ -1,10 +1,19 @@
 /* q8_0 weights x q8_0 activations, plus q8_0 quantise / dequantise.
- * Per block: exact integer dot (i8 -> i16 even/odd split, i32x4.dot_i16x8_s), then in float
+ * Per block: exact integer dot, then in float
  *   acc += (float)sumi * (d_w * d_x)       (block order; exactly ae_vec_dot_q8_0_ref)
- * The 4-row kernel keeps one f32x4 accumulator whose lanes are the 4 rows, so every row gets the same
- * scalar operation sequence as the 1-row path and the reference: results match the reference bit for bit
- * for any row range. Two blocks per loop iteration; the activation block is split once for 4 rows. */
+ * The activation is prepared once per column chunk (AE_Q8_CHUNK blocks, on the stack): even / odd bytes
+ * sign-extended to i16 and d_x as float. A weight chunk of 16 bytes w (i16 lanes b0 | b1 << 8) needs no
+ * unpacking: (w << 8) holds 256 * b0 and (w & 0xff00) holds 256 * b1, so
+ *   dot_i16x8(w << 8, x_even) + dot_i16x8(w & 0xff00, x_odd) = 256 * sum(w x)       (exact in i32)
+ * and the block sum is shifted right by 8. The 4-row kernel keeps the 4 rows in the lanes of one f32x4
+ * accumulator (integer sums transposed with 6 shuffles), so each row sees the same scalar operation
+ * sequence as the 1-row path and the reference: bit-exact for any row range. Weight scales are
+ * converted 8 at a time with the fast fp16 conversion; a row group that meets an inf/nan scale is
+ * recomputed with the exact one. Two blocks per loop iteration. Partial sums cross column chunks
+ * through y (a float store/load is exact), so chunking does not change any result. */
 #include "simd128_util.h"
+
+#define AE_Q8_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4) B = 8.5 KiB of stack */
 
 /* ---- quantise: ggml quantize_row_q8_0 (d = amax / 127, q = roundf(x / d) via x * (1 / d)) ---- */
 AE_INLINE v128 round_half_away(v128 v) {
@@ -59,57 +68,85 @@ void ae_to_float_q8_0_simd128(const void *x, float *y, int n) {
 }
 
 /* ---- dot ---- */
-typedef struct { v128 ae, ao, be, bo; } xsplit;   /* activation block: even/odd i16 of both halves */
+typedef struct { v128 e0, o0, e1, o1; } xblk;   /* even / odd i16 of bytes 0..15 and 16..31 */
 
-AE_INLINE xsplit split_x(const ae_block_q8_0 *xb) {
-  const v128 a = ae_load(xb->qs), b = ae_load(xb->qs + 16);
-  xsplit s = {ae_i8_even(a), ae_i8_odd(a), ae_i8_even(b), ae_i8_odd(b)};
-  return s;
+AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx) {
+  for (int b = 0; b < n; b++) {
+    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
+    xs[b].e0 = ae_i8_even(a); xs[b].o0 = ae_i8_odd(a);
+    xs[b].e1 = ae_i8_even(c); xs[b].o1 = ae_i8_odd(c);
+    dx[b] = ae_h2f_s(x[b].d);
+  }
 }
 
-/* i32x4 partial sums of the block's integer dot product */
-AE_INLINE v128 block_dot(const ae_block_q8_0 *wb, xsplit x) {
-  const v128 a = ae_load(wb->qs), b = ae_load(wb->qs + 16);
-  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(a), x.ae), wasm_i32x4_dot_i16x8(ae_i8_odd(a), x.ao));
-  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(b), x.be), wasm_i32x4_dot_i16x8(ae_i8_odd(b), x.bo));
+/* i32x4 partial sums of 256 * sum(w x) for one block */
+AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
+  const v128 a = ae_load(wb->qs), c = ae_load(wb->qs + 16), hi = wasm_i16x8_splat((int16_t)0xff00);
+  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(a, 8), x->e0), wasm_i32x4_dot_i16x8(wasm_v128_and(a, hi), x->o0));
+  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(c, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(c, hi), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
 
-void ae_vec_dot_q8_0_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_q8_0 *a = (const ae_block_q8_0 *)w, *b = (const ae_block_q8_0 *)x;
-  const int nb = n / AE_QK8_0;
-  float sum = 0.0f;
-  for (int i = 0; i < nb; i++) {
-    const int32_t sumi = ae_hsum_i32(block_dot(&a[i], split_x(&b[i])));
-    sum += (float)sumi * (ae_h2f_s(a[i].d) * ae_h2f_s(b[i].d));
+/* 4 rows x blocks [0, n) of the chunk; acc in/out (lanes = rows). Returns 1 if a scale was inf/nan
+ * (only when !exact: the caller recomputes with exact = 1). */
+AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, const xblk *xs, const float *dx, int exact) {
+  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  v128 acc = *accp, bad = wasm_i32x4_splat(0);
+  volatile v128 t[8];   /* the stores order V8's schedule row by row (no spills); see dot_q4_0 */
+  int b = 0;
+  for (; b + 2 <= n; b += 2) {
+    const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
+    v128 d0, d1;
+    if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
+    else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
+    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
+    t[4] = bdot(&w0[b + 1], &xs[b + 1]); t[5] = bdot(&w1[b + 1], &xs[b + 1]); t[6] = bdot(&w2[b + 1], &xs[b + 1]);
+    t[7] = bdot(&w3[b + 1], &xs[b + 1]);
+    v128 i0 = ae_reduce4_i32(t[0], t[1], t[2], t[3]);
+    v128 i1 = ae_reduce4_i32(t[4], t[5], t[6], t[7]);
+    i0 = wasm_i32x4_shr(i0, 8);
+    i1 = wasm_i32x4_shr(i1, 8);
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
   }
-  *s = sum;
-}
-
-AE_INLINE v128 step4(v128 acc, const ae_block_q8_0 *w0, const ae_block_q8_0 *w1, const ae_block_q8_0 *w2,
-                     const ae_block_q8_0 *w3, const ae_block_q8_0 *xb) {
-  const xsplit xs = split_x(xb);
-  const v128 isum = ae_reduce4_i32(block_dot(w0, xs), block_dot(w1, xs), block_dot(w2, xs), block_dot(w3, xs));
-  const v128 dw = ae_gather4_h2f(&w0->d, &w1->d, &w2->d, &w3->d);
-  const v128 sc = wasm_f32x4_mul(dw, wasm_f32x4_splat(ae_h2f_s(xb->d)));
-  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(isum), sc));
+  if (b < n) {
+    const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
+    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
+    v128 i0 = wasm_i32x4_shr(ae_reduce4_i32(t[0], t[1], t[2], t[3]), 8);
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+  }
+  *accp = acc;
+  return exact ? 0 : ae_h16_has_infnan(bad);
 }
 
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK8_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const ae_block_q8_0 *w0 = (const ae_block_q8_0 *)W + (size_t)r * nb;
-    const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
-    v128 acc = wasm_f32x4_splat(0.0f);
-    int i = 0;
-    for (; i + 2 <= nb; i += 2) {
-      acc = step4(acc, w0 + i, w1 + i, w2 + i, w3 + i, x + i);
-      acc = step4(acc, w0 + i + 1, w1 + i + 1, w2 + i + 1, w3 + i + 1, x + i + 1);
+  xblk xs[AE_Q8_CHUNK];
+  float dx[AE_Q8_CHUNK];
+  for (int c0 = 0; c0 < nb; c0 += AE_Q8_CHUNK) {
+    const int n = nb - c0 < AE_Q8_CHUNK ? nb - c0 : AE_Q8_CHUNK;
+    prep(x + c0, n, xs, dx);
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      const ae_block_q8_0 *w0 = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
+      const v128 start = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
+      v128 acc = start;
+      if (group4(&acc, w0, (size_t)nb, n, xs, dx, 0)) { acc = start; group4(&acc, w0, (size_t)nb, n, xs, dx, 1); }
+      ae_store(y + r, acc);
     }
-    if (i < nb) acc = step4(acc, w0 + i, w1 + i, w2 + i, w3 + i, x + i);
-    ae_store(y + r, acc);
+    for (; r < r1; r++) {
+      const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
+      float sum = c0 ? y[r] : 0.0f;
+      for (int b = 0; b < n; b++) {
+        const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xs[b])) >> 8;
+        sum += (float)sumi * (ae_h2f_s(w[b].d) * dx[b]);
+      }
+      y[r] = sum;
+    }
   }
-  for (; r < r1; r++) ae_vec_dot_q8_0_simd128(ncols, &y[r], (const ae_block_q8_0 *)W + (size_t)r * nb, x);
+}
+
+void ae_vec_dot_q8_0_simd128(int n, float *s, const void *w, const void *x) {
+  ae_matvec_rows_q8_0_simd128(w, n, x, s, 0, 1);
 }

@@ -56,6 +56,16 @@ AE_INLINE v128 ae_h16_infnan_acc(v128 m, v128 h) { return wasm_u16x8_max(m, wasm
 AE_INLINE int ae_h16_has_infnan(v128 m) {
   return wasm_v128_any_true(wasm_u16x8_ge(m, wasm_u16x8_splat(0xf800)));
 }
+/* 8 halves p0[0..3] (lanes 0..3) and p1[0..3] (lanes 4..7), each a pointer per row, into i16x8. */
+AE_INLINE v128 ae_gather8_h(const ae_fp16 *a0, const ae_fp16 *a1, const ae_fp16 *a2, const ae_fp16 *a3,
+                            const ae_fp16 *b0, const ae_fp16 *b1, const ae_fp16 *b2, const ae_fp16 *b3) {
+  v128 h = wasm_i32x4_const_splat(0);
+  h = wasm_v128_load16_lane(a0, h, 0); h = wasm_v128_load16_lane(a1, h, 1);
+  h = wasm_v128_load16_lane(a2, h, 2); h = wasm_v128_load16_lane(a3, h, 3);
+  h = wasm_v128_load16_lane(b0, h, 4); h = wasm_v128_load16_lane(b1, h, 5);
+  h = wasm_v128_load16_lane(b2, h, 6); h = wasm_v128_load16_lane(b3, h, 7);
+  return h;
+}
 /* 4 halves at p[0], p[s], p[2s], p[3s] (element stride s) -> f32x4, exact. */
 AE_INLINE v128 ae_gather4_h2f(const ae_fp16 *p0, const ae_fp16 *p1, const ae_fp16 *p2, const ae_fp16 *p3) {
   v128 h = wasm_i32x4_const_splat(0);

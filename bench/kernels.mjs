@@ -1,0 +1,126 @@
+// Kernel benchmark: matvec of every dtype at real model shapes, 1 and 2 threads (pool + worker_threads),
+// against streaming-read and copy bandwidth probes measured in the same run.
+//   node bench/kernels.mjs [--quick] [--json] [--threads 1,2] [--types q8_0,q4_0] [--hot]
+// Weights are cycled over enough copies to exceed the last-level cache (footprint >= 256 MiB, 64 MiB with
+// --quick), as in inference where every weight comes from DRAM once per token; --hot uses one copy.
+import os from 'node:os';
+import { readFileSync } from 'node:fs';
+import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, rng } from '../tests/kernels-harness.mjs';
+
+const argv = process.argv.slice(2);
+const flag = (f) => argv.includes(f);
+const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };
+const QUICK = flag('--quick'), JSON_OUT = flag('--json'), HOT = flag('--hot');
+const THREADS = opt('--threads', '1,2').split(',').map(Number);
+const TYPES = opt('--types', 'f32,f16,q8_0,q4_0,q4_K,q6_K').split(',').map((n) => +Object.keys(TYPE_NAMES).find((k) => TYPE_NAMES[k] === n));
+const SHAPES = [  // [label, rows (W out), cols (W in)]
+  ['phi3-mini ffn up', 8192, 3072], ['phi3-mini ffn down', 3072, 8192],
+  ['qwen2.5-0.5b ffn up', 4864, 896], ['qwen2.5-0.5b ffn down', 896, 4864],
+  ['stories-110m ffn', 768, 2048],
+];
+const MIB = 1 << 20;
+const PROBE_BYTES = (QUICK ? 64 : 256) * MIB;
+const FOOTPRINT = HOT ? 0 : (QUICK ? 64 : 256) * MIB;
+const MIN_MS = QUICK ? 25 : 120, ROUNDS = QUICK ? 3 : 5;
+const log = (...a) => { if (!JSON_OUT) console.log(...a); };
+
+const maxMatrix = 8192 * 3072 * 4;
+const region = Math.max(FOOTPRINT, maxMatrix) + maxMatrix;
+const pages = Math.ceil((8 * MIB + PROBE_BYTES + region + 16 * MIB) / 65536);
+const k = await loadKernels({ pages });
+const X = k.x;
+const maxT = Math.max(...THREADS);
+const pools = {};
+for (const n of THREADS) { pools[n] = k.alloc(64); X.ae_pool_init(pools[n], n, 200000); }
+const workers = maxT > 1 ? await startWorkers(k, pools[maxT], maxT) : null;
+if (THREADS.some((n) => n > 1 && n !== maxT)) throw new Error('only one multi-thread count per run');
+
+// ---- data ----
+const probe = k.alloc(PROBE_BYTES, 4096);
+const mat = k.alloc(region, 4096);
+function fillRandom(p, bytes, seed) {
+  const u = k.u32(p, bytes >>> 2);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < u.length; i++) { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; u[i] = s >>> 0; }
+}
+fillRandom(probe, PROBE_BYTES, 7);
+
+function prepareWeights(type, rows, cols, copies) {   // random weights with sane values (no NaN/inf/denormals)
+  const rs = k.rowSize(type, cols), bytes = rs * rows, total = bytes * copies;
+  fillRandom(mat, total, 1234 + type);
+  if (type === T.F32) {
+    const u = k.u32(mat, total >>> 2);
+    for (let i = 0; i < u.length; i++) { const v = u[i]; u[i] = ((v & 0x807fffff) | ((118 + ((v >>> 23) & 7)) << 23)) >>> 0; }
+  } else if (type === T.F16) {
+    const h = k.u16(mat, total >>> 1);
+    for (let i = 0; i < h.length; i++) { const v = h[i]; h[i] = (v & 0x83ff) | ((8 + ((v >>> 10) & 7)) << 10); }
+  } else {
+    const [, ts] = BLOCK[type], nb = total / ts, dv = new DataView(k.buffer, mat, total);
+    const offs = type === T.Q4_K ? [0, 2] : type === T.Q6_K ? [208] : [0];
+    for (let b = 0; b < nb; b++) for (const o of offs) dv.setUint16(b * ts + o, 0x1000 + (b & 0x3ff), true);   // ~2^-11
+  }
+  return { rs, bytes };
+}
+
+function timeit(fn) {   // best-of-ROUNDS average ms per call
+  let best = Infinity;
+  fn(0);
+  for (let r = 0; r < ROUNDS; r++) {
+    let n = 0;
+    const t0 = performance.now();
+    let t = t0;
+    while (t - t0 < MIN_MS) { fn(n++); t = performance.now(); }
+    best = Math.min(best, (t - t0) / n);
+  }
+  return best;
+}
+
+// ---- probes ----
+const probes = { read: {}, copy: {} };
+const rargs = k.alloc(16), cargs = k.alloc(16), out = k.alloc(64);
+k.u32(rargs, 3).set([probe, PROBE_BYTES, out]);
+k.u32(cargs, 3).set([probe + PROBE_BYTES / 2, probe, PROBE_BYTES / 2]);
+for (const n of THREADS) {
+  probes.read[n] = PROBE_BYTES / 1e9 / (timeit(() => X.ae_pool_run(pools[n], 2, rargs)) / 1e3);
+  probes.copy[n] = (PROBE_BYTES / 2) / 1e9 / (timeit(() => X.ae_pool_run(pools[n], 3, cargs)) / 1e3);
+  log(`probe ${n} thread(s): streaming read ${probes.read[n].toFixed(1)} GB/s, copy ${probes.copy[n].toFixed(1)} GB/s (bytes copied per s)`);
+}
+
+// ---- matvec ----
+const results = [];
+const r = rng(99);
+const xf = k.alloc(8192 * 4), xq = k.alloc(8192 * 4 + 4096), y = k.alloc(8192 * 4), args = k.alloc(32);
+for (const type of TYPES) {
+  for (const [label, rows, cols] of SHAPES) {
+    const rsz = k.rowSize(type, cols);
+    const copies = Math.max(1, Math.floor(Math.max(FOOTPRINT, rsz * rows) / (rsz * rows)));
+    const { bytes } = prepareWeights(type, rows, cols, copies);
+    const xv = k.f32(xf, cols);
+    for (let i = 0; i < cols; i++) xv[i] = r.normal();
+    X.kt_quantize(type, 0, xf, xq, cols);
+    const argv32 = k.u32(args, 7);
+    const row = { type: TYPE_NAMES[type], shape: `${rows}x${cols}`, label, weight_bytes: bytes, copies, threads: {} };
+    for (const n of THREADS) {
+      const ms = timeit((i) => {
+        argv32.set([type, mat + (i % copies) * bytes, cols, rows, xq, y, 0]);
+        X.ae_pool_run(pools[n], 1, args);
+      });
+      const gbs = bytes / 1e9 / (ms / 1e3);
+      row.threads[n] = { ms, gbs, gflops: 2 * rows * cols / 1e9 / (ms / 1e3), pct_of_read: 100 * gbs / probes.read[n] };
+    }
+    if (row.threads[1] && row.threads[maxT] && maxT > 1) row.speedup = row.threads[1].ms / row.threads[maxT].ms;
+    results.push(row);
+    const t = THREADS.map((n) => `${n}T ${row.threads[n].ms.toFixed(3)} ms ${row.threads[n].gbs.toFixed(1)} GB/s ${row.threads[n].gflops.toFixed(1)} GFLOP/s ${row.threads[n].pct_of_read.toFixed(0)}%`).join(' | ');
+    log(`${row.type.padEnd(5)} ${row.shape.padEnd(10)} ${t}${row.speedup ? ` | x${row.speedup.toFixed(2)}` : ''}`);
+  }
+}
+if (workers) await workers.quit();
+
+const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) || [])[1] ?? os.cpus()[0]?.model;
+const report = {
+  date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu,
+  quick: QUICK, hot: HOT, footprint_bytes: FOOTPRINT, probe_bytes: PROBE_BYTES, probes, results,
+};
+if (JSON_OUT) console.log(JSON.stringify(report, null, 1));
+else log(`\n${report.date} node ${report.node} nproc ${report.nproc} cpu ${report.cpu}`);
+process.exit(0);
