@@ -14,7 +14,9 @@ import { Engine, type EngineOptions, type ModelConfig, type SamplerParams, type 
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
-import { applyChatTemplate, type ChatMessage } from './tokenizer/chat.js';
+// chat.js (and its @huggingface/jinja import) is loaded on first use: a browser Worker has no import map,
+// so the engine worker's module graph must not contain bare specifiers (see js/src/browser/).
+import type { ChatMessage } from './tokenizer/chat.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot.js';
 
@@ -199,15 +201,22 @@ export class AetherModel {
     }
   }
 
-  /** Render `messages` with the model's chat template and stream the reply. */
-  chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+  /** What chat() renders with: the tokenizer's Jinja template (undefined: the fallback) and the BOS/EOS texts. */
+  get chatTemplate(): { template: string | undefined; bosToken: string; eosToken: string } {
     const tk = this.tokenizer;
-    const prompt = applyChatTemplate(this.tokenizer.data.chat_template, messages, {
-      addGenerationPrompt: true,
+    return {
+      template: tk.data.chat_template,
       bosToken: tk.bosId !== undefined ? tk.tokenToPiece(tk.bosId) : '',
       eosToken: tk.eosId !== undefined ? tk.tokenToPiece(tk.eosId) : '',
-    });
-    return this.generate(prompt, { parseSpecial: true, addBos: false, ...opts });
+    };
+  }
+
+  /** Render `messages` with the model's chat template and stream the reply. */
+  async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    const { applyChatTemplate } = await import('./tokenizer/chat.js');
+    const c = this.chatTemplate;
+    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
+    return yield* this.generate(prompt, { ...CHAT_GENERATE_DEFAULTS, ...opts });
   }
 
   /** Generate and return the whole text. */
@@ -225,6 +234,9 @@ export class AetherModel {
 
   dispose(): void { this.engine.dispose(); this.cached = []; }
 }
+
+/** Options chat() adds under the caller's: the rendered prompt carries its own BOS and special tokens. */
+export const CHAT_GENERATE_DEFAULTS: Readonly<GenerateOptions> = { parseSpecial: true, addBos: false };
 
 function emptyStats(): GenerationStats {
   return { promptTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0, prefillTps: 0, decodeTps: 0, finishReason: null };
