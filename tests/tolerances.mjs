@@ -13,12 +13,12 @@ export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_K: 0, q6_K: 0 };
 export const QUANTIZE_EXACT = 0;
 export const TO_FLOAT_EXACT = 0;
 
-// f32 / f16 dot of length n: the SIMD kernel sums products in 8 lanes (chains of n/8 additions),
-// then 3 reduction additions and n%4 scalar ones; each product is rounded once. Recursive
-// summation bound: |err| <= (chain + 5) * EPS * sum|w_i x_i|. The reference (exact products,
-// double accumulation) adds at most half an ulp: + EPS * |ref|.
+// f32 / f16 dot of length n: the SIMD kernels sum products in 4 lanes (f16: one f32x4 accumulator,
+// chains of n/4 additions; f32: two, n/8), then 3 reduction additions and n%4 scalar ones; each
+// product is rounded once. Recursive summation bound: |err| <= (chain + 5) * EPS * sum|w_i x_i|
+// (n/4 covers both). The reference (exact products, double accumulation) adds at most half an ulp.
 export function dotTol(n, sumAbs, ref) {
-  return (n / 8 + 8) * EPS * sumAbs + EPS * Math.abs(ref);
+  return (n / 4 + 8) * EPS * sumAbs + EPS * Math.abs(ref);
 }
 
 // RMSNorm: sum of squares in 16 lanes (positive terms: relative error <= (n/16 + 6) EPS); the scale

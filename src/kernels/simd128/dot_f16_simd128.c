@@ -1,8 +1,8 @@
 /* f16 weights x f32 activations (vec_dot_type f32): halves are converted in registers with integer
  * bit tricks (wasm has no f16 conversion).
  * Per-row arithmetic (4-row and 1-row paths identical): over groups of 8 halves
- *   acc0 += f32(h[8i..8i+4)) * x[..], acc1 += f32(h[8i+4..8i+8)) * x[..];
- * one more acc0 step if 4 or more remain; v = acc0 + acc1; s = (v0 + v2) + (v1 + v3); then
+ *   acc += f32(h[8i..8i+4)) * x[..]; acc += f32(h[8i+4..8i+8)) * x[..];
+ * one more step if 4 or more remain; s = (acc0 + acc2) + (acc1 + acc3); then
  * s += f32(h[i]) * x[i] for the last n % 4 elements. The loop uses the fast conversion
  * (ae_h2f_fast, exact for finite halves) and tracks inf/nan; a row group that saw one is recomputed
  * with the exact conversion (same arithmetic, so finite rows are unaffected). */
@@ -60,21 +60,21 @@ AE_INLINE v128 cvt(v128 x32, int exact) { return exact ? ae_h2f_exact(x32) : ae_
 
 /* One row; returns 1 if an inf/nan half was seen (only tracked when !exact). */
 AE_INLINE int dot_row(int n, float *s, const ae_fp16 *h, const float *x, int exact) {
-  v128 acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0, m = wasm_i32x4_splat(0);
+  v128 acc = wasm_f32x4_splat(0.0f), m = wasm_i32x4_splat(0);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const v128 v = ae_load(h + i);
     if (!exact) m = ae_h16_infnan_acc(m, v);
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
-    acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), ae_load(x + i + 4)));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), ae_load(x + i + 4)));
   }
   if (i + 4 <= n) {
     const v128 v = wasm_v128_load64_zero(h + i);
     if (!exact) m = ae_h16_infnan_acc(m, v);
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
     i += 4;
   }
-  float sum = ae_hsum_f32(wasm_f32x4_add(acc0, acc1));
+  float sum = ae_hsum_f32(acc);
   for (; i < n; i++) sum += ae_h2f_s(h[i]) * x[i];
   *s = sum;
   return exact ? 0 : ae_h16_has_infnan(m);
@@ -86,19 +86,19 @@ void ae_vec_dot_f16_simd128(int n, float *s, const void *w, const void *x) {
 
 AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t rs, int exact) {
   const ae_fp16 *w1 = w0 + rs, *w2 = w1 + rs, *w3 = w2 + rs;
-  v128 a0 = wasm_f32x4_splat(0.0f), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+  v128 a0 = wasm_f32x4_splat(0.0f), b0 = a0, c0 = a0, d0 = a0;
   v128 m = wasm_i32x4_splat(0);
   int i = 0;
-#define STEP8(acc0, acc1, wp)                                                                    \
+#define STEP8(acc0, wp)                                                                          \
   do {                                                                                           \
     const v128 v = ae_load(wp + i);                                                              \
     if (!exact) m = ae_h16_infnan_acc(m, v);                                                     \
     acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), x0));                   \
-    acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), x1));                   \
+    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), x1));                   \
   } while (0)
   for (; i + 8 <= n; i += 8) {
     const v128 x0 = ae_load(x + i), x1 = ae_load(x + i + 4);
-    STEP8(a0, a1, w0); STEP8(b0, b1, w1); STEP8(c0, c1, w2); STEP8(d0, d1, w3);
+    STEP8(a0, w0); STEP8(b0, w1); STEP8(c0, w2); STEP8(d0, w3);
   }
 #undef STEP8
 #define STEP4(acc0, wp)                                                                          \
@@ -113,8 +113,7 @@ AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t r
     i += 4;
   }
 #undef STEP4
-  const v128 sums = ae_reduce4_f32(wasm_f32x4_add(a0, a1), wasm_f32x4_add(b0, b1), wasm_f32x4_add(c0, c1),
-                                   wasm_f32x4_add(d0, d1));
+  const v128 sums = ae_reduce4_f32(a0, b0, c0, d0);
   float s0 = wasm_f32x4_extract_lane(sums, 0), s1 = wasm_f32x4_extract_lane(sums, 1);
   float s2 = wasm_f32x4_extract_lane(sums, 2), s3 = wasm_f32x4_extract_lane(sums, 3);
   for (; i < n; i++) {

@@ -1,8 +1,7 @@
 /* q4_0 weights x q8_0 activations, plus q4_0 quantise (the reference quantiser) / dequantise.
- * Per block the exact integer dot sum((q - 8) x) is formed as sum(q x) - 8 sum(x): nibbles are taken
- * straight into i16 lanes (byte pair b0 | b1 << 8: q_lo_even = v & 15, q_lo_odd = (v >> 8) & 15,
- * q_hi_even = (v >> 4) & 15, q_hi_odd = v >> 12) and matched with the even/odd i16 split of the
- * activation, prepared once per column chunk together with 8 sum(x) and d_x (see dot_q8_0_simd128.c
+ * Per block the exact integer dot sum((q - 8) x) is formed as (256 sum(q x) - 2048 sum(x)) >> 8 with
+ * the nibbles masked in place in i16 lanes (see xblk) against an activation prepared once per column
+ * chunk together with 2048 sum(x) and d_x (see dot_q8_0_simd128.c
  * for the chunking, the fast/exact scale conversion and the row-lane accumulator). Then in float
  *   acc += (float)sumi * (d_w * d_x)      (block order; exactly ae_vec_dot_q4_0_ref)
  * bit-exact with the reference for any row range. Each row's block sum is written to a small volatile
@@ -31,25 +30,31 @@ void ae_to_float_q4_0_simd128(const void *x, float *y, int n) {
   }
 }
 
-typedef struct { v128 e0, o0, e1, o1; } xblk;   /* even / odd i16 of activation bytes 0..15, 16..31 */
+/* Activation block, prepared for nibbles masked in place: with v = i16 lanes b0 | b1 << 8 of the weight
+ * bytes, (v & 0x000f) = q_lo_even, (v & 0x0f00) = 256 q_lo_odd, (v & 0x00f0) = 16 q_hi_even and
+ * (v >> 12) = q_hi_odd, so pairing them with 256 x_even(0..15), x_odd(0..15), 16 x_even(16..31) and
+ * 256 x_odd(16..31) gives 256 sum(q x) with 4 single ops per 16 weight bytes (|256 x| <= 32512 fits
+ * i16; pair sums of the dot stay far below 2^31). */
+typedef struct { v128 e0, o0, e1, o1; } xblk;
 
 AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx, int32_t *sum8) {
   for (int b = 0; b < n; b++) {
     const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
-    xs[b].e0 = ae_i8_even(a); xs[b].o0 = ae_i8_odd(a);
-    xs[b].e1 = ae_i8_even(c); xs[b].o1 = ae_i8_odd(c);
-    const v128 t = wasm_i16x8_add(wasm_i16x8_add(xs[b].e0, xs[b].o0), wasm_i16x8_add(xs[b].e1, xs[b].o1));
-    sum8[b] = 8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
+    const v128 e0 = ae_i8_even(a), o0 = ae_i8_odd(a), e1 = ae_i8_even(c), o1 = ae_i8_odd(c);
+    xs[b].e0 = wasm_i16x8_shl(e0, 8); xs[b].o0 = o0;
+    xs[b].e1 = wasm_i16x8_shl(e1, 4); xs[b].o1 = wasm_i16x8_shl(o1, 8);
+    const v128 t = wasm_i16x8_add(wasm_i16x8_add(e0, o0), wasm_i16x8_add(e1, o1));
+    sum8[b] = 2048 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));   /* 256 * 8 * sum(x) */
     dx[b] = ae_h2f_s(x[b].d);
   }
 }
 
-/* i32x4 partial sums of sum(q x) (unsigned nibbles, without the -8) */
+/* i32x4 partial sums of 256 sum(q x) (unsigned nibbles, without the -8) */
 AE_INLINE v128 bdot(const ae_block_q4_0 *wb, const xblk *x) {
-  const v128 v = ae_load(wb->qs), m = wasm_i16x8_splat(0x0f);
-  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), x->e0),
-                                 wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), x->o0));
-  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 4), m), x->e1),
+  const v128 v = ae_load(wb->qs);
+  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x000f)), x->e0),
+                                 wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x0f00)), x->o0));
+  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), x->e1),
                                  wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
@@ -68,15 +73,15 @@ AE_INLINE int group4(v128 *accp, const ae_block_q4_0 *w0, size_t nb, int n, cons
     t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
     t[4] = bdot(&w0[b + 1], &xs[b + 1]); t[5] = bdot(&w1[b + 1], &xs[b + 1]);
     t[6] = bdot(&w2[b + 1], &xs[b + 1]); t[7] = bdot(&w3[b + 1], &xs[b + 1]);
-    const v128 i0 = wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b]));
-    const v128 i1 = wasm_i32x4_sub(ae_reduce4_i32(t[4], t[5], t[6], t[7]), wasm_v128_load32_splat(&sum8[b + 1]));
+    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b])), 8);
+    const v128 i1 = wasm_i32x4_shr(wasm_i32x4_sub(ae_reduce4_i32(t[4], t[5], t[6], t[7]), wasm_v128_load32_splat(&sum8[b + 1])), 8);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
   }
   if (b < n) {
     const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
     t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
-    const v128 i0 = wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b]));
+    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(ae_reduce4_i32(t[0], t[1], t[2], t[3]), wasm_v128_load32_splat(&sum8[b])), 8);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
   }
   *accp = acc;
@@ -104,7 +109,7 @@ void ae_matvec_rows_q4_0_simd128(const void *W, int ncols, const void *xq, float
       const ae_block_q4_0 *w = (const ae_block_q4_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
       for (int b = 0; b < n; b++) {
-        const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xs[b])) - sum8[b];
+        const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xs[b])) - sum8[b]) >> 8;
         sum += (float)sumi * (ae_h2f_s(w[b].d) * dx[b]);
       }
       y[r] = sum;
