@@ -87,23 +87,33 @@ AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
   return wasm_i32x4_add(s0, s1);
 }
 
+/* ae_reduce4_i32 in two halves: pair(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; unpair(pair(a,b), pair(c,d)) =
+ * [sum a, sum b, sum c, sum d]. */
+AE_INLINE v128 pair(v128 a, v128 b) {
+  return wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+}
+AE_INLINE v128 unpair(v128 ab, v128 cd) {
+  return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
 /* 4 rows x blocks [0, n) of the chunk; acc in/out (lanes = rows). Returns 1 if a scale was inf/nan
  * (only when !exact: the caller recomputes with exact = 1). */
 AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, const xblk *xs, const float *dx, int exact) {
   const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
-  volatile v128 t[8];   /* the stores order V8's schedule row by row (no spills); see dot_q4_0 */
+  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
   int b = 0;
   for (; b + 2 <= n; b += 2) {
     const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
     v128 d0, d1;
     if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
     else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
-    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
-    t[4] = bdot(&w0[b + 1], &xs[b + 1]); t[5] = bdot(&w1[b + 1], &xs[b + 1]); t[6] = bdot(&w2[b + 1], &xs[b + 1]);
-    t[7] = bdot(&w3[b + 1], &xs[b + 1]);
-    v128 i0 = ae_reduce4_i32(t[0], t[1], t[2], t[3]);
-    v128 i1 = ae_reduce4_i32(t[4], t[5], t[6], t[7]);
+    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+    t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
+    t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
+    v128 i0 = unpair(t[0], t[1]);
+    v128 i1 = unpair(t[2], t[3]);
     i0 = wasm_i32x4_shr(i0, 8);
     i1 = wasm_i32x4_shr(i1, 8);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
@@ -111,8 +121,9 @@ AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, cons
   }
   if (b < n) {
     const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
-    t[0] = bdot(&w0[b], &xs[b]); t[1] = bdot(&w1[b], &xs[b]); t[2] = bdot(&w2[b], &xs[b]); t[3] = bdot(&w3[b], &xs[b]);
-    v128 i0 = wasm_i32x4_shr(ae_reduce4_i32(t[0], t[1], t[2], t[3]), 8);
+    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+    v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), 8);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
   }
   *accp = acc;
