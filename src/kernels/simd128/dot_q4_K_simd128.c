@@ -71,9 +71,8 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t 
   const v128 sm = unpack_scales(w->scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
   const v128 sc_lo = wasm_u32x4_extend_low_u16x8(sc16), sc_hi = wasm_u32x4_extend_high_u16x8(sc16);
-  volatile v128 acc_v = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp);
-  *m = ae_hsum_i32(acc_v);
-  acc_v = wasm_i32x4_splat(0);
+  *m = ae_hsum_i32(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp));
+  volatile v128 part[4];   /* one store per 64 elements orders V8's schedule (no spills), no chain */
   const v128 f = wasm_i16x8_splat(0x0f);
 #pragma clang loop unroll(full)
   for (int g = 0; g < 4; g++) {
@@ -91,9 +90,9 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t 
     v128 s0, s1;
     if ((g & 1) == 0) { s0 = wasm_i32x4_shuffle(scv, scv, 0, 0, 0, 0); s1 = wasm_i32x4_shuffle(scv, scv, 1, 1, 1, 1); }
     else { s0 = wasm_i32x4_shuffle(scv, scv, 2, 2, 2, 2); s1 = wasm_i32x4_shuffle(scv, scv, 3, 3, 3, 3); }
-    acc_v = wasm_i32x4_add(acc_v, wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1)));
+    part[g] = wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1));
   }
-  *q = ae_hsum_i32(acc_v);
+  *q = ae_hsum_i32(wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3])));
 }
 
 void ae_matvec_rows_q4_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {

@@ -11,27 +11,19 @@
 void ae_from_float_q6_K_simd128(const float *x, void *y, int n) { ae_from_float_q6_K_ref(x, y, n); }
 
 /* 6-bit values of elements 128h + 32k + 16p + [0, 16) as even/odd i16 lanes, from l0 = ql[64h + 16p ..],
- * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..]. */
+ * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..]: first the 16 values as bytes (i16 shifts, byte
+ * masks), then even bytes (& 0x00ff) and odd bytes (>> 8). */
 AE_INLINE void decode_k(v128 l0, v128 l1, v128 hb, int k, v128 *e, v128 *o) {
-  const v128 f = wasm_i16x8_splat(0x0f), t = wasm_i16x8_splat(0x30);
+  const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
+  v128 q;
   switch (k) {
-    case 0:
-      *e = wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
-      *o = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 8), f), wasm_v128_and(wasm_u16x8_shr(hb, 4), t));
-      break;
-    case 1:
-      *e = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
-      *o = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 8), f), wasm_v128_and(wasm_u16x8_shr(hb, 6), t));
-      break;
-    case 2:
-      *e = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
-      *o = wasm_v128_or(wasm_u16x8_shr(l0, 12), wasm_v128_and(wasm_u16x8_shr(hb, 8), t));
-      break;
-    default:
-      *e = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
-      *o = wasm_v128_or(wasm_u16x8_shr(l1, 12), wasm_v128_and(wasm_u16x8_shr(hb, 10), t));
-      break;
+    case 0: q = wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t)); break;
+    case 1: q = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t)); break;
+    case 2: q = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t)); break;
+    default: q = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t)); break;
   }
+  *e = wasm_v128_and(q, wasm_i16x8_splat(0x00ff));
+  *o = wasm_u16x8_shr(q, 8);
 }
 AE_INLINE void decode(const ae_block_q6_K *w, int h, int p, v128 e[4], v128 o[4]) {
   const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
@@ -97,14 +89,16 @@ AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) {
   const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc16_lo, xs->bs0), wasm_i32x4_dot_i16x8(sc16_hi, xs->bs1));
   const v128 sc32[4] = {wasm_i32x4_extend_low_i16x8(sc16_lo), wasm_i32x4_extend_high_i16x8(sc16_lo),
                         wasm_i32x4_extend_low_i16x8(sc16_hi), wasm_i32x4_extend_high_i16x8(sc16_hi)};
-  volatile v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(off, 5));
+  /* 8 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
+   * store-to-load dependency chain */
+  volatile v128 part[8];
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
     for (int p = 0; p < 2; p++) {
       const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
       const v128 hb = ae_load(w->qh + 32 * h + 16 * p);
-      v128 acc = acc_v;
+      v128 acc = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;   /* 16-element chunk = scale index */
@@ -112,9 +106,11 @@ AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) {
         decode_k(l0, l1, hb, k, &e, &o);
         const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
         acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, lane_splat(sc32[c >> 2], c)));
-        if (k & 1) { acc_v = acc; acc = acc_v; }   /* order the schedule every 32 elements */
+        if (k & 1) { part[4 * h + 2 * p + (k >> 1)] = acc; acc = wasm_i32x4_splat(0); }
       }
     }
+  v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(off, 5));
+  for (int j = 0; j < 8; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
   return ae_hsum_i32(acc_v);
 }
 
