@@ -107,7 +107,7 @@ export async function evaluate(model: AetherModel, text: string, opts: EvalOptio
     if (opts.mode) model.setFfnMode(opts.mode);
     const got = windowLogits(model, w);
     for (let l = 0; l < model.config.n_layers; l++) active += Math.max(0, model.engine.ffnActive(l));
-    possible += model.config.n_layers * w.length * model.config.hidden_dim;
+    possible += model.config.n_layers * (w.length - 1) * model.config.hidden_dim;
     for (let t = 0; t + 1 < w.length; t++) {
       const next = w[t + 1];
       logSoftmax(got, t * V, V, lq);
