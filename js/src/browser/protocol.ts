@@ -1,0 +1,98 @@
+/**
+ * The message protocol between the page (js/src/browser/client.ts) and the engine worker
+ * (js/src/browser/engine-worker.ts). Version PROTOCOL_VERSION; both sides are built from one tree, the
+ * version catches a page and a worker script from different builds (a stale cache, a mixed deployment).
+ *
+ *   page -> worker   Request  { v, id, verb, args }                 one reply per id, except 'cancel'
+ *                    Cancel   { v, id, verb: 'cancel' }             aborts request `id` (its AbortSignal)
+ *   worker -> page   Result   { id, result }                        the request succeeded
+ *                    Failure  { id, error: WireError }              it failed (rethrown as AetherError)
+ *                    Piece    { id, piece }                         streamed by 'generate', before the Result
+ *                    Event    { id, event }                         progress of 'load', before the Result
+ *
+ * Every value crosses by structured clone: Blob / File handles are cloned (no bytes are copied), a
+ * ReadableStream source is transferred. Chat templates are rendered on the page, not in the worker: the
+ * template engine is an npm dependency (a bare import), and a Worker has no import map to resolve it.
+ */
+import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { AetherErrorCode } from '../errors.js';
+import type { ModelConfig } from '../runtime/engine.js';
+
+export const PROTOCOL_VERSION = 1;
+
+/** Load progress, as a typed union: bytes read, and what the model cache did. */
+export type LoadEvent =
+  | { type: 'progress'; loaded: number; total: number }
+  | { type: 'cache'; state: CacheState; url: string; reason?: string };
+
+/**
+ * hit: loading from the cache; miss: downloading; stored: the download was verified and cached;
+ * evicted: a cached copy failed verification (size or checksum) and was deleted (a download follows);
+ * error: the cache could not be used (quota, unavailable), loading goes on without it.
+ */
+export type CacheState = 'hit' | 'miss' | 'stored' | 'evicted' | 'error';
+
+/** A model source as it crosses to the worker: an absolute URL, a Blob/File, or a transferred stream. */
+export type WireSource = { kind: 'url'; url: string } | { kind: 'blob'; blob: Blob } | { kind: 'stream'; stream: ReadableStream<Uint8Array> };
+
+export interface WireLoadOptions {
+  threads?: number;
+  nCtx?: number;
+  maxBatch?: number;
+  spin?: number;
+  modules?: string[];
+  verify?: boolean;
+  /** Cache name for URL sources, or false (no cache). */
+  cache: string | false;
+  /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
+  wasmBaseUrl?: string;
+}
+
+/** What the page knows about a loaded model without asking the worker again. */
+export interface ModelInfo {
+  name: string;
+  config: ModelConfig;
+  /** Metadata without the tokenizer and tensor tables (which can be megabytes). */
+  metadata: Record<string, unknown>;
+  threads: number;
+  nCtx: number;
+  warnings: string[];
+  crossOriginIsolated: boolean;
+  /** What AetherModel.chat renders with, and the generate options it adds (CHAT_GENERATE_DEFAULTS). */
+  chatTemplate: { template: string | undefined; bosToken: string; eosToken: string; generateDefaults: WireGenerateOptions };
+}
+
+/** GenerateOptions without the AbortSignal (a signal becomes a Cancel message). */
+export type WireGenerateOptions = Omit<GenerateOptions, 'signal'>;
+
+export interface Verbs {
+  load: { args: { source: WireSource; options: WireLoadOptions }; result: ModelInfo };
+  generate: { args: { prompt: string | number[]; options: WireGenerateOptions }; result: GenerationStats };
+  tokenize: { args: { text: string; options?: { addBos?: boolean; parseSpecial?: boolean } }; result: number[] };
+  detokenize: { args: { ids: number[]; options?: { skipSpecial?: boolean } }; result: string };
+  stats: { args: Record<string, never>; result: GenerationStats };
+  reset: { args: Record<string, never>; result: null };
+  setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: { sparsity?: number } }; result: null };
+  ffnActive: { args: { layers?: number[] }; result: number[] };
+  dispose: { args: Record<string, never>; result: null };
+}
+export type Verb = keyof Verbs;
+
+export type Request<V extends Verb = Verb> = { v: number; id: number; verb: V; args: Verbs[V]['args'] };
+export interface CancelRequest { v: number; id: number; verb: 'cancel' }
+export type ToWorker = Request | CancelRequest;
+
+export interface WireError {
+  /** 'AbortError' for aborts, 'AetherError' for other engine errors, the original name otherwise */
+  name: string;
+  /** AetherErrorCode, absent for errors that are not AetherErrors */
+  code?: AetherErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export type FromWorker =
+  | { id: number; result: unknown }
+  | { id: number; error: WireError }
+  | { id: number; piece: GeneratedPiece }
+  | { id: number; event: LoadEvent };
