@@ -88,7 +88,7 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
 
 AE_EXPORT int ae_model_set_ffn_mode(ae_model *m, int layer, int mode, const void *aux) {
   if (layer < 0 || layer >= m->cfg.n_layers) return AE_ERR_INVALID_ARG;
-  if (mode < AE_FFN_DENSE || mode > AE_FFN_SAT_DYNAMIC) return AE_ERR_INVALID_ARG;
+  if (mode < AE_FFN_DENSE || mode > AE_FFN_PROFILE) return AE_ERR_INVALID_ARG;
   m->layers[layer].ffn_mode = mode;
   m->layers[layer].ffn_aux = aux;
   return AE_OK;
@@ -195,13 +195,13 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
 static int max3(int a, int b, int c) { int m = a > b ? a : b; return m > c ? m : c; }
 
 /* Arena layout, shared by the size query and init: walks the buffers, assigning when base != 0. */
-static size_t layout(ae_model *m, uintptr_t base) {
+static uint64_t layout(ae_model *m, uintptr_t base) {
   const ae_config *c = &m->cfg;
-  const size_t B = (size_t)c->max_batch;
+  const uint64_t B = (uint64_t)c->max_batch;
   const int widest = max3(c->dim, c->hidden_dim, m->q_dim);
   const int widest_k = (widest + AE_QK_K - 1) / AE_QK_K * AE_QK_K;
-  size_t off = 0;
-#define TAKE(field, bytes) do { if (base) m->field = (void *)(base + off); off = AE_ALIGN64(off + (size_t)(bytes)); } while (0)
+  uint64_t off = 0;  /* 64-bit: sizes from a hostile config must not wrap */
+#define TAKE(field, bytes) do { if (base) m->field = (void *)(base + (uintptr_t)off); off = (off + (uint64_t)(bytes) + 63u) & ~(uint64_t)63u; } while (0)
   TAKE(x, B * c->dim * 4);
   TAKE(xb, B * (size_t)(c->dim > m->q_dim ? c->dim : m->q_dim) * 4);
   TAKE(qkv, B * m->qkv_dim * 4);
@@ -214,19 +214,21 @@ static size_t layout(ae_model *m, uintptr_t base) {
   TAKE(xq8, B * s8);
   TAKE(xqk, B * sk);
   TAKE(rope_cs, B * c->rope_dim * 4);
-  TAKE(att, (size_t)c->max_threads * c->n_ctx * 4);
-  TAKE(k_cache, (size_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
-  TAKE(v_cache, (size_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
-  TAKE(logits, (c->logits_all ? B : 1) * (size_t)c->vocab * 4);
+  TAKE(att, (uint64_t)c->max_threads * c->n_ctx * 4);
+  TAKE(k_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
+  TAKE(v_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
+  TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
 #undef TAKE
   return off;
 }
 
-/* Bytes of arena ae_model_init needs (call after the config and tensors are set). 0 on a bad config. */
+/* Bytes of arena ae_model_init needs (call after the config is set). 0 on a bad config or when the
+ * run state would not fit in a 32-bit address space. */
 AE_EXPORT size_t ae_model_arena_size(ae_model *m) {
   if (check_config(&m->cfg)) return 0;
   dims_ok(m);
-  return layout(m, 0);
+  uint64_t n = layout(m, 0);
+  return n >= 0xF0000000u ? 0 : (size_t)n;
 }
 
 /* Validate, then carve the run state out of [arena, arena + size) (64-byte aligned). */

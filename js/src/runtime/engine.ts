@@ -38,6 +38,10 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
+/** src/format/rknot.h ae_rknot_error */
+const RKNOT_CHECKS = ['', 'bad magic', 'unsupported version', 'unknown flags', 'bad JSON length', 'bad data size',
+  'file size does not match the header', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range',
+  'byte count does not match dtype and shape'];
 const MAX_RECENT = 1024;
 
 export interface SamplerParams {
@@ -121,7 +125,7 @@ export class Engine {
     e.dataBase = heap.alloc(dataSize, 64);
     e.setTensors(tensors);
     e.arenaSize = Number(c.ae_model_arena_size(e.model));
-    if (!e.arenaSize) throw new AetherError('config_error', `model config is out of range: ${JSON.stringify(config)}`);
+    if (!e.arenaSize) throw new AetherError('config_error', `model config is out of range, or its KV cache and buffers (n_ctx ${e.nCtx}, max batch ${e.maxBatch}) do not fit in 4 GiB: ${JSON.stringify(config)}`);
     e.arena = heap.alloc(e.arenaSize, 64);
     const dv = heap.view();
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
@@ -161,7 +165,11 @@ export class Engine {
       if (type === undefined) throw new AetherError('unsupported', `tensor '${t.name}': dtype '${t.dtype}' is not supported`);
       const ne0 = t.shape[0], ne1 = t.shape.length > 1 ? t.shape[1] : 1;
       if (t.shape.length > 2 && t.shape.slice(2).some((d) => d !== 1)) throw new AetherError('format_error', `tensor '${t.name}': shape ${JSON.stringify(t.shape)} has more than 2 dimensions`);
-      if (t.offset < 0 || t.offset + t.bytes > this.dataSize) throw new AetherError('format_error', `tensor '${t.name}': offset ${t.offset} + ${t.bytes} bytes is outside the data section (${this.dataSize} bytes)`);
+      const chk = this.core.ae_rknot_check_tensor(type, ne0, ne1, t.offset, t.bytes, this.dataSize);
+      if (chk) {
+        throw new AetherError('format_error', `tensor '${t.name}' (${t.dtype} ${JSON.stringify(t.shape)}, offset ${t.offset}, ${t.bytes} bytes): ` +
+          `${RKNOT_CHECKS[chk] ?? 'invalid'} (checked by the C validator; data section ${this.dataSize} bytes)`);
+      }
       const st = this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1);
       if (st) throw new AetherError('format_error', `tensor '${t.name}' rejected (${STATUS_NAMES[st]})`);
     }
