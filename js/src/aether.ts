@@ -19,6 +19,8 @@ import type { TokenizerData } from './tokenizer/types.js';
 import type { ChatMessage } from './tokenizer/chat.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot.js';
+import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
+export type { FfnOptions } from './runtime/ffn.js';
 
 export type ModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
@@ -238,10 +240,22 @@ export class AetherModel {
     return { text, tokens, stats: this.stats };
   }
 
-  /** Switch the FFN execution mode of every layer (or of `layers`). */
-  setFfnMode(mode: FfnModeName, layers?: number[]): void {
-    for (const l of layers ?? [...Array(this.config.n_layers).keys()]) this.engine.setFfnMode(l, mode);
+  /**
+   * Switch the FFN execution mode of every layer (or of `layers`): 'dense' (core), 'fused' (needs the
+   * 'ffn-fused' module), 'static' / 'dynamic' (need 'ffn-saturated' and saturation metadata from
+   * `aether profile`, or masks / thresholds in `opts`). Options are remembered per mode; the data each
+   * mode needs is built once in wasm memory (see `ffn.auxBytes`), so switching back is free.
+   */
+  setFfnMode(mode: FfnModeName, layers?: number[], opts?: FfnOptions): void {
+    this.ffn.setMode(mode, layers, opts);
   }
+
+  /** FFN mode runtime (aux data, profile accumulators). */
+  get ffn(): FfnRuntime {
+    if (!this.ffnRuntime) this.ffnRuntime = new FfnRuntime(this.engine, this.metadata.saturation);
+    return this.ffnRuntime;
+  }
+  private ffnRuntime?: FfnRuntime;
 
   dispose(): void { this.engine.dispose(); this.cached = []; }
 }

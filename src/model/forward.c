@@ -57,10 +57,69 @@ static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float e
   for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
 }
 
+/* ---- FFN (SwiGLU), dense path ---- */
+static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
+  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
+  {
+    const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
+    prep_all(m, ws, 2, m->xb, D, D, n, ith, nth);
+  }
+  ae_barrier(pool);
+  matmul_rows(m, &L->w_gate, m->xb, D, n, m->hb, H, ith, nth);
+  matmul_rows(m, &L->w_up, m->xb, D, n, m->hb2, H, ith, nth);
+  ae_barrier(pool);
+  {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
+  }
+  if (ith == 0) L->ffn_active = n * H;
+  ae_barrier(pool);
+  {
+    const ae_tensor *ws[] = {&L->w_down};
+    prep_all(m, ws, 1, m->hb, H, H, n, ith, nth);
+  }
+  ae_barrier(pool);
+  matmul_rows(m, &L->w_down, m->hb, H, n, m->tmp, D, ith, nth);
+  ae_barrier(pool);
+  {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+  }
+  ae_barrier(pool);
+}
+
+/* FFN modules (wasm imports, wired by js/src/runtime/instance.ts; a module that is not loaded is a stub
+ * returning AE_ERR_UNSUPPORTED). Same contract as ae_ffn_block; they check everything before their
+ * first barrier, so a refusal leaves nothing half done. */
+__attribute__((import_module("ffn_fused"), import_name("ae_ffn_fused_run")))
+int ae_ffn_fused_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool);
+__attribute__((import_module("ffn_saturated"), import_name("ae_ffn_saturated_run")))
+int ae_ffn_saturated_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool);
+
+int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) {
+  ae_layer *L = &m->layers[layer];
+  int st = AE_OK;
+  switch (L->ffn_mode) {
+    case AE_FFN_FUSED:
+      st = ae_ffn_fused_run(m, layer, n, ith, nth, pool);
+      break;
+    case AE_FFN_SAT_STATIC: case AE_FFN_SAT_DYNAMIC: case AE_FFN_PROFILE:
+      st = ae_ffn_saturated_run(m, layer, n, ith, nth, pool);
+      break;
+    default:
+      ffn_dense(m, L, n, ith, nth, pool);
+      return AE_OK;
+  }
+  if (st) ffn_dense(m, L, n, ith, nth, pool);
+  return st;
+}
+
 void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   ae_model *m = a->model;
   const ae_config *c = &m->cfg;
-  const int n = a->n_tokens, pos = a->pos, D = c->dim, H = c->hidden_dim, hd = c->head_dim;
+  const int n = a->n_tokens, pos = a->pos, D = c->dim, hd = c->head_dim;
   const int qd = m->q_dim, kvd = m->kv_dim, qkvd = m->qkv_dim;
   if (ith == 0) a->status = AE_OK;
   /* Checks every thread can make on its own (same answer everywhere, so no barrier needed). */
@@ -150,35 +209,11 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     }
     ae_barrier(pool);
 
-    /* ---- FFN (SwiGLU), dense path ---- */
+    /* ---- FFN (SwiGLU): dense path in ffn_dense below, other modes in the FFN modules ---- */
     {
-      const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
-      prep_all(m, ws, 2, m->xb, D, D, n, ith, nth);
+      const int fst = ae_ffn_block(m, l, n, ith, nth, pool);
+      if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
     }
-    ae_barrier(pool);
-    matmul_rows(m, &L->w_gate, m->xb, D, n, m->hb, H, ith, nth);
-    matmul_rows(m, &L->w_up, m->xb, D, n, m->hb2, H, ith, nth);
-    ae_barrier(pool);
-    {
-      int b0, b1;
-      ae_split(n, ith, nth, &b0, &b1);
-      for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
-    }
-    if (ith == 0) L->ffn_active = n * H;
-    ae_barrier(pool);
-    {
-      const ae_tensor *ws[] = {&L->w_down};
-      prep_all(m, ws, 1, m->hb, H, H, n, ith, nth);
-    }
-    ae_barrier(pool);
-    matmul_rows(m, &L->w_down, m->hb, H, n, m->tmp, D, ith, nth);
-    ae_barrier(pool);
-    {
-      int b0, b1;
-      ae_split(n, ith, nth, &b0, &b1);
-      for (int b = b0; b < b1; b++) ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
-    }
-    ae_barrier(pool);
   }
 
   /* ---- output head: last token, or all tokens when asked ---- */

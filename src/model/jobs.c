@@ -5,6 +5,7 @@
 void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
   switch (job) {
     case AE_JOB_FORWARD: ae_forward_job((ae_forward_args *)(uintptr_t)arg, ith, nth, pool); break;
+    case AE_JOB_FFN_LAYER: ae_ffn_layer_job((ae_forward_args *)(uintptr_t)arg, ith, nth, pool); break;
     default: break;
   }
 }

@@ -45,7 +45,8 @@ typedef struct {
 } ae_config;
 
 /* FFN execution modes per layer (runtime switch, no reconversion). */
-enum ae_ffn_mode { AE_FFN_DENSE = 0, AE_FFN_FUSED = 1, AE_FFN_SAT_STATIC = 2, AE_FFN_SAT_DYNAMIC = 3 };
+enum ae_ffn_mode { AE_FFN_DENSE = 0, AE_FFN_FUSED = 1, AE_FFN_SAT_STATIC = 2, AE_FFN_SAT_DYNAMIC = 3,
+                   AE_FFN_PROFILE = 4 /* dense result + activation statistics (ffn-saturated module) */ };
 
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
@@ -94,6 +95,17 @@ typedef struct {
 #define AE_JOB_FORWARD 1
 
 void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
+
+/* The FFN block of one layer (src/model/forward.c): x[b] += FFN(xb[b]) for b < n, in the layer's
+ * ffn_mode (fused / saturated / profile run in the FFN modules, called through wasm imports). Every
+ * thread calls it; it starts after a barrier and ends with one. Returns ae_status (the same on every
+ * thread): a mode whose module is missing or refuses the layer runs the dense path and reports it. */
+int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool);
+
+/* FFN of one layer alone (benchmarks, tests): x[b] += FFN(rmsnorm(x[b])) for the n rows the host wrote
+ * at ae_model_buf(m, 0); pos = layer index, tokens unused. */
+#define AE_JOB_FFN_LAYER 2
+void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
 
 /* The host writes ae_forward_args at these offsets (js/src/runtime/abi.ts). */
 static_assert(sizeof(ae_forward_args) == 24, "abi");

@@ -41,7 +41,7 @@ export const GLOBAL_TENSOR_ROLES: Record<string, number> = {
 /** ggml type ids of the dtypes the kernels support. */
 export const DTYPE_IDS: Record<string, number> = { f32: 0, f16: 1, q4_0: 2, q8_0: 8, q4_K: 12, q6_K: 14 };
 
-export const FfnMode = { dense: 0, fused: 1, static: 2, dynamic: 3 } as const;
+export const FfnMode = { dense: 0, fused: 1, static: 2, dynamic: 3, profile: 4 } as const;
 
 /** ae_forward_args: { model*, tokens*, n_tokens, pos, want_all, status } */
 export const FWD = { MODEL: 0, TOKENS: 4, N_TOKENS: 8, POS: 12, WANT_ALL: 16, STATUS: 20, SIZE: 24 } as const;

@@ -65,6 +65,8 @@ export class Engine {
   private pool = 0; private model = 0; private args = 0; private tokBuf = 0; private sampler = 0; private recent = 0;
   private arena = 0; private arenaSize = 0; dataBase = 0; dataSize = 0;
   private disposed = false;
+  /** Tensor table as loaded (name -> info; offsets relative to dataBase). */
+  private readonly tensorTable = new Map<string, TensorInfo>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
     this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
@@ -156,6 +158,7 @@ export class Engine {
 
   private setTensors(tensors: TensorInfo[]): void {
     for (const t of tensors) {
+      this.tensorTable.set(t.name, t);
       let layer = -1, role: number | undefined;
       const mm = /^blk\.(\d+)\.(.+)$/.exec(t.name);
       if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; } else role = GLOBAL_TENSOR_ROLES[t.name];
@@ -259,6 +262,36 @@ export class Engine {
   }
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
+
+  /** Whether module `name` ('ffn-fused', 'ffn-saturated') was loaded (EngineOptions.modules). */
+  hasModule(name: string): boolean { return name in this.modules; }
+
+  /** A loaded tensor's table entry, or undefined. */
+  tensorInfo(name: string): TensorInfo | undefined { return this.tensorTable.get(name); }
+
+  /** A loaded tensor's bytes: a view into wasm memory (valid until the memory grows). */
+  tensorBytes(name: string): Uint8Array {
+    const t = this.tensorTable.get(name);
+    if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
+    return this.heap.u8(this.dataBase + t.offset, t.bytes);
+  }
+
+  /** Run-state buffer of the C model (0 x, 1 xb, 2 hb, 3 hb2, 4 tmp) as a fresh f32 view of `len` floats. */
+  modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which), len); }
+
+  /** One layer's FFN alone on the n rows of x (modelBuf(0)): x[b] += FFN(rmsnorm(x[b])), in the layer's mode. */
+  runFfnLayer(layer: number, n: number): void {
+    this.check();
+    if (!Number.isInteger(n) || n < 1 || n > this.maxBatch) throw new AetherError('invalid_argument', `runFfnLayer: n = ${n} must be in 1..${this.maxBatch}`);
+    const dv = this.heap.view();
+    dv.setUint32(this.args + FWD.MODEL, this.model, true);
+    dv.setUint32(this.args + FWD.TOKENS, this.tokBuf, true);
+    dv.setInt32(this.args + FWD.N_TOKENS, n, true);
+    dv.setInt32(this.args + FWD.POS, layer, true);
+    dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
+    const st = this.core.ae_ffn_layer(this.pool, this.args);
+    if (st) throw new AetherError('invalid_argument', `FFN of layer ${layer} failed: ${STATUS_NAMES[st] ?? st}`);
+  }
 
   get coreExports(): Exports { return this.core; }
   get modelPtr(): number { return this.model; }

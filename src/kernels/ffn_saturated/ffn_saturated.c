@@ -1,0 +1,329 @@
+/* ffn-saturated module (slot 2): SwiGLU FFN that skips neurons, plus the profiling pass.
+ *
+ *   static  (AE_FFN_SAT_STATIC): a per-layer mask freezes neurons; gate/up rows of the active neurons
+ *           are read from a compacted copy (row copies, no requantisation: each computed g, u is bit
+ *           for bit the dense one). Frozen neurons either take a constant h (hfill: the calibration
+ *           mean, or 0) before the model's row-major down (down_mode ROWS: no saving on down; with an
+ *           empty mask it is exactly the dense path), or are skipped in a neuron-major down
+ *           (down_mode NEURON: y = sum_i h_i down_nm[i] + comp).
+ *   dynamic (AE_FFN_SAT_DYNAMIC): gate for every neuron, s = silu(g); up (and down with NEURON) only
+ *           where |s| > threshold; h = 0 elsewhere.
+ *   profile (AE_FFN_PROFILE): the dense computation (bit-exact) plus per-neuron statistics of h and a
+ *           histogram of |silu(g)| (ffn_aux.h), accumulated in host memory: no JS in the loop.
+ * ffn_active = neurons whose up row was computed, summed over tokens. */
+#include "kernels/ffn_common.h"
+
+/* ---- neuron-major down: y[c .. c+32) (+)= sum_k coef[k] * row(idx[k])[c .. c+32) ---------------------
+ * Per output element: acc = 0 (or y), then acc += coef_k * w_k in k order (q8_0 / q4_0: (coef_k d_k) * q),
+ * so the result does not depend on the column split. */
+#define ACC8_DECL v128 a0, a1, a2, a3, a4, a5, a6, a7
+#define ACC8_INIT(y, init)                                                                              \
+  do {                                                                                                  \
+    if (init) { a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = wasm_f32x4_splat(0.0f); }                      \
+    else {                                                                                              \
+      a0 = ae_load(y); a1 = ae_load(y + 4); a2 = ae_load(y + 8); a3 = ae_load(y + 12);                  \
+      a4 = ae_load(y + 16); a5 = ae_load(y + 20); a6 = ae_load(y + 24); a7 = ae_load(y + 28);           \
+    }                                                                                                   \
+  } while (0)
+#define ACC8_STORE(y)                                                                                   \
+  do {                                                                                                  \
+    ae_store(y, a0); ae_store(y + 4, a1); ae_store(y + 8, a2); ae_store(y + 12, a3);                    \
+    ae_store(y + 16, a4); ae_store(y + 20, a5); ae_store(y + 24, a6); ae_store(y + 28, a7);             \
+  } while (0)
+#define FMA(acc, s, v) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(s, v))
+
+AE_INLINE v128 cvt_i32(v128 i) { return wasm_f32x4_convert_i32x4(i); }
+
+static void axpy_f32(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  ACC8_DECL;
+  ACC8_INIT(y, init);
+  for (int k = 0; k < cnt; k++) {
+    const float *w = (const float *)(base + (size_t)idx[k] * rs) + c;
+    const v128 s = wasm_f32x4_splat(coef[k]);
+    FMA(a0, s, ae_load(w)); FMA(a1, s, ae_load(w + 4)); FMA(a2, s, ae_load(w + 8)); FMA(a3, s, ae_load(w + 12));
+    FMA(a4, s, ae_load(w + 16)); FMA(a5, s, ae_load(w + 20)); FMA(a6, s, ae_load(w + 24)); FMA(a7, s, ae_load(w + 28));
+  }
+  ACC8_STORE(y);
+}
+
+static void axpy_f16(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  ACC8_DECL;
+  ACC8_INIT(y, init);
+  for (int k = 0; k < cnt; k++) {
+    const ae_fp16 *w = (const ae_fp16 *)(base + (size_t)idx[k] * rs) + c;
+    const v128 s = wasm_f32x4_splat(coef[k]);
+    const v128 h0 = ae_load(w), h1 = ae_load(w + 8), h2 = ae_load(w + 16), h3 = ae_load(w + 24);
+    FMA(a0, s, ae_h2f_exact(ae_h16_lo(h0))); FMA(a1, s, ae_h2f_exact(ae_h16_hi(h0)));
+    FMA(a2, s, ae_h2f_exact(ae_h16_lo(h1))); FMA(a3, s, ae_h2f_exact(ae_h16_hi(h1)));
+    FMA(a4, s, ae_h2f_exact(ae_h16_lo(h2))); FMA(a5, s, ae_h2f_exact(ae_h16_hi(h2)));
+    FMA(a6, s, ae_h2f_exact(ae_h16_lo(h3))); FMA(a7, s, ae_h2f_exact(ae_h16_hi(h3)));
+  }
+  ACC8_STORE(y);
+}
+
+/* 16 i8 lanes -> 4 f32x4, accumulated with scale s into (p, q, r, t) */
+#define ACC_I8(p, q, r, t, s, v)                                                                        \
+  do {                                                                                                  \
+    const v128 lo_ = wasm_i16x8_extend_low_i8x16(v), hi_ = wasm_i16x8_extend_high_i8x16(v);             \
+    FMA(p, s, cvt_i32(wasm_i32x4_extend_low_i16x8(lo_))); FMA(q, s, cvt_i32(wasm_i32x4_extend_high_i16x8(lo_))); \
+    FMA(r, s, cvt_i32(wasm_i32x4_extend_low_i16x8(hi_))); FMA(t, s, cvt_i32(wasm_i32x4_extend_high_i16x8(hi_))); \
+  } while (0)
+
+static void axpy_q8_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  ACC8_DECL;
+  ACC8_INIT(y, init);
+  for (int k = 0; k < cnt; k++) {
+    const ae_block_q8_0 *bk = (const ae_block_q8_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK8_0;
+    const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
+    const v128 q0 = ae_load(bk->qs), q1 = ae_load(bk->qs + 16);
+    ACC_I8(a0, a1, a2, a3, s, q0);
+    ACC_I8(a4, a5, a6, a7, s, q1);
+  }
+  ACC8_STORE(y);
+}
+
+static void axpy_q4_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  ACC8_DECL;
+  ACC8_INIT(y, init);
+  const v128 m4 = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  for (int k = 0; k < cnt; k++) {
+    const ae_block_q4_0 *bk = (const ae_block_q4_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK4_0;
+    const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
+    const v128 v = ae_load(bk->qs);
+    const v128 lo = wasm_i8x16_sub(wasm_v128_and(v, m4), eight);
+    const v128 hi = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), eight);
+    ACC_I8(a0, a1, a2, a3, s, lo);
+    ACC_I8(a4, a5, a6, a7, s, hi);
+  }
+  ACC8_STORE(y);
+}
+
+typedef void (*axpy_fn)(const uint8_t *, size_t, const int32_t *, const float *, int, int, float *, int);
+
+static axpy_fn axpy_for(int t) {
+  switch (t) {
+    case AE_F32: return axpy_f32;
+    case AE_F16: return axpy_f16;
+    case AE_Q8_0: return axpy_q8_0;
+    case AE_Q4_0: return axpy_q4_0;
+    default: return 0;
+  }
+}
+
+/* Neuron-major down over the computed neurons of each token (h != 0; static: only the active list),
+ * columns of dim split over threads, then + comp and x += y. Ends with the closing barrier. */
+static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, int nth, ae_pool *pool) {
+  ae_model *m = c->m;
+  const ae_ffn_aux *a = c->a;
+  const int D = c->D, H = c->H;
+  int d0, d1;
+  ae_split_aligned(D, 32, ith, nth, &d0, &d1);
+  if (d0 < d1) {
+    const axpy_fn f = axpy_for(a->down_type);
+    const uint8_t *base = ae_ffn_ptr(a->down_nm);
+    const size_t rs = ae_row_size((ae_type)a->down_type, D);
+    const float *comp = ae_ffn_ptr(a->comp);
+    int32_t idx[AE_FFN_PIECE];
+    float coef[AE_FFN_PIECE];
+    const int total = list ? nlist : H;
+    for (int b = 0; b < c->n; b++) {
+      const float *h = m->hb + (size_t)b * H;
+      float *y = m->tmp + (size_t)b * D;
+      int first = 1;
+      for (int p0 = 0; p0 < total; p0 += AE_FFN_PIECE) {
+        const int p1 = p0 + AE_FFN_PIECE < total ? p0 + AE_FFN_PIECE : total;
+        int cnt = 0;
+        for (int p = p0; p < p1; p++) {
+          const int i = list ? list[p] : p;
+          const float v = h[i];
+          if (v != 0.0f) { idx[cnt] = i; coef[cnt] = v; cnt++; }
+        }
+        if (!cnt) continue;
+        for (int col = d0; col < d1; col += 32) f(base, rs, idx, coef, cnt, col, y + col, first);
+        first = 0;
+      }
+      if (first) __builtin_memset(y + d0, 0, (size_t)(d1 - d0) * 4);
+      if (comp) ae_add(y + d0, comp + d0, d1 - d0);
+      ae_add(m->x + (size_t)b * D + d0, y + d0, d1 - d0);
+    }
+  }
+  ae_barrier(pool);
+}
+
+/* first index j with list[j] >= v */
+static int lower_bound(const int32_t *list, int n, int v) {
+  int lo = 0, hi = n;
+  while (lo < hi) { const int mid = (lo + hi) >> 1; if (list[mid] < v) lo = mid + 1; else hi = mid; }
+  return lo;
+}
+
+static int check_neuron_down(const ae_ffn_ctx *c) {
+  const ae_ffn_aux *a = c->a;
+  if (a->down_mode == AE_FFN_DOWN_ROWS) return AE_OK;
+  if (a->down_mode != AE_FFN_DOWN_NEURON || !a->down_nm || !axpy_for(a->down_type) || c->D % 32) return AE_ERR_UNSUPPORTED;
+  return AE_OK;
+}
+
+static int run_static(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
+  ae_model *m = c->m;
+  const ae_ffn_aux *a = c->a;
+  const int H = c->H, n = c->n, A = c->rows;
+  const int32_t *act = ae_ffn_ptr(a->active);
+  if (A > 0 && (!act || !a->gate)) return AE_ERR_INVALID_ARG;
+  int st = check_neuron_down(c);
+  if (st) return st;
+  _Alignas(16) uint8_t xbuf[AE_FFN_XQ_STACK];
+  _Alignas(16) float buf[2 * AE_FFN_CHUNK];
+  ae_ffn_prep_x(c, xbuf, ith, nth, pool);
+  const int rows_down = a->down_mode == AE_FFN_DOWN_ROWS;
+  if (rows_down && c->r0 < c->r1) {
+    const float *fill = ae_ffn_ptr(a->hfill);
+    for (int b = 0; b < n; b++) {
+      float *h = m->hb + (size_t)b * H + c->r0;
+      if (fill) __builtin_memcpy(h, fill + c->r0, (size_t)(c->r1 - c->r0) * 4);
+      else __builtin_memset(h, 0, (size_t)(c->r1 - c->r0) * 4);
+    }
+  }
+  const int j0 = lower_bound(act, A, c->r0), j1 = lower_bound(act, A, c->r1);
+  for (int j = j0; j < j1;) {
+    const uint8_t *gp, *upp;
+    int joint;
+    const int cnt = ae_ffn_chunk(c, j, j1, &gp, &upp, &joint);
+    for (int b = 0; b < n; b++) {
+      ae_ffn_gu(c, gp, upp, joint, cnt, b, buf);
+      ae_silu_mul(buf, buf + cnt, cnt);
+      float *h = m->hb + (size_t)b * H;
+      for (int k = 0; k < cnt; k++) h[act[j + k]] = buf[k];
+    }
+    j += cnt;
+  }
+  if (ith == 0) c->L->ffn_active = n * A;
+  if (rows_down) {
+    ae_ffn_quant_h(c);
+    ae_barrier(pool);
+    ae_ffn_down_rows(c, ith, nth, pool);
+  } else {
+    ae_barrier(pool);
+    down_neuron(c, act, A, ith, nth, pool);
+  }
+  return AE_OK;
+}
+
+static int run_dynamic(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
+  ae_model *m = c->m;
+  const ae_ffn_aux *a = c->a;
+  const int H = c->H, n = c->n;
+  if (c->rows != H) return AE_ERR_INVALID_ARG;
+  int32_t *counts = (int32_t *)(uintptr_t)a->counts;
+  if (!counts) return AE_ERR_INVALID_ARG;
+  int st = check_neuron_down(c);
+  if (st) return st;
+  _Alignas(16) uint8_t xbuf[AE_FFN_XQ_STACK];
+  _Alignas(16) float g[AE_FFN_CHUNK], u[AE_FFN_CHUNK], ones[AE_FFN_CHUNK];
+  for (int k = 0; k < AE_FFN_CHUNK; k++) ones[k] = 1.0f;
+  const float thr = a->threshold;
+  ae_ffn_prep_x(c, xbuf, ith, nth, pool);
+  int32_t count = 0;
+  for (int j = c->r0; j < c->r1;) {
+    const uint8_t *gp, *upp;
+    int joint;
+    const int cnt = ae_ffn_chunk(c, j, c->r1, &gp, &upp, &joint);
+    for (int b = 0; b < n; b++) {
+      const uint8_t *xb = c->xq + (size_t)b * c->xq_stride;
+      ae_matvec(c->gt, gp, c->D, xb, g, 0, cnt);
+      ae_silu_mul(g, ones, cnt);                      /* g := silu(g) */
+      float *h = m->hb + (size_t)b * H + j;
+      for (int k = 0; k < cnt;) {
+        if (!(__builtin_fabsf(g[k]) > thr)) { h[k] = 0.0f; k++; continue; }
+        int e = k + 1;
+        while (e < cnt && __builtin_fabsf(g[e]) > thr) e++;
+        ae_matvec(c->gt, upp, c->D, xb, u, k, e);     /* u[k..e) = rows k..e of this chunk */
+        for (int q = k; q < e; q++) h[q] = g[q] * u[q];
+        count += e - k;
+        k = e;
+      }
+    }
+    j += cnt;
+  }
+  counts[ith] = count;
+  const int rows_down = a->down_mode == AE_FFN_DOWN_ROWS;
+  if (rows_down) ae_ffn_quant_h(c);
+  ae_barrier(pool);
+  if (ith == 0) {
+    int32_t s = 0;
+    for (int t = 0; t < nth; t++) s += counts[t];
+    c->L->ffn_active = s;
+  }
+  if (rows_down) ae_ffn_down_rows(c, ith, nth, pool);
+  else down_neuron(c, 0, 0, ith, nth, pool);
+  return AE_OK;
+}
+
+AE_INLINE int hist_bin(float v) {
+  uint32_t u;
+  __builtin_memcpy(&u, &v, 4);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return AE_FFN_HIST_BINS - 1;                /* NaN */
+  const int e = (int)(u >> 23) - 127;
+  if (e < AE_FFN_HIST_LO) return 0;
+  const int k = (e - AE_FFN_HIST_LO) * AE_FFN_HIST_PER + (int)((u >> (23 - 4)) & (AE_FFN_HIST_PER - 1)) + 1;
+  return k < AE_FFN_HIST_BINS ? k : AE_FFN_HIST_BINS - 1;
+}
+static_assert(AE_FFN_HIST_PER == 16, "hist_bin takes 4 mantissa bits");
+
+static int run_profile(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
+  ae_model *m = c->m;
+  const ae_ffn_aux *a = c->a;
+  const int H = c->H, n = c->n;
+  if (c->rows != H || !a->stats || !a->hist) return AE_ERR_INVALID_ARG;
+  double *stats = (double *)(uintptr_t)a->stats;
+  uint32_t *hist = (uint32_t *)(uintptr_t)a->hist + (size_t)ith * AE_FFN_HIST_BINS;
+  const float eps = a->small_eps;
+  _Alignas(16) uint8_t xbuf[AE_FFN_XQ_STACK];
+  _Alignas(16) float buf[2 * AE_FFN_CHUNK], ones[AE_FFN_CHUNK];
+  for (int k = 0; k < AE_FFN_CHUNK; k++) ones[k] = 1.0f;
+  ae_ffn_prep_x(c, xbuf, ith, nth, pool);
+  for (int j = c->r0; j < c->r1;) {
+    const uint8_t *gp, *upp;
+    int joint;
+    const int cnt = ae_ffn_chunk(c, j, c->r1, &gp, &upp, &joint);
+    for (int b = 0; b < n; b++) {
+      ae_ffn_gu(c, gp, upp, joint, cnt, b, buf);
+      ae_silu_mul(buf, ones, cnt);                    /* s = silu(g) */
+      float *h = m->hb + (size_t)b * H + j;
+      for (int k = 0; k < cnt; k++) {
+        const float s = buf[k], v = s * buf[cnt + k];
+        h[k] = v;
+        double *p = stats + (size_t)(j + k) * AE_FFN_NSTAT;
+        const double dv = v, av = __builtin_fabs(dv);
+        p[AE_FFN_ST_SUM] += dv;
+        p[AE_FFN_ST_SUM2] += dv * dv;
+        p[AE_FFN_ST_SUMABS] += av;
+        if (av > p[AE_FFN_ST_MAXABS]) p[AE_FFN_ST_MAXABS] = av;
+        if (__builtin_fabsf(v) < eps) p[AE_FFN_ST_SMALL] += 1.0;
+        if (v == 0.0f) p[AE_FFN_ST_ZERO] += 1.0;
+        p[AE_FFN_ST_SUMS] += __builtin_fabsf(s);
+        hist[hist_bin(s)]++;
+      }
+    }
+    j += cnt;
+  }
+  ae_ffn_quant_h(c);
+  if (ith == 0) c->L->ffn_active = n * H;
+  ae_barrier(pool);
+  ae_ffn_down_rows(c, ith, nth, pool);
+  return AE_OK;
+}
+
+AE_EXPORT int ae_ffn_saturated_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) {
+  ae_ffn_ctx c;
+  int st = ae_ffn_setup(&c, m, layer, n, ith, nth);
+  if (st) return st;
+  if (!c.a) return AE_ERR_INVALID_ARG;
+  switch (c.mode) {
+    case AE_FFN_SAT_STATIC: return run_static(&c, ith, nth, pool);
+    case AE_FFN_SAT_DYNAMIC: return run_dynamic(&c, ith, nth, pool);
+    case AE_FFN_PROFILE: return run_profile(&c, ith, nth, pool);
+    default: return AE_ERR_INVALID_ARG;
+  }
+}
