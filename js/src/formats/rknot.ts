@@ -639,7 +639,12 @@ export async function writeRknot(path: string, meta: RknotWriteMetadata, tensors
   const header: RknotHeader = { version: RKNOT_VERSION, flags: 0, jsonLength, dataSize, dataOffset };
   const fileSize = dataOffset + dataSize;
   const tmp = `${path}.tmp`;
-  const fh = await fsp.open(tmp, 'w');
+  let fh;
+  try {
+    fh = await fsp.open(tmp, 'w');
+  } catch (e) {
+    throw new AetherError('invalid_argument', `${path}: cannot write ${tmp}: ${(e as Error).message}`, { file: path });
+  }
   let ok = false;
   try {
     await fh.write(encodeRknotHeader(jsonLength, dataSize), 0, RKNOT_HEADER_SIZE, 0);
