@@ -9,6 +9,7 @@
 import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
+import type { FfnOptions } from '../runtime/ffn.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
@@ -167,6 +168,7 @@ export class BrowserModel {
     );
     try {
       for (;;) {
+        throwIfAborted(signal); // pieces the worker sent before it saw the cancel are dropped, as Node would not make them
         if (queue.length) { yield queue.shift()!; continue; }
         if (settled) break;
         await new Promise<void>((r) => { wake = r; });
@@ -177,10 +179,12 @@ export class BrowserModel {
       return stats!;
     } finally {
       if (!settled) {
-        // the caller stopped early (break / return / throw in the loop body): stop the worker too
+        // The caller stopped early (break / return / throw in the loop body): stop the worker too, and wait
+        // for it, so that the model is free again when the loop has ended (as in Node).
         this.ch.cancel(id);
-        promise.then(() => undefined, () => undefined).then(() => this.refreshStats());
-      } else if (failure) void this.refreshStats();
+        await promise.then(() => undefined, () => undefined);
+        await this.refreshStats();
+      } else if (failure) await this.refreshStats();
     }
   }
 
@@ -229,8 +233,11 @@ export class BrowserModel {
   /** Forget the KV cache (the next call recomputes its whole prompt). */
   async reset(): Promise<void> { await this.ch.call('reset', {}); }
 
-  /** Switch the FFN execution mode of every layer (or of `layers`); rejects when the mode is unavailable. */
-  async setFfnMode(mode: FfnModeName, layers?: number[], options?: { sparsity?: number }): Promise<void> {
+  /**
+   * Switch the FFN execution mode of every layer (or of `layers`), as AetherModel.setFfnMode; rejects when
+   * the mode is unavailable (its module was not loaded, the model has no saturation metadata, ...).
+   */
+  async setFfnMode(mode: FfnModeName, layers?: number[], options?: FfnOptions): Promise<void> {
     await this.ch.call('setFfnMode', { mode, layers, options });
   }
 

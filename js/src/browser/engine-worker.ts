@@ -66,9 +66,7 @@ const handlers: { [V in Verb]: Handler<V> } = {
   async reset() { requireModel().reset(); return null; },
 
   async setFfnMode({ mode, layers, options }) {
-    const m = requireModel();
-    // options (e.g. { sparsity }) are passed on for FFN modes that take them; setFfnMode ignores what it does not know
-    (m.setFfnMode as (mode: string, layers?: number[], options?: unknown) => void).call(m, mode, layers, options);
+    requireModel().setFfnMode(mode, layers, options);
     return null;
   },
 

@@ -24,6 +24,7 @@ export { probeFeatures, setWasmBaseUrl } from '../runtime/env.js';
 export type { Features } from '../runtime/env.js';
 export type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 export type { ModelConfig } from '../runtime/engine.js';
+export type { FfnOptions } from '../runtime/ffn.js';
 export type { ChatMessage } from '../tokenizer/chat.js';
 
 export const Aether = { load, probeFeatures, clearModelCache, listCachedModels };

@@ -17,6 +17,7 @@
 import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
+import type { FfnOptions } from '../runtime/ffn.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -72,7 +73,7 @@ export interface Verbs {
   detokenize: { args: { ids: number[]; options?: { skipSpecial?: boolean } }; result: string };
   stats: { args: Record<string, never>; result: GenerationStats };
   reset: { args: Record<string, never>; result: null };
-  setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: { sparsity?: number } }; result: null };
+  setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: FfnOptions }; result: null };
   ffnActive: { args: { layers?: number[] }; result: number[] };
   dispose: { args: Record<string, never>; result: null };
 }

@@ -1,0 +1,239 @@
+// End-to-end: the browser demo in Debian's chromium (driven by playwright-core, no downloaded browser),
+// served by examples/browser/server.mjs. The page's greedy tokens must equal the Node CLI's, with 2 threads
+// when the page is cross-origin isolated and with the one-thread fallback when it is not.
+// Fails (does not skip) when chromium is missing: set AETHER_CHROMIUM to use another binary.
+import test, { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startServer } from '../examples/browser/server.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
+const MODEL = 'models/tiny-llama-a-q8_0.rknot';
+const PROMPT = 'The Debian project is';
+const N = 32;
+const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const WAIT = { timeout: 30_000 };
+
+let chromium;
+const cleanups = [];
+
+async function cli(...args) {
+  const { stdout } = await promisify(execFile)(process.execPath, ['dist/cli/aether.js', 'run', MODEL, ...args, '--json'], { cwd: ROOT });
+  return JSON.parse(stdout);
+}
+
+/** A fresh browser profile (temp --user-data-dir) and a page that records console messages. */
+async function openBrowser() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM, headless: false, args: CHROME_ARGS, viewport: { width: 1280, height: 900 },
+  });
+  const close = async () => { await ctx.close().catch(() => {}); fs.rmSync(dir, { recursive: true, force: true }); };
+  cleanups.push(close);
+  const page = ctx.pages()[0] ?? await ctx.newPage();
+  const consoleLines = [];
+  const pageErrors = [];
+  page.on('console', (m) => consoleLines.push({ type: m.type(), text: m.text() }));
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  return { page, consoleLines, pageErrors, close };
+}
+
+async function serve(isolate) {
+  const s = await startServer({ port: 0, isolate });
+  cleanups.push(() => s.close());
+  return s;
+}
+
+/** Load the shipped model through the demo UI with `threads`, then generate N greedy tokens for PROMPT. */
+async function runDemo(page, threads) {
+  await page.fill('#threads', String(threads));
+  await page.uncheck('#ffn-modules', { force: true }).catch(() => {}); // dense only, like the CLI default
+  await page.click('#load');
+  await page.waitForSelector('#status:is([data-state=ready], [data-state=error])', WAIT);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'ready', `load failed: ${await page.textContent('#status')}`);
+  await page.fill('#prompt', PROMPT);
+  await page.fill('#max-tokens', String(N));
+  await page.check('#greedy');
+  await page.click('#generate');
+  await page.waitForSelector('#status:is([data-state=done], [data-state=error])', WAIT);
+  const err = await page.textContent('#gen-error');
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'done', `generation failed: ${err}`);
+  return page.evaluate(() => window.aetherDemo.lastRun);
+}
+
+let expected;
+
+before(async () => {
+  if (!fs.existsSync(CHROMIUM)) {
+    throw new Error(`chromium not found at ${CHROMIUM}: install it (scripts/setup.sh runs apt-get install chromium) or set AETHER_CHROMIUM`);
+  }
+  ({ chromium } = await import('playwright-core'));
+  expected = await cli('-p', PROMPT, '-n', String(N), '--greedy');
+  assert.equal(expected.tokens.length, N);
+});
+
+after(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CLI; cache, abort, chat, FFN probes', { timeout: 90_000 }, async () => {
+  const server = await serve(true);
+  const { page, consoleLines, pageErrors } = await openBrowser();
+  await page.goto(`${server.url}examples/browser/`);
+  await page.waitForSelector('body[data-ready="1"]', WAIT);
+  const features = await page.evaluate(() => ({ coi: crossOriginIsolated, f: window.aetherDemo.features }));
+  assert.equal(features.coi, true);
+  assert.equal(features.f.simd, true);
+  assert.equal(features.f.threads, true);
+
+  const run = await runDemo(page, 2);
+  assert.equal(run.threads, 2);
+  assert.equal(run.crossOriginIsolated, true);
+  assert.deepEqual(run.tokens, expected.tokens);
+  assert.equal(run.text, expected.text);
+  assert.equal(run.stats.finishReason, 'length');
+  assert.deepEqual(run.warnings, []);
+  // first load downloaded the model and cached it
+  const events = await page.evaluate(() => window.aetherDemo.loadEvents.map((e) => e.state));
+  assert.deepEqual(events, ['miss', 'stored']);
+  assert.match(await page.textContent('#gen-stats'), /tok\/s/);
+
+  const shot = path.join(os.tmpdir(), 'aether-browser-demo.png');
+  await page.screenshot({ path: shot });
+  console.log(`# screenshot: ${shot}`);
+
+  // Through the API: cache hit, then corrupted / truncated cache entries are evicted and re-downloaded;
+  // abort mid-generation, then reuse; chat (template rendered on the page: the import map resolves jinja).
+  const api = await page.evaluate(async ({ prompt, n }) => {
+    const { Aether } = window.aetherDemo;
+    const url = new URL('/models/tiny-llama-a-q8_0.rknot', location.href).href;
+    const loadWith = async () => {
+      const events = [];
+      const m = await Aether.load(url, { threads: 2, onProgress: (e) => { if (e.type === 'cache') events.push(e); } });
+      return { m, events };
+    };
+    const out = {};
+    const cache = await caches.open('aether-models-v1');
+    const original = new Uint8Array(await (await cache.match(url)).arrayBuffer());
+
+    let { m, events } = await loadWith();
+    out.hit = events.map((e) => e.state);
+    out.hitTokens = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
+
+    // abort after 3 pieces, then the model is reused
+    const ac = new AbortController();
+    let pieces = 0;
+    try {
+      for await (const _p of m.generate(prompt, { maxTokens: 200, seed: 3, signal: ac.signal })) { if (++pieces === 3) ac.abort(); }
+      out.abort = 'not aborted';
+    } catch (e) {
+      out.abort = { name: e.name, code: e.code, pieces };
+    }
+    out.afterAbort = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
+    // breaking out of the loop cancels the generation in the worker too
+    for await (const _p of m.generate(prompt, { maxTokens: 200 })) break;
+    out.afterBreak = (await m.complete(prompt, { maxTokens: 4, greedy: true })).tokens;
+
+    out.chat = [];
+    for await (const piece of m.chat([{ role: 'user', content: 'What is Debian?' }], { maxTokens: 8, greedy: true })) out.chat.push(piece.token);
+    out.tokenize = await m.tokenize(prompt);
+    out.detokenize = await m.detokenize(out.hitTokens);
+    out.ffnActive = await m.ffnActive();
+    try { await m.setFfnMode('dense'); out.dense = 'ok'; } catch (e) { out.dense = e.message; }
+    try { await m.setFfnMode('no-such-mode'); out.badMode = 'accepted'; } catch (e) { out.badMode = { name: e.name, code: e.code }; }
+    out.config = m.config;
+    await m.dispose();
+    try { await m.tokenize('x'); out.afterDispose = 'worked'; } catch (e) { out.afterDispose = e.code; }
+
+    // corrupted body, right size: the loader's CRC check fails, the entry is evicted, the model re-downloaded
+    const bad = original.slice();
+    bad[bad.length >> 1] ^= 0x5a;
+    await cache.put(url, new Response(bad));
+    ({ m, events } = await loadWith());
+    out.corrupt = events.map((e) => e.state + (e.reason ? `: ${e.reason}` : ''));
+    out.corruptTokens = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
+    await m.dispose();
+
+    // truncated body: the size check fails before loading
+    await cache.put(url, new Response(original.slice(0, 1000)));
+    ({ m, events } = await loadWith());
+    out.truncated = events.map((e) => e.state + (e.reason ? `: ${e.reason}` : ''));
+    await m.dispose();
+
+    // abort a load
+    const lc = new AbortController();
+    const p = Aether.load(url, { cache: false, onProgress: (e) => { if (e.type === 'progress' && e.loaded > 0) lc.abort(); }, signal: lc.signal });
+    try { await p; out.loadAbort = 'not aborted'; } catch (e) { out.loadAbort = { name: e.name, code: e.code }; }
+    return out;
+  }, { prompt: PROMPT, n: N });
+
+  assert.deepEqual(api.hit, ['hit']);
+  assert.deepEqual(api.hitTokens, expected.tokens);
+  assert.deepEqual(api.abort, { name: 'AbortError', code: 'aborted', pieces: 3 });
+  assert.deepEqual(api.afterAbort, expected.tokens);
+  assert.deepEqual(api.afterBreak, expected.tokens.slice(0, 4));
+  const chatCli = await cli('-p', 'What is Debian?', '--chat', '-n', '8', '--greedy');
+  assert.deepEqual(api.chat, chatCli.tokens, 'chat rendered on the page = chat in Node');
+  assert.equal(api.tokenize.length, expected.prompt_tokens);
+  assert.equal(api.detokenize.trim(), expected.text.trim());
+  assert.equal(api.ffnActive.length, api.config.n_layers);
+  assert.ok(api.ffnActive.every((v) => v === api.config.hidden_dim), `dense decode step: every neuron active (${api.ffnActive})`);
+  assert.equal(api.dense, 'ok');
+  assert.equal(api.badMode.name, 'AetherError');
+  assert.equal(api.afterDispose, 'disposed');
+  assert.equal(api.corrupt[0], 'hit');
+  assert.match(api.corrupt[1], /^evicted: .*(checksum|CRC)/i);
+  assert.deepEqual(api.corrupt.slice(2), ['miss', 'stored']);
+  assert.deepEqual(api.corruptTokens, expected.tokens);
+  assert.match(api.truncated[0], /^evicted: cached size 1000 bytes/);
+  assert.deepEqual(api.truncated.slice(1), ['miss', 'stored']);
+  assert.deepEqual(api.loadAbort, { name: 'AbortError', code: 'aborted' });
+
+  assert.deepEqual(pageErrors, []);
+  assert.ok(!consoleLines.some((l) => l.type === 'warning' && l.text.startsWith('aether:')), 'no threading warning when isolated');
+});
+
+test('page without COOP/COEP: crossOriginIsolated false, one thread, a warning, the same tokens', { timeout: 60_000 }, async () => {
+  const server = await serve(false);
+  const { page, consoleLines, pageErrors } = await openBrowser();
+  await page.goto(`${server.url}examples/browser/`);
+  await page.waitForSelector('body[data-ready="1"]', WAIT);
+  assert.equal(await page.evaluate(() => crossOriginIsolated), false);
+  const run = await runDemo(page, 2);
+  assert.equal(run.crossOriginIsolated, false);
+  assert.equal(run.threads, 1);
+  assert.deepEqual(run.tokens, expected.tokens);
+  assert.match(run.warnings.join('\n'), /not cross-origin isolated/);
+  assert.match(await page.textContent('#warnings'), /using one thread/);
+  assert.ok(consoleLines.some((l) => l.type === 'warning' && /aether: threads=2 requested .* using one thread/.test(l.text)),
+    `console warning expected, got ${JSON.stringify(consoleLines)}`);
+  assert.deepEqual(pageErrors, []);
+});
+
+test('browser entry and engine worker import no Node module and no bare specifier', () => {
+  // Walk the static import graph from both entry points (dist/, as served).
+  const seen = new Set();
+  const bad = [];
+  const walk = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const src = fs.readFileSync(file, 'utf8');
+    for (const m of src.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|^\s*import\s*['"]([^'"]+)['"]/gm)) {
+      const spec = m[1] ?? m[2];
+      if (spec.startsWith('.')) walk(path.resolve(path.dirname(file), spec));
+      else bad.push(`${path.relative(ROOT, file)}: ${spec}`);
+    }
+  };
+  walk(path.join(ROOT, 'dist/src/browser/index.js'));
+  walk(path.join(ROOT, 'dist/src/browser/engine-worker.js'));
+  walk(path.join(ROOT, 'dist/src/runtime/worker.js'));
+  assert.ok(seen.size > 10, `walked ${seen.size} modules`);
+  assert.deepEqual(bad, [], 'static imports that a browser Worker cannot resolve');
+});
