@@ -12,7 +12,7 @@ import {
 import { readGGUF, readGGUFTensor } from '../dist/src/formats/gguf.js';
 import { readSafetensors, readSafetensorsModel } from '../dist/src/formats/safetensors.js';
 import {
-  openRknot, readRknotTensor, readRknotHeader, validateRknotMetadata, writeRknot, RKNOT_MAGIC, RKNOT_VERSION,
+  openRknot, readRknotTensor, readRknotHeader, validateRknotMetadata, writeRknot, verifyRknotFile, RKNOT_MAGIC, RKNOT_VERSION,
 } from '../dist/src/formats/rknot.js';
 import { convertModel, planConversion } from '../dist/src/formats/convert.js';
 import {
@@ -321,6 +321,10 @@ test('.rknot tensor data: checksum mismatch and NaN/Inf block scales are caught'
   const f1 = path.join(tmp, 'bad-crc.rknot');
   fs.writeFileSync(f1, rawRknot(meta, flipped));
   await assertAetherError(() => readRknotTensor(f1, 'blk.0.attn_v.weight'), 'checksum_error', [f1, "'blk.0.attn_v.weight'", 'checksum mismatch']);
+  await assertAetherError(() => verifyRknotFile(f1), 'checksum_error', [f1, "'blk.0.attn_v.weight'"]);
+  const okFile = path.join(tmp, 'ok-verify.rknot');
+  fs.writeFileSync(okFile, rawRknot(meta, data));
+  assert.equal((await verifyRknotFile(okFile)).tensors, meta.tensors.length);
   // a NaN scale (f16 0x7e00) in block 3 with a matching checksum: the scale check catches it
   const nan = Buffer.from(data); nan.writeUInt16LE(0x7e00, q.offset + 3 * 34);
   const m2 = structuredClone(meta);
@@ -476,4 +480,39 @@ test('convert: unsupported or inconsistent inputs are refused clearly', async ()
   await assertAetherError(() => planConversion(g('noembd', { kv: [['general.architecture', T.string, 'llama']] })), 'config_error', ['token_embd.weight']);
   await assertAetherError(() => planConversion(M.f32, 'q3_K'), 'invalid_argument', ['q3_K']);
   await assertAetherError(() => planConversion(path.join(tmp, 'nope')), 'load_error', ['nope']);
+});
+
+test('CLI: aether convert --json and aether inspect --json (rknot and GGUF); errors as JSON with exit code 1', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const cli = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../dist/cli/aether.js');
+  const run = (...args) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+  const out = path.join(tmp, 'cli.rknot');
+  const c = run('convert', M.q8_0, '-o', out, '--quant', 'q4_0', '--json');
+  assert.equal(c.status, 0, c.stderr);
+  const summary = JSON.parse(c.stdout);
+  assert.equal(summary.quant, 'q4_0');
+  assert.equal(summary.n_tensors, 57);
+  assert.ok(summary.tensors.some((t) => t.name === 'blk.0.ffn_up.weight' && t.dtype === 'q4_0' && t.src_dtype === 'q8_0'));
+  const i = run('inspect', out, '--json', '--verify');
+  assert.equal(i.status, 0, i.stderr);
+  const info = JSON.parse(i.stdout);
+  assert.equal(info.kind, 'rknot');
+  assert.equal(info.tensors.length, 57);
+  assert.equal(info.tokenizer.n_tokens, 4096);
+  assert.ok(!('tokens' in info.tokenizer));
+  assert.match(info.verified, /all 57 checksums/);
+  const g = run('inspect', M.f32, '--json');
+  assert.equal(g.status, 0, g.stderr);
+  const gi = JSON.parse(g.stdout);
+  assert.equal(gi.kind, 'gguf');
+  assert.equal(gi.metadata['tokenizer.ggml.tokens'].array_length, 4096);
+  const text = run('inspect', out);
+  assert.equal(text.status, 0);
+  assert.match(text.stdout, /57 tensors:\nname\s+dtype\s+shape\s+offset\s+bytes\s+checksum\ntoken_embd.weight\s+q4_0\s+\[288, 4096\]\s+0\s/);
+  const bad = run('convert', M.q8_0, '-o', M.q8_0, '--json');
+  assert.equal(bad.status, 1);
+  assert.equal(JSON.parse(bad.stdout).error.code, 'invalid_argument');
+  const q = run('convert', M.q8_0, '-o', out, '--quant', 'q2_K');
+  assert.equal(q.status, 1);
+  assert.match(q.stderr, /--quant q2_K: expected one of keep, f32, f16, q8_0, q4_0/);
 });

@@ -2,7 +2,7 @@
 import { parseArgs } from '../args.js';
 import { AetherError } from '../../src/errors.js';
 import { readGGUF } from '../../src/formats/gguf.js';
-import { openRknot, readRknotTensor, RKNOT_MAGIC } from '../../src/formats/rknot.js';
+import { openRknot, RKNOT_MAGIC, verifyRknotFile } from '../../src/formats/rknot.js';
 import { readSafetensorsModel } from '../../src/formats/safetensors.js';
 import type { TokenizerData } from '../../src/tokenizer/types.js';
 
@@ -61,8 +61,8 @@ export async function run(argv: string[]): Promise<number> {
     const { header, meta, fileSize } = await openRknot(file);
     let verified: string | undefined;
     if (v.verify) {
-      for (const t of meta.tensors) await readRknotTensor(file, t.name);
-      verified = `all ${meta.tensors.length} checksums and block scales ok`;
+      const r = await verifyRknotFile(file);
+      verified = `all ${r.tensors} checksums and block scales ok (${r.bytes} bytes)`;
     }
     const { config, tokenizer, tensors, format, ...optional } = meta;
     out = {

@@ -767,3 +767,35 @@ export async function readRknotTensor(path: string, name: string, opts: { verify
     await fh.close();
   }
 }
+
+/**
+ * Verify a whole .rknot file (Node): header, metadata, and every tensor's checksum and block scales,
+ * reading tensors in file order through one reused buffer. Returns the number of tensors checked.
+ */
+export async function verifyRknotFile(path: string, opts: { onProgress?: (done: number, total: number) => void } = {}): Promise<{ tensors: number; bytes: number }> {
+  const { header, meta } = await openRknot(path);
+  const fsp = await import('node:fs/promises');
+  const fh = await fsp.open(path, 'r');
+  try {
+    let buf = new Uint8Array(0);
+    let done = 0;
+    const sorted = [...meta.tensors].sort((a, b) => a.offset - b.offset);
+    for (const t of sorted) {
+      if (buf.length < t.bytes) buf = new Uint8Array(t.bytes);
+      const data = buf.subarray(0, t.bytes);
+      let got = 0;
+      while (got < t.bytes) {
+        const { bytesRead } = await fh.read(data, got, t.bytes - got, header.dataOffset + t.offset + got);
+        if (bytesRead === 0) throw fmtErr(path, t.name, header.dataOffset + t.offset + got, 'unexpected end of file');
+        got += bytesRead;
+      }
+      checkTensorChecksum(t, crc32(data), path);
+      checkBlockScales(t, data, path, header.dataOffset);
+      done += t.bytes;
+      opts.onProgress?.(done, header.dataSize);
+    }
+    return { tensors: sorted.length, bytes: done };
+  } finally {
+    await fh.close();
+  }
+}
