@@ -304,9 +304,8 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
       signal: opts.signal,
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
-      plan: (m: RknotMetadata) => {
-        const dataSize = m.tensors.reduce((a, t) => Math.max(a, t.offset + t.bytes), 0);
-        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], Math.ceil(dataSize / 64) * 64, opts);
+      plan: (m: RknotMetadata, header: { dataSize: number }) => {
+        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize, opts);
         engine = e;
         return { dest };
       },
