@@ -1,0 +1,44 @@
+// The aether CLI: run / bench / inspect with --json, and clear errors.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+import fs from 'node:fs';
+import { repoRoot, tiny } from './helpers/paths.mjs';
+
+const CLI = path.join(repoRoot, 'dist/cli/aether.js');
+const MODEL = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
+const cli = (...args) => JSON.parse(execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' }));
+
+test('aether run --json prints tokens, text and throughput; 1 and 2 threads agree', () => {
+  const a = cli('run', MODEL, '-p', 'The Debian project is', '-n', '16', '--greedy', '--json');
+  const b = cli('run', MODEL, '-p', 'The Debian project is', '-n', '16', '--greedy', '--json', '--threads', '2');
+  assert.equal(a.tokens.length, 16);
+  assert.deepEqual(a.tokens, b.tokens);
+  assert.equal(b.threads, 2);
+  assert.equal(typeof a.text, 'string');
+  assert.ok(a.text.length > 0);
+  assert.ok(a.prefill_tps > 0 && a.decode_tps > 0);
+});
+
+test('aether run on a GGUF file converts it on the fly and reproduces the reference tokens', () => {
+  const r = cli('run', tiny('tiny-llama-a-f32.gguf'), '-p', 'A fool and his money', '-n', '12', '--greedy', '--json');
+  assert.deepEqual(r.tokens, JSON.parse(fs.readFileSync(tiny('reference.json'), 'utf8')).prompts[2].generated_ids.slice(0, 12));
+});
+
+test('aether bench --json reports prefill and decode tok/s', () => {
+  const r = cli('bench', MODEL, '--prompt-tokens', '16', '--gen-tokens', '8', '--reps', '1', '--json');
+  assert.ok(r.prefill_tps > 0 && r.decode_tps > 0);
+  assert.equal(r.prompt_tokens, 16);
+});
+
+test('errors are clear and exit non-zero', () => {
+  const missing = spawnSync(process.execPath, [CLI, 'run', '/nonexistent/model.rknot', '-p', 'x', '--json'], { encoding: 'utf8' });
+  assert.notEqual(missing.status, 0);
+  assert.match(JSON.parse(missing.stdout).error.message, /nonexistent\/model\.rknot/);
+  const badOpt = spawnSync(process.execPath, [CLI, 'run', MODEL, '--frobnicate'], { encoding: 'utf8' });
+  assert.notEqual(badOpt.status, 0);
+  assert.match(badOpt.stderr, /unknown option '--frobnicate'/);
+  const badCmd = spawnSync(process.execPath, [CLI, 'frob'], { encoding: 'utf8' });
+  assert.equal(badCmd.status, 2);
+});

@@ -1,0 +1,90 @@
+// Sampler (src/model/sampler.c) through the engine: seeds, greedy equivalences, the distribution it
+// draws from, and the truncations (top-k, top-p, min-p, repetition penalty).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { load } from '../dist/src/index.js';
+import { repoRoot } from './helpers/paths.mjs';
+
+const MODEL = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
+const PROMPT = 'The Debian project is';
+
+test('same seed, same output; other seeds differ; 2 threads sample the same tokens', async () => {
+  const m1 = await load(MODEL, { threads: 1 });
+  const m2 = await load(MODEL, { threads: 2 });
+  try {
+    const opts = { maxTokens: 40, seed: 1234, temperature: 0.9, topK: 40, topP: 0.95, minP: 0.02 };
+    const a = await m1.complete(PROMPT, opts);
+    const b = await m1.complete(PROMPT, opts);
+    const c = await m2.complete(PROMPT, opts);
+    assert.deepEqual(a.tokens, b.tokens);
+    assert.deepEqual(a.tokens, c.tokens);
+    const others = [];
+    for (const seed of [1, 2, 3]) others.push((await m1.complete(PROMPT, { ...opts, seed })).tokens.join(','));
+    assert.ok(others.some((t) => t !== a.tokens.join(',')), 'different seeds should give some different text');
+  } finally { m1.dispose(); m2.dispose(); }
+});
+
+test('top-k 1 and min-p 1 sample the greedy tokens at any temperature', async () => {
+  const m = await load(MODEL);
+  try {
+    const greedy = (await m.complete(PROMPT, { greedy: true, maxTokens: 24 })).tokens;
+    assert.deepEqual((await m.complete(PROMPT, { temperature: 1.5, topK: 1, seed: 9, maxTokens: 24 })).tokens, greedy);
+    assert.deepEqual((await m.complete(PROMPT, { temperature: 1.5, topK: 0, topP: 1, minP: 1, seed: 9, maxTokens: 24 })).tokens, greedy);
+  } finally { m.dispose(); }
+});
+
+test('repetition penalty lowers repeats in greedy text', async () => {
+  const m = await load(MODEL);
+  try {
+    const plain = (await m.complete(PROMPT, { greedy: true, maxTokens: 48 })).tokens;
+    const pen = (await m.complete(PROMPT, { greedy: true, maxTokens: 48, repeatPenalty: 1.5, repeatLastN: 64 })).tokens;
+    const distinct = (t) => new Set(t).size;
+    assert.ok(distinct(pen) > distinct(plain), `distinct tokens ${distinct(pen)} vs ${distinct(plain)}`);
+  } finally { m.dispose(); }
+});
+
+/** Write crafted logits into the engine's logits buffer and draw `n` samples. */
+function draw(model, logits, params, n, seed = 7, recent = []) {
+  const eng = model.engine;
+  const V = model.config.vocab_size;
+  const ptr = eng.coreExports.ae_model_logits(eng.modelPtr);
+  const counts = new Map();
+  let rng = eng.seedRng(seed);
+  for (let i = 0; i < n; i++) {
+    const buf = eng.heap.f32(ptr, V);
+    buf.fill(-1e9);
+    logits.forEach((v, j) => { buf[j] = v; });
+    const r = eng.sample(params, rng, recent);
+    rng = r.rng;
+    counts.set(r.token, (counts.get(r.token) ?? 0) + 1);
+  }
+  return counts;
+}
+
+test('temperature sampling follows softmax(logits / T); top-p, min-p and top-k cut the tail', async () => {
+  const m = await load(MODEL);
+  try {
+    const logits = [2.0, 1.0, 0.5, 0.0, -1.0];
+    const N = 20000;
+    for (const T of [1, 0.5]) {
+      const c = draw(m, logits, { temperature: T, topK: 0, topP: 1, minP: 0 }, N);
+      const z = logits.map((l) => Math.exp(l / T)), s = z.reduce((a, b) => a + b);
+      logits.forEach((_, j) => {
+        const p = z[j] / s, got = (c.get(j) ?? 0) / N, sd = Math.sqrt(p * (1 - p) / N);
+        assert.ok(Math.abs(got - p) < 5 * sd + 1e-3, `T=${T} token ${j}: ${got} vs ${p}`);
+      });
+      assert.equal([...c.keys()].filter((k) => k >= logits.length).length, 0);
+    }
+    // p = [0.563, 0.207, 0.126, 0.076, 0.028] at T = 1
+    const topP = draw(m, logits, { temperature: 1, topK: 0, topP: 0.7, minP: 0 }, 4000);
+    assert.deepEqual([...topP.keys()].sort(), [0, 1], 'top-p 0.7 keeps the two most likely');
+    const minP = draw(m, logits, { temperature: 1, topK: 0, topP: 1, minP: 0.2 }, 4000);
+    assert.deepEqual([...minP.keys()].sort(), [0, 1, 2], 'min-p 0.2 keeps p >= 0.113');
+    const topK = draw(m, logits, { temperature: 1, topK: 3, topP: 1, minP: 0 }, 4000);
+    assert.deepEqual([...topK.keys()].sort(), [0, 1, 2]);
+    // repetition penalty 10 on token 0 (positive logit divided): token 1 becomes the greedy choice
+    const rep = draw(m, logits, { temperature: 0, repeatPenalty: 10 }, 1, 7, [0, 0, 3]);
+    assert.deepEqual([...rep.keys()], [1]);
+  } finally { m.dispose(); }
+});
