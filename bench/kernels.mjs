@@ -66,15 +66,21 @@ function prepareWeights(type, rows, cols, copies) {   // random weights with san
   return { rs, bytes };
 }
 
-function timeit(fn) {   // best-of-ROUNDS average ms per call
+// Fastest single call (ms) over ROUNDS rounds of >= MIN_MS of back-to-back calls. The minimum (not the
+// mean) because the machine may be shared: other processes only ever add time to a call.
+function timeit(fn) {
   let best = Infinity;
   fn(0);
+  let n = 0;
   for (let r = 0; r < ROUNDS; r++) {
-    let n = 0;
     const t0 = performance.now();
     let t = t0;
-    while (t - t0 < MIN_MS) { fn(n++); t = performance.now(); }
-    best = Math.min(best, (t - t0) / n);
+    while (t - t0 < MIN_MS) {
+      const a = performance.now();
+      fn(n++);
+      t = performance.now();
+      best = Math.min(best, t - a);
+    }
   }
   return best;
 }
