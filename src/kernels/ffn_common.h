@@ -54,7 +54,7 @@ static int ae_ffn_setup(ae_ffn_ctx *c, ae_model *m, int layer, int n, int ith, i
   c->m = m; c->L = L; c->a = a; c->n = n; c->mode = L->ffn_mode;
   c->D = m->cfg.dim; c->H = m->cfg.hidden_dim;
   if (a && a->magic != AE_FFN_AUX_MAGIC) return AE_ERR_INVALID_ARG;
-  if (a && a->gate) {
+  if (a && (a->gate || c->mode == AE_FFN_SAT_STATIC)) {   /* static: compacted rows (possibly none) */
     c->gt = (ae_type)a->gu_type; c->gate = ae_ffn_ptr(a->gate); c->up = ae_ffn_ptr(a->up);
     c->tile = a->gu_tile; c->rows = a->gu_rows; c->tstride = a->gu_tile_stride;
   } else {
@@ -63,7 +63,7 @@ static int ae_ffn_setup(ae_ffn_ctx *c, ae_model *m, int layer, int n, int ith, i
     c->tile = c->H; c->rows = c->H; c->tstride = 0;
   }
   const ae_type_traits *tr = ae_traits(c->gt);
-  if (!tr || c->tile <= 0 || c->rows < 0 || c->rows > c->H) return AE_ERR_INVALID_ARG;
+  if (!tr || c->tile <= 0 || c->rows < 0 || c->rows > c->H || (c->rows > 0 && (!c->gate || !c->up))) return AE_ERR_INVALID_ARG;
   c->gvt = tr->vec_dot_type;
   c->grs = ae_row_size(c->gt, c->D);
   c->dt = (ae_type)L->w_down.type;

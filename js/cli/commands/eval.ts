@@ -4,12 +4,17 @@ import { parseArgs } from '../args.js';
 import { load, type FfnModeName } from '../../src/aether.js';
 import { evaluate } from '../../src/eval.js';
 import { AetherError } from '../../src/errors.js';
+import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
+import { selectDocs } from '../../src/profile/text.js';
 
 export const usage = `usage: aether eval MODEL --text FILE [options]
   --text FILE         evaluation text (documents separated by lines holding only 0x1E)
   --vs-dense          also run the same model with a dense FFN: KL divergence and top-1 agreement vs dense
   --ref MODEL         compare against another model file instead (e.g. the f32 model for a q8_0 one)
-  --mode M            FFN mode of the model under test: dense | fused | static | dynamic (default dense)
+  --mode M            FFN mode of the model under test: dense | fused | static | dynamic (default dense);
+                      the FFN options below (but --ffn) apply to it
+  --docs A:B          evaluate documents A..B-1 of the text only (e.g. 67: for the half not used to profile)
+${FFN_USAGE.split('\n').slice(2).join('\n')}
   --window W          input tokens per window (default 256, at most the context)
   --concat            windows over the concatenated token stream of all documents (default: per document)
   --max-tokens N      stop after N predicted tokens
@@ -18,7 +23,7 @@ export const usage = `usage: aether eval MODEL --text FILE [options]
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean' },
+    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean', docs: 'string', ...FFN_OPTION_SPEC },
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
@@ -26,20 +31,22 @@ export async function run(argv: string[]): Promise<number> {
   try { text = fs.readFileSync(v.text as string, 'utf8'); } catch (e) {
     throw new AetherError('invalid_argument', `cannot read --text ${v.text}: ${(e as Error).message}`);
   }
+  if (v.docs) text = selectDocs(text, v.docs as string).text;
+  const ffn = ffnFromArgs(v, 'mode');
   const window = (v.window as number) ?? 256;
-  const lo = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: window };
+  const lo = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: window, modules: ffn.modules };
   const model = await load(positionals[0], lo);
   const reference = v.ref ? await load(v.ref as string, lo) : undefined;
   try {
     const mode = v.mode as FfnModeName | undefined;
-    if (mode) model.setFfnMode(mode);
+    if (mode) model.setFfnMode(mode, undefined, ffn.opts);
     const progress = !v.json && process.stderr.isTTY ? (d: number, t: number) => process.stderr.write(`\r${d}/${t} windows`) : undefined;
     const r = await evaluate(model, text, {
       window, concat: !!v.concat, maxTokens: v['max-tokens'] as number | undefined, vsMode: v['vs-dense'] ? 'dense' : undefined,
       mode, reference, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const out = { model: positionals[0], text: v.text, mode: mode ?? 'dense', reference_model: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
+    const out = { model: positionals[0], text: v.text, docs: v.docs ?? null, mode: mode ?? 'dense', ffn_options: ffn.opts, reference_model: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
     if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
     else {
       process.stdout.write(`tokens ${r.tokens} in ${r.windows} windows, perplexity ${r.perplexity.toFixed(4)} (nll ${r.nll.toFixed(5)})\n`);

@@ -2,6 +2,7 @@
 import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
+import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
 
 export const usage = `usage: aether run MODEL -p TEXT [options]
   MODEL                 .rknot file, GGUF file or HF folder (converted on the fly), or a URL
@@ -17,7 +18,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --seed S              RNG seed (default random)
   -t, --threads T       compute threads (default 1)
   --ctx N               context length (default: the model's)
-  --ffn MODE            dense | fused | static | dynamic (default dense)
+${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
   --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...`;
 
@@ -26,7 +27,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      ctx: 'number', ffn: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number',
+      ctx: 'number', chat: 'boolean', json: 'boolean', 'max-batch': 'number', ...FFN_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -34,12 +35,14 @@ export async function run(argv: string[]): Promise<number> {
   const prompt = v.prompt as string | undefined;
   if (prompt === undefined) throw new AetherError('invalid_argument', `missing -p TEXT\n${usage}`);
   const json = !!v.json;
+  const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
     threads: (v.threads as number) ?? 1, nCtx: v.ctx as number | undefined, maxBatch: v['max-batch'] as number | undefined,
+    modules: ffn.modules,
   });
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
-    if (v.ffn) model.setFfnMode(v.ffn as any);
+    if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
     const opts = {
       maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,
       topK: v['top-k'] as number | undefined, topP: v['top-p'] as number | undefined, minP: v['min-p'] as number | undefined,

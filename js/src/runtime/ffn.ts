@@ -54,7 +54,7 @@ export interface FfnOptions {
 }
 
 /** Saturation metadata written by `aether profile` (docs/rknot.md). */
-export interface SaturationLevelLayer { frozen: string; n_frozen: number; threshold: number; compensation?: string }
+export interface SaturationLevelLayer { frozen: string; n_frozen: number; threshold: number; compensation?: string; compensation_gain?: number }
 export interface SaturationLevel { sparsity: number; layers: SaturationLevelLayer[] }
 export interface SaturationMeta {
   version: number; method: string; hidden_dim: number; n_layers: number;

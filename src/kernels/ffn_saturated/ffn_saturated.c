@@ -46,66 +46,86 @@ static void axpy_f32(const uint8_t *base, size_t rs, const int32_t *idx, const f
   ACC8_STORE(y);
 }
 
-static void axpy_f16(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  ACC8_DECL;
-  ACC8_INIT(y, init);
+/* f16 / q8_0 / q4_0 rows: 16 columns per pass (4 accumulators: wider passes spill in V8). The f16
+ * conversion is ae_h2f_fast: the neuron-major copies are made by the host from finite values and
+ * checked finite (js/src/runtime/ffn.ts), where it is exact. */
+#define ACC4_INIT(y, init)                                                                              \
+  do {                                                                                                  \
+    if (init) { a0 = a1 = a2 = a3 = wasm_f32x4_splat(0.0f); }                                          \
+    else { a0 = ae_load(y); a1 = ae_load(y + 4); a2 = ae_load(y + 8); a3 = ae_load(y + 12); }           \
+  } while (0)
+#define ACC4_STORE(y) do { ae_store(y, a0); ae_store(y + 4, a1); ae_store(y + 8, a2); ae_store(y + 12, a3); } while (0)
+
+static void axpy16_f16(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  v128 a0, a1, a2, a3;
+  ACC4_INIT(y, init);
   for (int k = 0; k < cnt; k++) {
     const ae_fp16 *w = (const ae_fp16 *)(base + (size_t)idx[k] * rs) + c;
     const v128 s = wasm_f32x4_splat(coef[k]);
-    const v128 h0 = ae_load(w), h1 = ae_load(w + 8), h2 = ae_load(w + 16), h3 = ae_load(w + 24);
-    FMA(a0, s, ae_h2f_exact(ae_h16_lo(h0))); FMA(a1, s, ae_h2f_exact(ae_h16_hi(h0)));
-    FMA(a2, s, ae_h2f_exact(ae_h16_lo(h1))); FMA(a3, s, ae_h2f_exact(ae_h16_hi(h1)));
-    FMA(a4, s, ae_h2f_exact(ae_h16_lo(h2))); FMA(a5, s, ae_h2f_exact(ae_h16_hi(h2)));
-    FMA(a6, s, ae_h2f_exact(ae_h16_lo(h3))); FMA(a7, s, ae_h2f_exact(ae_h16_hi(h3)));
+    const v128 h0 = ae_load(w), h1 = ae_load(w + 8);
+    FMA(a0, s, ae_h2f_fast(ae_h16_lo(h0))); FMA(a1, s, ae_h2f_fast(ae_h16_hi(h0)));
+    FMA(a2, s, ae_h2f_fast(ae_h16_lo(h1))); FMA(a3, s, ae_h2f_fast(ae_h16_hi(h1)));
   }
-  ACC8_STORE(y);
+  ACC4_STORE(y);
 }
 
-/* 16 i8 lanes -> 4 f32x4, accumulated with scale s into (p, q, r, t) */
-#define ACC_I8(p, q, r, t, s, v)                                                                        \
+/* 16 i8 lanes -> f32: byte j of each 32-bit lane by shifts (extend + convert would be scalarised by
+ * LLVM's wasm backend), so accumulator p holds columns {0,4,8,12}, q {1,5,9,13}, r {2,6,10,14},
+ * t {3,7,11,15}; ACC4T_INIT / ACC4T_STORE transpose at the ends. */
+#define ACC_I8T(p, q, r, t, s, v)                                                                       \
   do {                                                                                                  \
-    const v128 lo_ = wasm_i16x8_extend_low_i8x16(v), hi_ = wasm_i16x8_extend_high_i8x16(v);             \
-    FMA(p, s, cvt_i32(wasm_i32x4_extend_low_i16x8(lo_))); FMA(q, s, cvt_i32(wasm_i32x4_extend_high_i16x8(lo_))); \
-    FMA(r, s, cvt_i32(wasm_i32x4_extend_low_i16x8(hi_))); FMA(t, s, cvt_i32(wasm_i32x4_extend_high_i16x8(hi_))); \
+    FMA(p, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 24), 24)));                                      \
+    FMA(q, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 16), 24)));                                      \
+    FMA(r, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 8), 24)));                                       \
+    FMA(t, s, cvt_i32(wasm_i32x4_shr(v, 24)));                                                          \
   } while (0)
+AE_INLINE void transpose4(v128 *a, v128 *b, v128 *c, v128 *d) {
+  const v128 t0 = wasm_i32x4_shuffle(*a, *b, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(*a, *b, 2, 6, 3, 7);
+  const v128 t2 = wasm_i32x4_shuffle(*c, *d, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(*c, *d, 2, 6, 3, 7);
+  *a = wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5); *b = wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7);
+  *c = wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5); *d = wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7);
+}
+#define ACC4T_INIT(y, init) do { ACC4_INIT(y, init); if (!(init)) transpose4(&a0, &a1, &a2, &a3); } while (0)
+#define ACC4T_STORE(y) do { transpose4(&a0, &a1, &a2, &a3); ACC4_STORE(y); } while (0)
 
-static void axpy_q8_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  ACC8_DECL;
-  ACC8_INIT(y, init);
+static void axpy16_q8_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  v128 a0, a1, a2, a3;
+  ACC4T_INIT(y, init);
+  const int half = (c % AE_QK8_0) / 16;
   for (int k = 0; k < cnt; k++) {
     const ae_block_q8_0 *bk = (const ae_block_q8_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK8_0;
     const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
-    const v128 q0 = ae_load(bk->qs), q1 = ae_load(bk->qs + 16);
-    ACC_I8(a0, a1, a2, a3, s, q0);
-    ACC_I8(a4, a5, a6, a7, s, q1);
+    const v128 q = ae_load(bk->qs + 16 * half);
+    ACC_I8T(a0, a1, a2, a3, s, q);
   }
-  ACC8_STORE(y);
+  ACC4T_STORE(y);
 }
 
-static void axpy_q4_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  ACC8_DECL;
-  ACC8_INIT(y, init);
+static void axpy16_q4_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
+  v128 a0, a1, a2, a3;
+  ACC4T_INIT(y, init);
   const v128 m4 = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  const int half = (c % AE_QK4_0) / 16;
   for (int k = 0; k < cnt; k++) {
     const ae_block_q4_0 *bk = (const ae_block_q4_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK4_0;
     const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
     const v128 v = ae_load(bk->qs);
-    const v128 lo = wasm_i8x16_sub(wasm_v128_and(v, m4), eight);
-    const v128 hi = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), eight);
-    ACC_I8(a0, a1, a2, a3, s, lo);
-    ACC_I8(a4, a5, a6, a7, s, hi);
+    const v128 q = wasm_i8x16_sub(wasm_v128_and(half ? wasm_u16x8_shr(v, 4) : v, m4), eight);
+    ACC_I8T(a0, a1, a2, a3, s, q);
   }
-  ACC8_STORE(y);
+  ACC4T_STORE(y);
 }
 
 typedef void (*axpy_fn)(const uint8_t *, size_t, const int32_t *, const float *, int, int, float *, int);
 
+/* columns per call of each dtype's kernel */
+static int axpy_cols(int t) { return t == AE_F32 ? 32 : 16; }
 static axpy_fn axpy_for(int t) {
   switch (t) {
     case AE_F32: return axpy_f32;
-    case AE_F16: return axpy_f16;
-    case AE_Q8_0: return axpy_q8_0;
-    case AE_Q4_0: return axpy_q4_0;
+    case AE_F16: return axpy16_f16;
+    case AE_Q8_0: return axpy16_q8_0;
+    case AE_Q4_0: return axpy16_q4_0;
     default: return 0;
   }
 }
@@ -120,6 +140,7 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
   ae_split_aligned(D, 32, ith, nth, &d0, &d1);
   if (d0 < d1) {
     const axpy_fn f = axpy_for(a->down_type);
+    const int step = axpy_cols(a->down_type);
     const uint8_t *base = ae_ffn_ptr(a->down_nm);
     const size_t rs = ae_row_size((ae_type)a->down_type, D);
     const float *comp = ae_ffn_ptr(a->comp);
@@ -139,7 +160,7 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
           if (v != 0.0f) { idx[cnt] = i; coef[cnt] = v; cnt++; }
         }
         if (!cnt) continue;
-        for (int col = d0; col < d1; col += 32) f(base, rs, idx, coef, cnt, col, y + col, first);
+        for (int col = d0; col < d1; col += step) f(base, rs, idx, coef, cnt, col, y + col, first);
         first = 0;
       }
       if (first) __builtin_memset(y + d0, 0, (size_t)(d1 - d0) * 4);
@@ -149,6 +170,76 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
   }
   ae_barrier(pool);
 }
+
+/* ---- gathered rows: y[k] = dot(row k, x) for rows at arbitrary addresses (q8_0 / q4_0 weights,
+ * q8_0 activation), 4 rows at a time. Per row exactly the reference (ae_vec_dot_q8_0_ref /
+ * ae_vec_dot_q4_0_ref): sumi exact per block, then sum += (float)sumi * (d_w * d_x) in block order,
+ * which is what every row kernel of the core computes (kernels.h), so dynamic mode with threshold 0
+ * gives the dense bits. The activation is prepared once per token (even / odd i16 of each byte pair). */
+typedef struct { v128 e0, o0, e1, o1; } gx_blk;
+
+static void gx_prep(const ae_block_q8_0 *x, int nb, gx_blk *xs, float *dx) {
+  for (int b = 0; b < nb; b++) {
+    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
+    xs[b].e0 = ae_i8_even(a); xs[b].o0 = ae_i8_odd(a);
+    xs[b].e1 = ae_i8_even(c); xs[b].o1 = ae_i8_odd(c);
+    dx[b] = ae_h2f_s(x[b].d);
+  }
+}
+
+AE_INLINE v128 gdot_blk_q8(const ae_block_q8_0 *w, const gx_blk *x) {
+  const v128 a = ae_load(w->qs), c = ae_load(w->qs + 16);
+  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(a), x->e0), wasm_i32x4_dot_i16x8(ae_i8_odd(a), x->o0)),
+                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(c), x->e1), wasm_i32x4_dot_i16x8(ae_i8_odd(c), x->o1)));
+}
+AE_INLINE v128 gdot_blk_q4(const ae_block_q4_0 *w, const gx_blk *x) {
+  const v128 v = ae_load(w->qs), m4 = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  const v128 lo = wasm_i8x16_sub(wasm_v128_and(v, m4), eight), hi = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), eight);
+  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(lo), x->e0), wasm_i32x4_dot_i16x8(ae_i8_odd(lo), x->o0)),
+                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(hi), x->e1), wasm_i32x4_dot_i16x8(ae_i8_odd(hi), x->o1)));
+}
+
+/* 4 rows (pointers), blocks [0, nb): per row acc += (float)sumi * (d_w * d_x) in block order. Scales use
+ * the fast fp16 conversion (exact for finite halves); a group that meets an inf/nan scale is redone
+ * with the exact one (returns 1 then). */
+#define GDOT4(T, BLK, exact)                                                                            \
+  do {                                                                                                  \
+    const T *w0 = (const T *)p0, *w1 = (const T *)p1, *w2 = (const T *)p2, *w3 = (const T *)p3;        \
+    for (int b = 0; b < nb; b++) {                                                                      \
+      t4[0] = BLK(w0 + b, xs + b); t4[1] = BLK(w1 + b, xs + b); t4[2] = BLK(w2 + b, xs + b); t4[3] = BLK(w3 + b, xs + b); \
+      const v128 si = ae_reduce4_i32(t4[0], t4[1], t4[2], t4[3]);                                       \
+      v128 h = wasm_i32x4_const_splat(0);                                                               \
+      h = wasm_v128_load16_lane(&w0[b].d, h, 1); h = wasm_v128_load16_lane(&w1[b].d, h, 3);             \
+      h = wasm_v128_load16_lane(&w2[b].d, h, 5); h = wasm_v128_load16_lane(&w3[b].d, h, 7);             \
+      v128 d;                                                                                           \
+      if (exact) d = ae_h2f_exact(h); else { bad = ae_h16_infnan_acc(bad, h); d = ae_h2f_fast(h); }     \
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(si), wasm_f32x4_mul(d, wasm_v128_load32_splat(dx + b)))); \
+    }                                                                                                   \
+  } while (0)
+
+static v128 gdot4(int t, const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, const uint8_t *p3, int nb,
+                  const gx_blk *xs, const float *dx) {
+  v128 acc = wasm_f32x4_splat(0.0f), bad = wasm_i32x4_splat(0);
+  volatile v128 t4[4];   /* the stores order V8's schedule row by row (fewer spills) */
+  if (t == AE_Q8_0) GDOT4(ae_block_q8_0, gdot_blk_q8, 0); else GDOT4(ae_block_q4_0, gdot_blk_q4, 0);
+  if (ae_h16_has_infnan(bad)) {
+    acc = wasm_f32x4_splat(0.0f);
+    if (t == AE_Q8_0) GDOT4(ae_block_q8_0, gdot_blk_q8, 1); else GDOT4(ae_block_q4_0, gdot_blk_q4, 1);
+  }
+  return acc;
+}
+
+/* rows[k] for k < cnt (cnt >= 1); y[k] out */
+static void gdot_rows(int t, const uint8_t *const *rows, int cnt, int nb, const gx_blk *xs, const float *dx, float *y) {
+  for (int k = 0; k < cnt; k += 4) {
+    const int m = cnt - k < 4 ? cnt - k : 4;
+    const uint8_t *p0 = rows[k], *p1 = rows[k + (m > 1)], *p2 = rows[k + (m > 2 ? 2 : 0)], *p3 = rows[k + (m > 3 ? 3 : 0)];
+    float o[4];
+    ae_store(o, gdot4(t, p0, p1, p2, p3, nb, xs, dx));
+    for (int j = 0; j < m; j++) y[k + j] = o[j];
+  }
+}
+#define AE_GX_MAX_BLOCKS 512   /* gathered path for dim <= 16384 (32 KiB of prepared x on the stack) */
 
 /* first index j with list[j] >= v */
 static int lower_bound(const int32_t *list, int n, int v) {
@@ -224,6 +315,13 @@ static int run_dynamic(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
   const float thr = a->threshold;
   ae_ffn_prep_x(c, xbuf, ith, nth, pool);
   int32_t count = 0;
+  const int nb = c->D / AE_QK8_0;
+  const int gather = (c->gt == AE_Q8_0 || c->gt == AE_Q4_0) && nb <= AE_GX_MAX_BLOCKS;
+  gx_blk xs[gather ? nb : 1];
+  float dx[gather ? nb : 1];
+  int prepared = -1;
+  const uint8_t *rows[AE_FFN_CHUNK];
+  int pos[AE_FFN_CHUNK];
   for (int j = c->r0; j < c->r1;) {
     const uint8_t *gp, *upp;
     int joint;
@@ -233,6 +331,20 @@ static int run_dynamic(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
       ae_matvec(c->gt, gp, c->D, xb, g, 0, cnt);
       ae_silu_mul(g, ones, cnt);                      /* g := silu(g) */
       float *h = m->hb + (size_t)b * H + j;
+      if (gather) {
+        int na = 0;
+        for (int k = 0; k < cnt; k++) {
+          if (__builtin_fabsf(g[k]) > thr) { rows[na] = upp + (size_t)k * c->grs; pos[na] = k; na++; }
+          h[k] = 0.0f;
+        }
+        if (na) {
+          if (prepared != b) { gx_prep((const ae_block_q8_0 *)xb, nb, xs, dx); prepared = n == 1 ? b : -1; }
+          gdot_rows(c->gt, rows, na, nb, xs, dx, u);
+          for (int q = 0; q < na; q++) h[pos[q]] = g[pos[q]] * u[q];
+          count += na;
+        }
+        continue;
+      }
       for (int k = 0; k < cnt;) {
         if (!(__builtin_fabsf(g[k]) > thr)) { h[k] = 0.0f; k++; continue; }
         int e = k + 1;
