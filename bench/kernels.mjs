@@ -6,9 +6,12 @@
 // Weights are cycled over enough copies to exceed the last-level cache (footprint >= 256 MiB, 64 MiB with
 // --quick), as in inference where every weight comes from DRAM once per token; --hot uses one copy.
 import os from 'node:os';
+import v8 from 'node:v8';
 import { readFileSync } from 'node:fs';
 import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, rng } from '../tests/kernels-harness.mjs';
 
+// Measure optimised code from the first call: compile with TurboFan only (no Liftoff baseline tier).
+v8.setFlagsFromString('--no-liftoff');
 const argv = process.argv.slice(2);
 const flag = (f) => argv.includes(f);
 const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };

@@ -3,13 +3,6 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import v8 from 'node:v8';
-
-// Compile with TurboFan only (no Liftoff baseline). Measured on Node 20.20 / V8 11.3: with Liftoff code,
-// a pool job can hang forever when the main thread sleeps in memory.atomic.wait32 (ae_pool_run waiting
-// for workers) while a worker runs the job; with --no-liftoff the same jobs complete (repro notes in
-// docs/PERFORMANCE.md). It also makes benchmarks measure optimised code from the first call.
-v8.setFlagsFromString('--no-liftoff');
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const T = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8, Q4_K: 12, Q6_K: 14, Q8_K: 15 };
