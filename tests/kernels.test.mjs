@@ -533,3 +533,42 @@ test('argmax: first index of the max, ties, NaN, -inf, all sizes', () => {
     }
   });
 });
+
+test('stack use per kernel call <= 16 KiB (guard below a 16 KiB stack stays intact)', () => withMark(() => {
+  const r = rng(67);
+  const STACK = 16 * 1024, GUARD = 4096;
+  const base = k.alloc(GUARD + STACK, 4096), top = base + GUARD + STACK;
+  const guard = k.u8(base, GUARD);
+  const saved = X.__stack_pointer.value;
+  const check = (what) => {
+    for (let i = 0; i < GUARD; i++) if (guard[i] !== 0xa5) assert.fail(`${what}: stack overflowed a 16 KiB region (guard byte ${i})`);
+  };
+  guard.fill(0xa5);
+  const cols = 14336;   // a long row (Llama-3-8B FFN down): several column chunks
+  for (const type of ALL) {
+    const W = k.putU8(randomRow(r, type, 5 * cols, 0.03)), xq = quantAct(type, r.floats(cols), SIMD), y = k.alloc(5 * 4);
+    const xs = k.putF32(r.floats(cols)), q2 = k.alloc(k.rowSize(T.Q8_K, cols) + cols * 4);
+    X.__stack_pointer.value = top;
+    try {
+      X.kt_matvec(type, SIMD, W, cols, xq, y, 0, 5);
+      X.kt_matvec(type, REF, W, cols, xq, y, 0, 5);
+      X.kt_vec_dot(type, SIMD, cols, W, xq);
+      X.kt_quantize(type, SIMD, xs, q2, cols);
+      X.kt_quantize(type, REF, xs, q2, cols);
+      X.kt_get_row(0, type, W, 1, cols, k.alloc(cols * 4));
+    } finally { X.__stack_pointer.value = saved; }
+    check(TYPE_NAMES[type]);
+  }
+  const n = 4099, a = k.putF32(r.floats(n)), b = k.putF32(r.floats(n)), o = k.alloc(n * 4);
+  const q = k.putF32(r.floats(128)), kv = k.putF32(r.floats(128 * 300)), att = k.alloc(300 * 4), cs = k.alloc(128 * 4);
+  X.__stack_pointer.value = top;
+  try {
+    for (const ref of [0, 1]) {
+      X.kt_rmsnorm(ref, o, a, b, n, 1e-5); X.kt_softmax(ref, o, n); X.kt_silu_mul(ref, o, b, n); X.kt_gelu(ref, o, n);
+      X.kt_add(ref, o, a, n); X.kt_argmax(ref, o, n);
+      X.kt_attention(ref, o, q, kv, kv, 300, 128, 128, 0.088, att);
+      X.kt_rope_cos_sin(cs, 77, 128, 10000); X.kt_rope(ref, o, 4, 128, 128, cs, ref);
+    }
+  } finally { X.__stack_pointer.value = saved; }
+  check('row ops');
+}));
