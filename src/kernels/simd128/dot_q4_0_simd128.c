@@ -98,9 +98,28 @@ AE_INLINE int group4(v128 *accp, const ae_block_q4_0 *w0, size_t nb, int n, cons
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
 
+/* One row without the chunk preparation (for calls on fewer than 4 rows: vec_dot, short row runs);
+ * the same integer sums and float sequence as the prepared paths. */
+static void row1(const ae_block_q4_0 *w, const ae_block_q8_0 *x, int nb, float *y) {
+  float sum = 0.0f;
+  xblk xb;
+  float dxb;
+  int32_t s8;
+  for (int b = 0; b < nb; b++) {
+    prep(x + b, 1, &xb, &dxb, &s8);
+    const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xb)) - s8) >> 8;
+    sum += (float)sumi * (ae_h2f_s(w[b].d) * dxb);
+  }
+  *y = sum;
+}
+
 void ae_matvec_rows_q4_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK4_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  if (r1 - r0 < 4) {
+    for (int r = r0; r < r1; r++) row1((const ae_block_q4_0 *)W + (size_t)r * nb, x, nb, &y[r]);
+    return;
+  }
   xblk xs[AE_Q4_CHUNK];
   float dx[AE_Q4_CHUNK];
   int32_t sum8[AE_Q4_CHUNK];

@@ -95,9 +95,29 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t 
   *q = ae_hsum_i32(wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3])));
 }
 
+/* Few rows (vec_dot, short row runs): super-block outer, the activation split one super-block at a time
+ * (0.5 KiB) instead of a whole chunk; same arithmetic per row. */
+static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1) {
+  xk xs[1];
+  float acc[4] = {0, 0, 0, 0};
+  for (int i = 0; i < nb; i++) {
+    prep(x + i, 1, xs);
+    const float dx = x[i].d;
+    for (int r = r0; r < r1; r++) {
+      const ae_block_q4_K *w = (const ae_block_q4_K *)W + (size_t)r * nb;
+      int32_t q, m;
+      row_sb(&w[i], &xs[0], &q, &m);
+      const float dall = ae_h2f_s(w[i].d) * dx, dmin = ae_h2f_s(w[i].dmin) * dx;
+      acc[r - r0] += dall * (float)q - dmin * (float)m;
+    }
+  }
+  for (int r = r0; r < r1; r++) y[r] = acc[r - r0];
+}
+
 void ae_matvec_rows_q4_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  if (r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
   xk xs[AE_QK_CHUNK];
   for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {
     const int n = nb - c0 < AE_QK_CHUNK ? nb - c0 : AE_QK_CHUNK;

@@ -138,7 +138,7 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
 void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  if (nb > AE_QK_CHUNK) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
+  if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
   xk xs[AE_QK_CHUNK];
   for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {
     const int n = nb - c0 < AE_QK_CHUNK ? nb - c0 : AE_QK_CHUNK;
