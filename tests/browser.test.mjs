@@ -214,6 +214,11 @@ test('page without COOP/COEP: crossOriginIsolated false, one thread, a warning, 
   assert.match(await page.textContent('#warnings'), /using one thread/);
   assert.ok(consoleLines.some((l) => l.type === 'warning' && /aether: threads=2 requested .* using one thread/.test(l.text)),
     `console warning expected, got ${JSON.stringify(consoleLines)}`);
+
+  // the README's minimal page, as written
+  await page.goto(`${server.url}examples/browser/minimal.html`);
+  await page.waitForFunction(() => /tok\/s, 1 thread\(s\)\]$/.test(document.getElementById('out').textContent), null, WAIT);
+  assert.match(await page.textContent('#out'), /^The Debian project is\S*\s/);
   assert.deepEqual(pageErrors, []);
 });
 
