@@ -572,3 +572,19 @@ test('stack use per kernel call <= 16 KiB (guard below a 16 KiB stack stays inta
   } finally { X.__stack_pointer.value = saved; }
   check('row ops');
 }));
+
+test('f16 matvec == vec_dot bit for bit with large, infinite and NaN activations (prescaled path guard)', () => withMark(() => {
+  const r = rng(68);
+  const rows = 9, cols = 1001;
+  const W = k.putU8(randomRow(r, T.F16, rows * cols, 0.05)), y = k.alloc(rows * 4);
+  for (const special of [65535, 65536, 1e5, -3e38, Infinity, -Infinity, NaN]) {
+    const xv = r.floats(cols);
+    xv[17] = special;
+    const x = k.putF32(xv);
+    X.kt_matvec(T.F16, SIMD, W, cols, x, y, 0, rows);
+    const ys = Float32Array.from(k.f32(y, rows)), yd = new Float32Array(rows);
+    for (let i = 0; i < rows; i++) yd[i] = X.kt_vec_dot(T.F16, SIMD, cols, W + i * cols * 2, x);
+    assertBitsEqual(ys, yd, `f16 x[17] = ${special}`);
+    if (Number.isFinite(special) && Math.abs(special) < 1e6) for (const v of ys) assert.ok(Number.isFinite(v), `finite result for x = ${special}`);
+  }
+}));

@@ -55,8 +55,33 @@ void ae_from_float_f16_simd128(const float *x, void *y, int n) {
   for (; i < n; i++) h[i] = ae_fp32_to_fp16(x[i]);
 }
 
-/* ---- dot products ---- */
-AE_INLINE v128 cvt(v128 x32, int exact) { return exact ? ae_h2f_exact(x32) : ae_h2f_fast(x32); }
+/* ---- dot products ----
+ * exact: 0 fast conversion, 1 exact conversion, 2 fast conversion without its final * 2^112, which is
+ * applied to the activation instead: (b 2^112) x and b (x 2^112) are the same real product, rounded
+ * once, so the results are bit-identical as long as x 2^112 does not overflow (all finite |x| < 2^16,
+ * checked once per call). */
+#define RAW 2
+AE_INLINE v128 cvt(v128 x32, int exact) {
+  if (exact == 1) return ae_h2f_exact(x32);
+  if (exact == RAW) return wasm_v128_and(wasm_i32x4_shr(x32, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+  return ae_h2f_fast(x32);
+}
+AE_INLINE v128 xs(v128 x, int exact) { return exact == RAW ? wasm_f32x4_mul(x, wasm_f32x4_splat(0x1p112f)) : x; }
+
+/* 1 if every finite x has |x| < 2^16 (the RAW path is usable) */
+static int x_small(const float *x, int n) {
+  v128 m = wasm_f32x4_splat(0.0f);
+  const v128 inf = wasm_f32x4_splat(__builtin_inff());
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const v128 a = wasm_f32x4_abs(ae_load(x + i));
+    m = wasm_f32x4_pmax(m, wasm_v128_andnot(a, wasm_f32x4_eq(a, inf)));   /* inf -> 0; NaN is ignored by pmax */
+  }
+  float mx = 0.0f;
+  for (int j = 0; j < 4; j++) { const float v = wasm_f32x4_extract_lane(m, 0); mx = v > mx ? v : mx; m = wasm_i32x4_shuffle(m, m, 1, 2, 3, 0); }
+  for (; i < n; i++) { const float a = __builtin_fabsf(x[i]); if (a != __builtin_inff() && a > mx) mx = a; }
+  return mx < 65536.0f;
+}
 
 /* One row; returns 1 if an inf/nan half was seen (only tracked when !exact). */
 AE_INLINE int dot_row(int n, float *s, const ae_fp16 *h, const float *x, int exact) {
@@ -64,20 +89,20 @@ AE_INLINE int dot_row(int n, float *s, const ae_fp16 *h, const float *x, int exa
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const v128 v = ae_load(h + i);
-    if (!exact) m = ae_h16_infnan_acc(m, v);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), ae_load(x + i + 4)));
+    if (exact != 1) m = ae_h16_infnan_acc(m, v);
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact)));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), xs(ae_load(x + i + 4), exact)));
   }
   if (i + 4 <= n) {
     const v128 v = wasm_v128_load64_zero(h + i);
-    if (!exact) m = ae_h16_infnan_acc(m, v);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), ae_load(x + i)));
+    if (exact != 1) m = ae_h16_infnan_acc(m, v);
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact)));
     i += 4;
   }
   float sum = ae_hsum_f32(acc);
   for (; i < n; i++) sum += ae_h2f_s(h[i]) * x[i];
   *s = sum;
-  return exact ? 0 : ae_h16_has_infnan(m);
+  return exact == 1 ? 0 : ae_h16_has_infnan(m);
 }
 
 void ae_vec_dot_f16_simd128(int n, float *s, const void *w, const void *x) {
@@ -92,23 +117,23 @@ AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t r
 #define STEP8(acc0, wp)                                                                          \
   do {                                                                                           \
     const v128 v = ae_load(wp + i);                                                              \
-    if (!exact) m = ae_h16_infnan_acc(m, v);                                                     \
+    if (exact != 1) m = ae_h16_infnan_acc(m, v);                                                 \
     acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), x0));                   \
     acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), x1));                   \
   } while (0)
   for (; i + 8 <= n; i += 8) {
-    const v128 x0 = ae_load(x + i), x1 = ae_load(x + i + 4);
+    const v128 x0 = xs(ae_load(x + i), exact), x1 = xs(ae_load(x + i + 4), exact);
     STEP8(a0, w0); STEP8(b0, w1); STEP8(c0, w2); STEP8(d0, w3);
   }
 #undef STEP8
 #define STEP4(acc0, wp)                                                                          \
   do {                                                                                           \
     const v128 v = wasm_v128_load64_zero(wp + i);                                                \
-    if (!exact) m = ae_h16_infnan_acc(m, v);                                                     \
+    if (exact != 1) m = ae_h16_infnan_acc(m, v);                                                 \
     acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), x0));                   \
   } while (0)
   if (i + 4 <= n) {
-    const v128 x0 = ae_load(x + i);
+    const v128 x0 = xs(ae_load(x + i), exact);
     STEP4(a0, w0); STEP4(b0, w1); STEP4(c0, w2); STEP4(d0, w3);
     i += 4;
   }
@@ -121,16 +146,17 @@ AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t r
     s2 += ae_h2f_s(w2[i]) * x[i]; s3 += ae_h2f_s(w3[i]) * x[i];
   }
   y[0] = s0; y[1] = s1; y[2] = s2; y[3] = s3;
-  return exact ? 0 : ae_h16_has_infnan(m);
+  return exact == 1 ? 0 : ae_h16_has_infnan(m);
 }
 
 void ae_matvec_rows_f16_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const float *x = (const float *)xq;
   const size_t rs = (size_t)ncols;
   int r = r0;
+  const int raw = r1 - r0 >= 4 && x_small(x, ncols);
   for (; r + 4 <= r1; r += 4) {
     const ae_fp16 *w0 = (const ae_fp16 *)W + (size_t)r * rs;
-    if (rows4(ncols, y + r, w0, x, rs, 0)) rows4(ncols, y + r, w0, x, rs, 1);
+    if (raw ? rows4(ncols, y + r, w0, x, rs, RAW) : rows4(ncols, y + r, w0, x, rs, 0)) rows4(ncols, y + r, w0, x, rs, 1);
   }
   for (; r < r1; r++) ae_vec_dot_f16_simd128(ncols, &y[r], (const ae_fp16 *)W + (size_t)r * rs, x);
 }
