@@ -105,6 +105,13 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(events, ['miss', 'stored']);
   assert.match(await page.textContent('#gen-stats'), /tok\/s/);
 
+  // FFN mode control: without the FFN modules, 'fused' is unavailable and the page says so
+  await page.selectOption('#ffn-mode', 'fused');
+  await page.click('#apply-ffn');
+  await page.waitForFunction(() => document.getElementById('ffn-error').textContent !== '', null, WAIT);
+  assert.match(await page.textContent('#ffn-error'), /^FFN mode 'fused' is unavailable: invalid_argument: /);
+  await page.selectOption('#ffn-mode', 'dense');
+
   const shot = path.join(os.tmpdir(), 'aether-browser-demo.png');
   await page.screenshot({ path: shot });
   console.log(`# screenshot: ${shot}`);
@@ -167,6 +174,14 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     out.truncated = events.map((e) => e.state + (e.reason ? `: ${e.reason}` : ''));
     await m.dispose();
 
+    // a worker script that does not exist; a request in another protocol version
+    try { await Aether.load(url, { workerUrl: '/no/such/worker.js' }); out.badWorker = 'loaded'; } catch (e) { out.badWorker = { code: e.code, message: e.message }; }
+    out.version = await new Promise((resolve) => {
+      const w = new Worker('/dist/src/browser/engine-worker.js', { type: 'module' });
+      w.onmessage = (ev) => { w.terminate(); resolve(ev.data); };
+      w.postMessage({ v: 999, id: 7, verb: 'stats', args: {} });
+    });
+
     // abort a load
     const lc = new AbortController();
     const p = Aether.load(url, { cache: false, onProgress: (e) => { if (e.type === 'progress' && e.loaded > 0) lc.abort(); }, signal: lc.signal });
@@ -195,6 +210,11 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.match(api.truncated[0], /^evicted: cached size 1000 bytes/);
   assert.deepEqual(api.truncated.slice(1), ['miss', 'stored']);
   assert.deepEqual(api.loadAbort, { name: 'AbortError', code: 'aborted' });
+  assert.equal(api.badWorker.code, 'load_error');
+  assert.match(api.badWorker.message, /engine worker .*no\/such\/worker\.js failed/);
+  assert.equal(api.version.id, 7);
+  assert.equal(api.version.error.code, 'invalid_argument');
+  assert.match(api.version.error.message, /protocol version 999/);
 
   assert.deepEqual(pageErrors, []);
   assert.ok(!consoleLines.some((l) => l.type === 'warning' && l.text.startsWith('aether:')), 'no threading warning when isolated');
