@@ -5,9 +5,10 @@
  * The activation is split once per column chunk (AE_QK_CHUNK super-blocks, on the stack) into even/odd
  * i16 and shared by all rows; nibbles go straight into i16 lanes; 6-bit scales/mins are unpacked with
  * one byte shuffle and masks; sub-block sums are scaled with i32x4.mul. Rows are computed one at a
- * time with the reference's scalar float sequence, so results match it bit for bit for any row range.
- * A volatile store after each 64-element group orders V8's schedule (no register spills). Partial
- * sums cross column chunks through y (exact). */
+ * time with the reference's scalar float sequence, so results match it bit for bit for any row range
+ * (calls on fewer than 4 rows split one super-block at a time instead of a chunk). Each 64-element
+ * group's partial sum is stored to its own volatile slot: the stores order V8's schedule (no register
+ * spills). Partial sums cross column chunks through y (exact). */
 #include "simd128_util.h"
 
 void ae_from_float_q4_K_simd128(const float *x, void *y, int n) { ae_from_float_q4_K_ref(x, y, n); }

@@ -2,10 +2,12 @@
  * Per super-block, exact integers: sumi = sum_j sc_j (sum(q x) - 32 bsums[j]) over the 16 sub-blocks of
  * 16 (q unsigned 0..63, the -32 offset folded through the activation's bsums); then in float
  *   acc += (d_w d_x) (float)sumi                              (exactly ae_vec_dot_q6_K_ref)
- * 6-bit values are assembled directly in i16 lanes (even / odd bytes) from ql nibbles and qh bit pairs;
- * the activation is split once per column chunk (on the stack) and shared by all rows; rows are computed
- * one at a time with the reference's scalar float sequence: bit-exact for any row range. A volatile
- * store after each 64-element quarter orders V8's schedule (no register spills). */
+ * 6-bit values are assembled as bytes from ql nibbles and qh bit pairs (i16 shifts, byte masks) and split
+ * into even / odd i16 lanes. The activation is split once per column chunk (on the stack) and shared by
+ * all rows; rows longer than one chunk, and calls on fewer than 4 rows, go super-block outer instead
+ * (split one super-block at a time, 8 rows inner). Every path uses the reference's scalar float
+ * sequence per row: bit-exact for any row range. Each 32 elements' partial sum is stored to its own
+ * volatile slot: the stores order V8's schedule (no register spills) without a dependency chain. */
 #include "simd128_util.h"
 
 void ae_from_float_q6_K_simd128(const float *x, void *y, int n) { ae_from_float_q6_K_ref(x, y, n); }
