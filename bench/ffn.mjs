@@ -8,6 +8,7 @@
 // of a shared machine hits every mode alike. The time is per FFN call (one token: decode; 64 tokens:
 // prefill batch) including the pool's job start.
 import os from 'node:os';
+import fs from 'node:fs';
 import { Engine } from '../dist/src/runtime/engine.js';
 import { FfnRuntime } from '../dist/src/runtime/ffn.js';
 import { encodeFromF32 } from '../dist/src/formats/quantize.js';
@@ -15,16 +16,18 @@ import { DTYPES } from '../dist/src/formats/dtypes.js';
 import { histQuantile } from '../dist/src/profile/profile.js';
 import { load } from '../dist/src/index.js';
 
+const SHAPE_NAMES = ['tiny', 'phi3'];
 const argv = process.argv.slice(2);
 const flag = (f) => argv.includes(f);
 const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };
 const JSON_OUT = flag('--json'), QUICK = flag('--quick');
 const THREADS = opt('--threads', '1,2').split(',').map(Number);
-const SHAPES = opt('--shapes', 'tiny,phi3').split(',');
+const SHAPES = opt('--shapes', 'tiny,phi3').split(',').filter((x) => SHAPE_NAMES.includes(x));
 const DTYPE = opt('--dtype', 'q8_0');
 const SPARS = opt('--sparsity', '0.25,0.5,0.7,0.8').split(',').map(Number);
 const ROUNDS = +opt('--rounds', QUICK ? 3 : 7);
 const E2E = flag('--no-e2e') ? null : opt('--e2e', 'models/tiny-llama-a-q8_0.sat.rknot');
+const SHARED = process.env.AETHER_SHARED_MODELS ?? '../shared/models';
 const log = (...a) => { if (!JSON_OUT) console.log(...a); };
 const SHAPE = { tiny: { dim: 288, hidden: 768, heads: 6, hd: 48 }, phi3: { dim: 3072, hidden: 8192, heads: 32, hd: 96 } };
 
@@ -129,21 +132,22 @@ async function e2eBench(file, threads) {
   }
   for (const [, m, o] of modes) model.setFfnMode(m, undefined, o);
   const eng = model.engine, V = model.config.vocab_size, NL = model.config.n_layers, H = model.config.hidden_dim;
+  // real text (held-out half of val.txt, not the calibration half): prompt, then teacher-forced decode
   const P = 32, G = QUICK ? 32 : 96;
-  const prompt = [1];
-  let s = 12345;
-  while (prompt.length < P) { s = (s * 1103515245 + 12345) >>> 0; prompt.push(3 + (s % (V - 3))); }
+  const { selectDocs } = await import('../dist/src/profile/text.js');
+  const text = selectDocs(fs.readFileSync(`${SHARED}/tiny-llama-a/val.txt`, 'utf8'), '67:').text;
+  const ids = model.tokenize(text.slice(0, 20000)).slice(0, P + G);
+  const prompt = ids.slice(0, P);
   const times = modes.map(() => []), spars = modes.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (let mi = 0; mi < modes.length; mi++) {
       model.setFfnMode(modes[mi][1], undefined, modes[mi][2]);
       eng.forward(prompt, 0);
-      let tok = 3, act = 0;
+      let act = 0;
       const t0 = performance.now();
       for (let i = 0; i < G; i++) {
-        eng.forward([tok], P + i);
+        eng.forward([ids[P + i]], P + i);
         for (let l = 0; l < NL; l++) act += eng.ffnActive(l);
-        tok = 3 + ((tok * 31 + 7) % (V - 3));
       }
       times[mi].push((G / (performance.now() - t0)) * 1000);
       spars[mi].push(1 - act / (G * NL * H));

@@ -10,8 +10,9 @@ export const FFN_OPTION_SPEC = {
 export const FFN_USAGE = `  --ffn MODE            dense | fused | static | dynamic (default dense); static/dynamic need saturation
                         metadata (aether profile)
   --sparsity S          static/dynamic: the saturation level nearest to S (default: the file's first)
-  --ffn-down L          static/dynamic: neuron (neuron-major copy, skipped neurons cost nothing; default)
-                        | rows (the model's down; exact dense when nothing is skipped)
+  --ffn-down L          static/dynamic: auto (default: neuron when few enough neurons are computed, else
+                        rows) | neuron (neuron-major copy: skipped neurons cost nothing, computed ones 2-3x
+                        a row-major weight) | rows (the model's down; exact dense when nothing is skipped)
   --down-dtype T        dtype of the neuron-major down copy: f32 | f16 | q8_0 | q4_0 (default f32 for f32
                         models, else f16)
   --no-comp             static: no compensation for the mean of frozen neurons
@@ -26,8 +27,8 @@ export function ffnFromArgs(v: Record<string, unknown>, modeKey = 'ffn'): { mode
   const opts: FfnOptions = {};
   if (v.sparsity !== undefined) opts.sparsity = v.sparsity as number;
   if (v['ffn-down'] !== undefined) {
-    if (v['ffn-down'] !== 'neuron' && v['ffn-down'] !== 'rows') throw new AetherError('invalid_argument', '--ffn-down must be neuron or rows');
-    opts.down = v['ffn-down'] as 'neuron' | 'rows';
+    if (!['auto', 'neuron', 'rows'].includes(v['ffn-down'] as string)) throw new AetherError('invalid_argument', '--ffn-down must be auto, neuron or rows');
+    opts.down = v['ffn-down'] as 'auto' | 'neuron' | 'rows';
   }
   if (v['down-dtype'] !== undefined) {
     if (!['f32', 'f16', 'q8_0', 'q4_0'].includes(v['down-dtype'] as string)) throw new AetherError('invalid_argument', '--down-dtype must be f32, f16, q8_0 or q4_0');

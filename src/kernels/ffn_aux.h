@@ -39,10 +39,14 @@ typedef struct {
   uint32_t stats;          /* 60 profile: double[H * AE_FFN_NSTAT] accumulators */
   uint32_t hist;           /* 64 profile: uint32[max_threads * AE_FFN_HIST_BINS] histogram of |silu(g)| */
   float small_eps;         /* 68 profile: |h| below this counts as small */
-  int32_t pad_[2];         /* 72 */
+  float neuron_max;        /* 72 dynamic with AE_FFN_DOWN_NEURON: use the neuron-major down only when the
+                            *    computed fraction of neurons (all tokens of the call) is <= this, else the
+                            *    model's row-major down (faster when many neurons are active); >= 1: always */
+  int32_t pad_;            /* 76 */
 } ae_ffn_aux;              /* 80 bytes */
 static_assert(sizeof(ae_ffn_aux) == 80, "ae_ffn_aux layout (js/src/runtime/ffn.ts)");
-static_assert(__builtin_offsetof(ae_ffn_aux, down_nm) == 48 && __builtin_offsetof(ae_ffn_aux, small_eps) == 68,
+static_assert(__builtin_offsetof(ae_ffn_aux, down_nm) == 48 && __builtin_offsetof(ae_ffn_aux, small_eps) == 68 &&
+              __builtin_offsetof(ae_ffn_aux, neuron_max) == 72,
               "ae_ffn_aux layout (js/src/runtime/ffn.ts)");
 
 /* Profile accumulators per neuron (doubles): */

@@ -20,7 +20,8 @@
 #include "kernels/ffn_aux.h"
 #include "kernels/simd128/simd128_util.h"
 
-#define AE_FFN_CHUNK 64            /* gate/up rows per kernel call (stack buffers) */
+#define AE_FFN_CHUNK 256           /* gate/up rows per kernel call, one token (stack buffers) */
+#define AE_FFN_CHUNK_BATCH 16      /* with several tokens: rows whose weights stay in cache while every token passes */
 #define AE_FFN_XQ_STACK 40960      /* bytes of stack for a privately quantised x (n == 1) */
 #define AE_FFN_PIECE 2048          /* neurons per piece of the neuron-major down */
 
@@ -40,6 +41,7 @@ typedef struct {
   uint8_t *hq;                     /* quantised h (hb2 region) or h itself */
   size_t hq_stride;
   int r0, r1;                      /* this thread's neurons */
+  int chunk;                       /* rows per kernel call */
 } ae_ffn_ctx;
 
 AE_INLINE const void *ae_ffn_ptr(uint32_t p) { return (const void *)(uintptr_t)p; }
@@ -52,6 +54,7 @@ static int ae_ffn_setup(ae_ffn_ctx *c, ae_model *m, int layer, int n, int ith, i
   ae_layer *L = &m->layers[layer];
   const ae_ffn_aux *a = (const ae_ffn_aux *)L->ffn_aux;
   c->m = m; c->L = L; c->a = a; c->n = n; c->mode = L->ffn_mode;
+  c->chunk = n == 1 ? AE_FFN_CHUNK : AE_FFN_CHUNK_BATCH;
   c->D = m->cfg.dim; c->H = m->cfg.hidden_dim;
   if (a && a->magic != AE_FFN_AUX_MAGIC) return AE_ERR_INVALID_ARG;
   if (a && (a->gate || c->mode == AE_FFN_SAT_STATIC)) {   /* static: compacted rows (possibly none) */
@@ -101,7 +104,7 @@ AE_INLINE int ae_ffn_chunk(const ae_ffn_ctx *c, int j, int jend, const uint8_t *
   const int t = j / c->tile, k = j % c->tile;
   int cnt = c->tile - k;
   if (cnt > jend - j) cnt = jend - j;
-  if (cnt > AE_FFN_CHUNK) cnt = AE_FFN_CHUNK;
+  if (cnt > c->chunk) cnt = c->chunk;
   const size_t off = (size_t)t * c->tstride + (size_t)k * c->grs;
   *gp = c->gate + off; *upp = c->up + off;
   *joint = *upp == *gp + (size_t)cnt * c->grs;

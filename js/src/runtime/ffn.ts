@@ -16,7 +16,7 @@ import { decodeToF32, encodeFromF32 } from '../formats/quantize.js';
 export const AUX = {
   MAGIC: 0, GU_TYPE: 4, GU_ROWS: 8, GU_TILE: 12, GU_TILE_STRIDE: 16, GATE: 20, UP: 24, ACTIVE: 28, HFILL: 32,
   COMP: 36, DOWN_MODE: 40, DOWN_TYPE: 44, DOWN_NM: 48, THRESHOLD: 52, COUNTS: 56, STATS: 60, HIST: 64, SMALL_EPS: 68,
-  SIZE: 80,
+  NEURON_MAX: 72, SIZE: 80,
 } as const;
 export const AUX_MAGIC = 0x31464641;
 export const DOWN_MODE = { rows: 0, neuron: 1 } as const;
@@ -32,7 +32,7 @@ export function histEdge(k: number): number {
 }
 
 export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
-export type DownLayout = 'rows' | 'neuron';
+export type DownLayout = 'auto' | 'rows' | 'neuron';
 export type NeuronDownDtype = 'f32' | 'f16' | 'q8_0' | 'q4_0';
 
 export interface FfnOptions {
@@ -40,9 +40,13 @@ export interface FfnOptions {
   tile?: number;
   /** static/dynamic: saturation level of the metadata to use (the one with the nearest sparsity). */
   sparsity?: number;
-  /** static/dynamic: down projection: 'neuron' (neuron-major copy: skipped neurons cost nothing) or 'rows'
-   *  (the model's down over the full h, skipped h = calibration mean (static) or 0; bit-exact dense when nothing is skipped). Default 'neuron'. */
+  /** static/dynamic: down projection: 'neuron' (neuron-major copy: skipped neurons cost nothing, but each
+   *  computed one costs 2-3x a row-major weight), 'rows' (the model's down over the full h, skipped h =
+   *  calibration mean (static) or 0; bit-exact dense when nothing is skipped), or 'auto' (default): neuron
+   *  when the computed fraction is at most `neuronMax` (dynamic: decided per call in C), else rows. */
   down?: DownLayout;
+  /** 'auto' down: largest computed fraction for which the neuron-major down is used (default per copy dtype, NEURON_MAX). */
+  neuronMax?: number;
   /** dtype of the neuron-major down copy (default: f32 for f32 models, f16 otherwise). */
   downDtype?: NeuronDownDtype;
   /** static: add the calibration mean of frozen neurons (compensation bias / hfill). Default true. */
@@ -79,6 +83,10 @@ export function b64decode(s: string): Uint8Array {
 export function f32ToB64(a: Float32Array): string { return b64encode(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)); }
 export function b64ToF32(s: string): Float32Array { const u = b64decode(s); return new Float32Array(u.buffer, u.byteOffset, u.byteLength / 4); }
 export function maskBit(mask: Uint8Array, i: number): boolean { return ((mask[i >> 3] >> (i & 7)) & 1) === 1; }
+
+/** Break-even computed fractions of the neuron-major down against the row-major q8_0 down, measured on
+ *  tiny-llama-a (bench/ffn.mjs, docs/PERFORMANCE.md): above them the model's own down is faster. */
+export const NEURON_MAX: Record<NeuronDownDtype, number> = { f32: 0.4, f16: 0.37, q8_0: 0.35, q4_0: 0.35 };
 
 const MODULE_OF: Record<string, string> = { fused: 'ffn-fused', static: 'ffn-saturated', dynamic: 'ffn-saturated', profile: 'ffn-saturated' };
 
@@ -175,6 +183,10 @@ export class FfnRuntime {
       const D = this.D, H = this.H;
       if (D % 32) throw new AetherError('unsupported', `neuron-major down needs dim % 32 == 0 (dim ${D})`);
       const w = this.downDense(layer);
+      if (dtype === 'f16') {
+        // the kernel's fast f16 conversion is exact for finite halves only
+        for (let i = 0; i < w.length; i++) if (!(Math.abs(w[i]) <= 65504)) throw new AetherError('unsupported', `layer ${layer}: ffn_down has values outside the f16 range: use downDtype f32`);
+      }
       const rs = rowBytes(dtype, D);
       const ptr = this.alloc(rs * H);
       const col = new Float32Array(D);
@@ -222,7 +234,7 @@ export class FfnRuntime {
   private auxFused(layer: number, o: FfnOptions): number {
     const tile = Math.max(0, Math.floor(o.tile ?? 0));
     if (tile === 0) return 0;
-    if (tile > 64) throw new AetherError('invalid_argument', `fused tile ${tile} exceeds 64 rows`);
+    if (tile > 256) throw new AetherError('invalid_argument', `fused tile ${tile} exceeds 256 rows`);
     return this.cached(`fused:${layer}:${tile}`, () => {
       const il = this.interleave(layer, null, tile);
       const aux = this.newAux();
@@ -236,28 +248,31 @@ export class FfnRuntime {
     });
   }
 
-  private setDown(aux: number, layer: number, o: FfnOptions): void {
-    const down = o.down ?? 'neuron';
-    this.setI32(aux + AUX.DOWN_MODE, DOWN_MODE[down]);
-    if (down === 'neuron') {
+  /** Down layout of an aux: `down` is 'rows' or 'neuron' (static 'auto' is resolved by the caller). */
+  private setDown(aux: number, layer: number, o: FfnOptions, down: DownLayout): void {
+    this.setI32(aux + AUX.DOWN_MODE, down === 'rows' ? DOWN_MODE.rows : DOWN_MODE.neuron);
+    if (down !== 'rows') {
       const dt = o.downDtype ?? this.defaultDownDtype(layer);
       const p = this.downNeuron(layer, dt);
       this.setI32(aux + AUX.DOWN_TYPE, DTYPE_IDS[dt]);
       this.setU32(aux + AUX.DOWN_NM, p);
+      this.setF32(aux + AUX.NEURON_MAX, down === 'neuron' ? 2 : (o.neuronMax ?? NEURON_MAX[dt]));
     }
   }
 
   private auxStatic(layer: number, o: FfnOptions): number {
     const mask = this.mask(layer, o);
     const comp = o.compensation ?? true;
-    const down = o.down ?? 'neuron';
-    const dt = down === 'neuron' ? (o.downDtype ?? this.defaultDownDtype(layer)) : '-';
+    const H = this.H, D = this.D;
+    const act: number[] = [];
+    for (let i = 0; i < H; i++) if (!maskBit(mask, i)) act.push(i);
+    const active = Int32Array.from(act);
+    let down = o.down ?? 'auto';
+    const dt0 = o.downDtype ?? this.defaultDownDtype(layer);
+    if (down === 'auto') down = active.length <= (o.neuronMax ?? NEURON_MAX[dt0]) * H ? 'neuron' : 'rows';
+    const dt = down === 'neuron' ? dt0 : '-';
     const key = `static:${layer}:${b64encode(mask)}:${comp}:${down}:${dt}`;
     return this.cached(key, () => {
-      const H = this.H, D = this.D;
-      const act: number[] = [];
-      for (let i = 0; i < H; i++) if (!maskBit(mask, i)) act.push(i);
-      const active = Int32Array.from(act);
       const aux = this.newAux();
       const tile = 32;
       const gtype = DTYPE_IDS[this.tensor(layer, 'ffn_gate').dtype];
@@ -296,7 +311,7 @@ export class FfnRuntime {
           this.setU32(aux + AUX.COMP, p);
         }
       }
-      this.setDown(aux, layer, o);
+      this.setDown(aux, layer, o, down);
       return aux;
     });
   }
@@ -313,15 +328,15 @@ export class FfnRuntime {
 
   private auxDynamic(layer: number, o: FfnOptions): number {
     const thr = this.thresholdOf(layer, o);
-    const down = o.down ?? 'neuron';
-    const dt = down === 'neuron' ? (o.downDtype ?? this.defaultDownDtype(layer)) : '-';
-    return this.cached(`dynamic:${layer}:${thr}:${down}:${dt}`, () => {
+    const down = o.down ?? 'auto';
+    const dt = down !== 'rows' ? (o.downDtype ?? this.defaultDownDtype(layer)) : '-';
+    return this.cached(`dynamic:${layer}:${thr}:${down}:${dt}:${o.neuronMax ?? ''}`, () => {
       const aux = this.newAux();
       const counts = this.alloc(4 * this.engine.threads, 4);
       this.setI32(aux + AUX.GU_ROWS, this.H);
       this.setF32(aux + AUX.THRESHOLD, thr);
       this.setU32(aux + AUX.COUNTS, counts);
-      this.setDown(aux, layer, o);
+      this.setDown(aux, layer, o, down);
       return aux;
     });
   }

@@ -13,119 +13,116 @@
  * ffn_active = neurons whose up row was computed, summed over tokens. */
 #include "kernels/ffn_common.h"
 
-/* ---- neuron-major down: y[c .. c+32) (+)= sum_k coef[k] * row(idx[k])[c .. c+32) ---------------------
- * Per output element: acc = 0 (or y), then acc += coef_k * w_k in k order (q8_0 / q4_0: (coef_k d_k) * q),
- * so the result does not depend on the column split. */
-#define ACC8_DECL v128 a0, a1, a2, a3, a4, a5, a6, a7
-#define ACC8_INIT(y, init)                                                                              \
-  do {                                                                                                  \
-    if (init) { a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = wasm_f32x4_splat(0.0f); }                      \
-    else {                                                                                              \
-      a0 = ae_load(y); a1 = ae_load(y + 4); a2 = ae_load(y + 8); a3 = ae_load(y + 12);                  \
-      a4 = ae_load(y + 16); a5 = ae_load(y + 20); a6 = ae_load(y + 24); a7 = ae_load(y + 28);           \
-    }                                                                                                   \
-  } while (0)
-#define ACC8_STORE(y)                                                                                   \
-  do {                                                                                                  \
-    ae_store(y, a0); ae_store(y + 4, a1); ae_store(y + 8, a2); ae_store(y + 12, a3);                    \
-    ae_store(y + 16, a4); ae_store(y + 20, a5); ae_store(y + 24, a6); ae_store(y + 28, a7);             \
-  } while (0)
+/* ---- neuron-major down: y[d0 .. d1) += sum_k coef[k] * row(idx[k])[d0 .. d1) ---------------------------
+ * Rows are streamed whole (contiguous: what hardware prefetchers follow), four neurons per pass over y
+ * (which stays in L1). Per output element the operations are y = y + coef_k * w_k in k order
+ * (q8_0 / q4_0: w_k = d_k * q as (coef_k d_k) * q), so the result does not depend on the column split
+ * or on how neurons are grouped. d0, d1 are multiples of 32. */
 #define FMA(acc, s, v) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(s, v))
 
-AE_INLINE v128 cvt_i32(v128 i) { return wasm_f32x4_convert_i32x4(i); }
+/* i32 lanes (|v| < 2^22) -> f32 by the magic-number trick: LLVM turns extend + convert into scalar
+ * code on wasm, which this avoids */
+AE_INLINE v128 i2f(v128 v) {
+  return wasm_f32x4_sub(wasm_i32x4_add(v, wasm_i32x4_const_splat(0x4B400000)), wasm_f32x4_const_splat(12582912.0f));
+}
+/* 16 i8 -> 4 f32x4 in order */
+AE_INLINE void i8_to_f32(v128 q, v128 *f) {
+  const v128 lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
+  f[0] = i2f(wasm_i32x4_extend_low_i16x8(lo)); f[1] = i2f(wasm_i32x4_extend_high_i16x8(lo));
+  f[2] = i2f(wasm_i32x4_extend_low_i16x8(hi)); f[3] = i2f(wasm_i32x4_extend_high_i16x8(hi));
+}
 
-static void axpy_f32(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  ACC8_DECL;
-  ACC8_INIT(y, init);
-  for (int k = 0; k < cnt; k++) {
-    const float *w = (const float *)(base + (size_t)idx[k] * rs) + c;
-    const v128 s = wasm_f32x4_splat(coef[k]);
-    FMA(a0, s, ae_load(w)); FMA(a1, s, ae_load(w + 4)); FMA(a2, s, ae_load(w + 8)); FMA(a3, s, ae_load(w + 12));
-    FMA(a4, s, ae_load(w + 16)); FMA(a5, s, ae_load(w + 20)); FMA(a6, s, ae_load(w + 24)); FMA(a7, s, ae_load(w + 28));
+static void axr_f32(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int d0, int d1, float *y) {
+  int k = 0;
+  for (; k + 4 <= cnt; k += 4) {
+    const float *w0 = (const float *)(base + (size_t)idx[k] * rs), *w1 = (const float *)(base + (size_t)idx[k + 1] * rs);
+    const float *w2 = (const float *)(base + (size_t)idx[k + 2] * rs), *w3 = (const float *)(base + (size_t)idx[k + 3] * rs);
+    const v128 s0 = wasm_f32x4_splat(coef[k]), s1 = wasm_f32x4_splat(coef[k + 1]), s2 = wasm_f32x4_splat(coef[k + 2]), s3 = wasm_f32x4_splat(coef[k + 3]);
+    for (int c = d0; c < d1; c += 4) {
+      v128 v = ae_load(y + c);
+      FMA(v, s0, ae_load(w0 + c)); FMA(v, s1, ae_load(w1 + c)); FMA(v, s2, ae_load(w2 + c)); FMA(v, s3, ae_load(w3 + c));
+      ae_store(y + c, v);
+    }
   }
-  ACC8_STORE(y);
-}
-
-/* f16 / q8_0 / q4_0 rows: 16 columns per pass (4 accumulators: wider passes spill in V8). The f16
- * conversion is ae_h2f_fast: the neuron-major copies are made by the host from finite values and
- * checked finite (js/src/runtime/ffn.ts), where it is exact. */
-#define ACC4_INIT(y, init)                                                                              \
-  do {                                                                                                  \
-    if (init) { a0 = a1 = a2 = a3 = wasm_f32x4_splat(0.0f); }                                          \
-    else { a0 = ae_load(y); a1 = ae_load(y + 4); a2 = ae_load(y + 8); a3 = ae_load(y + 12); }           \
-  } while (0)
-#define ACC4_STORE(y) do { ae_store(y, a0); ae_store(y + 4, a1); ae_store(y + 8, a2); ae_store(y + 12, a3); } while (0)
-
-static void axpy16_f16(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  v128 a0, a1, a2, a3;
-  ACC4_INIT(y, init);
-  for (int k = 0; k < cnt; k++) {
-    const ae_fp16 *w = (const ae_fp16 *)(base + (size_t)idx[k] * rs) + c;
-    const v128 s = wasm_f32x4_splat(coef[k]);
-    const v128 h0 = ae_load(w), h1 = ae_load(w + 8);
-    FMA(a0, s, ae_h2f_fast(ae_h16_lo(h0))); FMA(a1, s, ae_h2f_fast(ae_h16_hi(h0)));
-    FMA(a2, s, ae_h2f_fast(ae_h16_lo(h1))); FMA(a3, s, ae_h2f_fast(ae_h16_hi(h1)));
+  for (; k < cnt; k++) {
+    const float *w0 = (const float *)(base + (size_t)idx[k] * rs);
+    const v128 s0 = wasm_f32x4_splat(coef[k]);
+    for (int c = d0; c < d1; c += 4) { v128 v = ae_load(y + c); FMA(v, s0, ae_load(w0 + c)); ae_store(y + c, v); }
   }
-  ACC4_STORE(y);
 }
 
-/* 16 i8 lanes -> f32: byte j of each 32-bit lane by shifts (extend + convert would be scalarised by
- * LLVM's wasm backend), so accumulator p holds columns {0,4,8,12}, q {1,5,9,13}, r {2,6,10,14},
- * t {3,7,11,15}; ACC4T_INIT / ACC4T_STORE transpose at the ends. */
-#define ACC_I8T(p, q, r, t, s, v)                                                                       \
-  do {                                                                                                  \
-    FMA(p, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 24), 24)));                                      \
-    FMA(q, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 16), 24)));                                      \
-    FMA(r, s, cvt_i32(wasm_i32x4_shr(wasm_i32x4_shl(v, 8), 24)));                                       \
-    FMA(t, s, cvt_i32(wasm_i32x4_shr(v, 24)));                                                          \
-  } while (0)
-AE_INLINE void transpose4(v128 *a, v128 *b, v128 *c, v128 *d) {
-  const v128 t0 = wasm_i32x4_shuffle(*a, *b, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(*a, *b, 2, 6, 3, 7);
-  const v128 t2 = wasm_i32x4_shuffle(*c, *d, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(*c, *d, 2, 6, 3, 7);
-  *a = wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5); *b = wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7);
-  *c = wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5); *d = wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7);
+AE_INLINE void h8(const ae_fp16 *p, v128 *a, v128 *b) {
+  const v128 h = ae_load(p);
+  *a = ae_h2f_fast(ae_h16_lo(h)); *b = ae_h2f_fast(ae_h16_hi(h));
 }
-#define ACC4T_INIT(y, init) do { ACC4_INIT(y, init); if (!(init)) transpose4(&a0, &a1, &a2, &a3); } while (0)
-#define ACC4T_STORE(y) do { transpose4(&a0, &a1, &a2, &a3); ACC4_STORE(y); } while (0)
 
-static void axpy16_q8_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  v128 a0, a1, a2, a3;
-  ACC4T_INIT(y, init);
-  const int half = (c % AE_QK8_0) / 16;
-  for (int k = 0; k < cnt; k++) {
-    const ae_block_q8_0 *bk = (const ae_block_q8_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK8_0;
-    const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
-    const v128 q = ae_load(bk->qs + 16 * half);
-    ACC_I8T(a0, a1, a2, a3, s, q);
+/* f16 rows: the host makes them from finite values only, where ae_h2f_fast is exact */
+static void axr_f16(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int d0, int d1, float *y) {
+  int k = 0;
+  for (; k + 4 <= cnt; k += 4) {
+    const ae_fp16 *w0 = (const ae_fp16 *)(base + (size_t)idx[k] * rs), *w1 = (const ae_fp16 *)(base + (size_t)idx[k + 1] * rs);
+    const ae_fp16 *w2 = (const ae_fp16 *)(base + (size_t)idx[k + 2] * rs), *w3 = (const ae_fp16 *)(base + (size_t)idx[k + 3] * rs);
+    const v128 s0 = wasm_f32x4_splat(coef[k]), s1 = wasm_f32x4_splat(coef[k + 1]), s2 = wasm_f32x4_splat(coef[k + 2]), s3 = wasm_f32x4_splat(coef[k + 3]);
+    for (int c = d0; c < d1; c += 8) {
+      v128 v0 = ae_load(y + c), v1 = ae_load(y + c + 4), a, b;
+      h8(w0 + c, &a, &b); FMA(v0, s0, a); FMA(v1, s0, b);
+      h8(w1 + c, &a, &b); FMA(v0, s1, a); FMA(v1, s1, b);
+      h8(w2 + c, &a, &b); FMA(v0, s2, a); FMA(v1, s2, b);
+      h8(w3 + c, &a, &b); FMA(v0, s3, a); FMA(v1, s3, b);
+      ae_store(y + c, v0); ae_store(y + c + 4, v1);
+    }
   }
-  ACC4T_STORE(y);
+  for (; k < cnt; k++) {
+    const ae_fp16 *w0 = (const ae_fp16 *)(base + (size_t)idx[k] * rs);
+    const v128 s0 = wasm_f32x4_splat(coef[k]);
+    for (int c = d0; c < d1; c += 8) {
+      v128 v0 = ae_load(y + c), v1 = ae_load(y + c + 4), a, b;
+      h8(w0 + c, &a, &b); FMA(v0, s0, a); FMA(v1, s0, b);
+      ae_store(y + c, v0); ae_store(y + c + 4, v1);
+    }
+  }
 }
 
-static void axpy16_q4_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int c, float *y, int init) {
-  v128 a0, a1, a2, a3;
-  ACC4T_INIT(y, init);
+/* one 32-value block: y[0..32) += s * q[0..32) (q as 2 x 16 i8) */
+AE_INLINE void blk_axpy(float *y, v128 s, v128 qa, v128 qb) {
+  v128 f[4];
+  i8_to_f32(qa, f);
+  for (int j = 0; j < 4; j++) { v128 v = ae_load(y + 4 * j); FMA(v, s, f[j]); ae_store(y + 4 * j, v); }
+  i8_to_f32(qb, f);
+  for (int j = 0; j < 4; j++) { v128 v = ae_load(y + 16 + 4 * j); FMA(v, s, f[j]); ae_store(y + 16 + 4 * j, v); }
+}
+
+static void axr_q8_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int d0, int d1, float *y) {
+  for (int k = 0; k < cnt; k++) {
+    const ae_block_q8_0 *w = (const ae_block_q8_0 *)(base + (size_t)idx[k] * rs);
+    for (int c = d0; c < d1; c += 32) {
+      const ae_block_q8_0 *bk = w + c / 32;
+      blk_axpy(y + c, wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d)), ae_load(bk->qs), ae_load(bk->qs + 16));
+    }
+  }
+}
+
+static void axr_q4_0(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, int d0, int d1, float *y) {
   const v128 m4 = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
-  const int half = (c % AE_QK4_0) / 16;
   for (int k = 0; k < cnt; k++) {
-    const ae_block_q4_0 *bk = (const ae_block_q4_0 *)(base + (size_t)idx[k] * rs) + c / AE_QK4_0;
-    const v128 s = wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d));
-    const v128 v = ae_load(bk->qs);
-    const v128 q = wasm_i8x16_sub(wasm_v128_and(half ? wasm_u16x8_shr(v, 4) : v, m4), eight);
-    ACC_I8T(a0, a1, a2, a3, s, q);
+    const ae_block_q4_0 *w = (const ae_block_q4_0 *)(base + (size_t)idx[k] * rs);
+    for (int c = d0; c < d1; c += 32) {
+      const ae_block_q4_0 *bk = w + c / 32;
+      const v128 v = ae_load(bk->qs);
+      blk_axpy(y + c, wasm_f32x4_splat(coef[k] * ae_h2f_s(bk->d)), wasm_i8x16_sub(wasm_v128_and(v, m4), eight),
+               wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), eight));
+    }
   }
-  ACC4T_STORE(y);
 }
 
-typedef void (*axpy_fn)(const uint8_t *, size_t, const int32_t *, const float *, int, int, float *, int);
+typedef void (*axpy_fn)(const uint8_t *, size_t, const int32_t *, const float *, int, int, int, float *);
 
-/* columns per call of each dtype's kernel */
-static int axpy_cols(int t) { return t == AE_F32 ? 32 : 16; }
 static axpy_fn axpy_for(int t) {
   switch (t) {
-    case AE_F32: return axpy_f32;
-    case AE_F16: return axpy16_f16;
-    case AE_Q8_0: return axpy16_q8_0;
-    case AE_Q4_0: return axpy16_q4_0;
+    case AE_F32: return axr_f32;
+    case AE_F16: return axr_f16;
+    case AE_Q8_0: return axr_q8_0;
+    case AE_Q4_0: return axr_q4_0;
     default: return 0;
   }
 }
@@ -140,7 +137,6 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
   ae_split_aligned(D, 32, ith, nth, &d0, &d1);
   if (d0 < d1) {
     const axpy_fn f = axpy_for(a->down_type);
-    const int step = axpy_cols(a->down_type);
     const uint8_t *base = ae_ffn_ptr(a->down_nm);
     const size_t rs = ae_row_size((ae_type)a->down_type, D);
     const float *comp = ae_ffn_ptr(a->comp);
@@ -150,7 +146,7 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
     for (int b = 0; b < c->n; b++) {
       const float *h = m->hb + (size_t)b * H;
       float *y = m->tmp + (size_t)b * D;
-      int first = 1;
+      __builtin_memset(y + d0, 0, (size_t)(d1 - d0) * 4);
       for (int p0 = 0; p0 < total; p0 += AE_FFN_PIECE) {
         const int p1 = p0 + AE_FFN_PIECE < total ? p0 + AE_FFN_PIECE : total;
         int cnt = 0;
@@ -159,11 +155,8 @@ static void down_neuron(ae_ffn_ctx *c, const int32_t *list, int nlist, int ith, 
           const float v = h[i];
           if (v != 0.0f) { idx[cnt] = i; coef[cnt] = v; cnt++; }
         }
-        if (!cnt) continue;
-        for (int col = d0; col < d1; col += step) f(base, rs, idx, coef, cnt, col, y + col, first);
-        first = 0;
+        if (cnt) f(base, rs, idx, coef, cnt, d0, d1, y);
       }
-      if (first) __builtin_memset(y + d0, 0, (size_t)(d1 - d0) * 4);
       if (comp) ae_add(y + d0, comp + d0, d1 - d0);
       ae_add(m->x + (size_t)b * D + d0, y + d0, d1 - d0);
     }
@@ -358,14 +351,15 @@ static int run_dynamic(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
     j += cnt;
   }
   counts[ith] = count;
-  const int rows_down = a->down_mode == AE_FFN_DOWN_ROWS;
-  if (rows_down) ae_ffn_quant_h(c);
+  /* down: rows, neuron-major, or (neuron_max < 1) decided after the barrier from the total count, the
+   * same on every thread: h is quantised for the row-major down in case it is taken */
+  const int may_rows = a->down_mode == AE_FFN_DOWN_ROWS || a->neuron_max < 1.0f;
+  if (may_rows) ae_ffn_quant_h(c);
   ae_barrier(pool);
-  if (ith == 0) {
-    int32_t s = 0;
-    for (int t = 0; t < nth; t++) s += counts[t];
-    c->L->ffn_active = s;
-  }
+  int32_t total = 0;
+  for (int t = 0; t < nth; t++) total += counts[t];
+  if (ith == 0) c->L->ffn_active = total;
+  const int rows_down = a->down_mode == AE_FFN_DOWN_ROWS || (float)total > a->neuron_max * (float)n * (float)H;
   if (rows_down) ae_ffn_down_rows(c, ith, nth, pool);
   else down_neuron(c, 0, 0, ith, nth, pool);
   return AE_OK;
