@@ -174,6 +174,14 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     out.truncated = events.map((e) => e.state + (e.reason ? `: ${e.reason}` : ''));
     await m.dispose();
 
+    // the other source kinds: a File (cloned handle) and a ReadableStream (transferred)
+    const file = new File([await (await fetch(url)).blob()], 'tiny.rknot');
+    for (const [kind, src] of [['file', file], ['stream', (await fetch(url)).body]]) {
+      const sm = await Aether.load(src, { threads: 1 });
+      out[kind] = { name: sm.name, tokens: (await sm.complete(prompt, { maxTokens: 4, greedy: true })).tokens };
+      await sm.dispose();
+    }
+
     // a worker script that does not exist; a request in another protocol version
     try { await Aether.load(url, { workerUrl: '/no/such/worker.js' }); out.badWorker = 'loaded'; } catch (e) { out.badWorker = { code: e.code, message: e.message }; }
     out.version = await new Promise((resolve) => {
@@ -182,9 +190,12 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
       w.postMessage({ v: 999, id: 7, verb: 'stats', args: {} });
     });
 
-    // abort a load
+    // abort a load: a stream that sends the first 64 KiB, then stalls (the load cannot finish by itself)
+    const head = original.slice(0, 65536);
+    const stalled = new ReadableStream({ start(c) { c.enqueue(head); } });
     const lc = new AbortController();
-    const p = Aether.load(url, { cache: false, onProgress: (e) => { if (e.type === 'progress' && e.loaded > 0) lc.abort(); }, signal: lc.signal });
+    const p = Aether.load(stalled, { signal: lc.signal });
+    setTimeout(() => lc.abort(), 500);
     try { await p; out.loadAbort = 'not aborted'; } catch (e) { out.loadAbort = { name: e.name, code: e.code }; }
     return out;
   }, { prompt: PROMPT, n: N });
@@ -210,6 +221,8 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.match(api.truncated[0], /^evicted: cached size 1000 bytes/);
   assert.deepEqual(api.truncated.slice(1), ['miss', 'stored']);
   assert.deepEqual(api.loadAbort, { name: 'AbortError', code: 'aborted' });
+  assert.deepEqual(api.file, { name: 'tiny.rknot', tokens: expected.tokens.slice(0, 4) });
+  assert.deepEqual(api.stream, { name: 'stream', tokens: expected.tokens.slice(0, 4) });
   assert.equal(api.badWorker.code, 'load_error');
   assert.match(api.badWorker.message, /engine worker .*no\/such\/worker\.js failed/);
   assert.equal(api.version.id, 7);
