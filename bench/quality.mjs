@@ -37,14 +37,12 @@ for (const m of MODELS) {
   const cases = [['dense', []], ['fused', ['--mode', 'fused']]];
   for (const s of ['0.1', '0.25', '0.4', '0.5']) cases.push([`static ${s}`, ['--mode', 'static', '--sparsity', s]]);
   for (const s of ['0.1', '0.25', '0.5']) cases.push([`static ${s}, no compensation`, ['--mode', 'static', '--sparsity', s, '--no-comp']]);
-  cases.push(['static 0.25, rows down (mean fill)', ['--mode', 'static', '--sparsity', '0.25', '--ffn-down', 'rows']]);
+  cases.push(['static 0.25, neuron-major down (compensation as a bias)', ['--mode', 'static', '--sparsity', '0.25', '--ffn-down', 'neuron']]);
   for (const s of ['0.1', '0.25', '0.4', '0.5', '0.6', '0.7', '0.8', '0.9']) cases.push([`dynamic ${s}`, ['--mode', 'dynamic', '--sparsity', s]]);
   cases.push(['dynamic 0.7, rows down', ['--mode', 'dynamic', '--sparsity', '0.7', '--ffn-down', 'rows']]);
   if (m !== 'f32') {
-    cases.push(['dynamic 0.7, down copy f32', ['--mode', 'dynamic', '--sparsity', '0.7', '--down-dtype', 'f32']]);
-    cases.push(['dynamic 0.7, down copy q8_0 (requantised)', ['--mode', 'dynamic', '--sparsity', '0.7', '--down-dtype', 'q8_0']]);
-    cases.push(['dynamic 0 (threshold 0), down copy q8_0', ['--mode', 'dynamic', '--threshold', '0', '--down-dtype', 'q8_0']]);
-    cases.push(['dynamic 0 (threshold 0), down copy f16', ['--mode', 'dynamic', '--threshold', '0', '--down-dtype', 'f16']]);
+    for (const dt of ['f32', 'f16', 'q8_0', 'q4_0']) cases.push([`dynamic 0.7, neuron-major down copy ${dt}`, ['--mode', 'dynamic', '--sparsity', '0.7', '--ffn-down', 'neuron', '--down-dtype', dt]]);
+    for (const dt of ['f32', 'q8_0']) cases.push([`threshold 0 (nothing skipped), neuron-major down copy ${dt}`, ['--mode', 'dynamic', '--threshold', '0', '--ffn-down', 'neuron', '--down-dtype', dt]]);
   }
   for (const method of ['activity', 'contribution']) {
     const satm = `${OUT}/tiny-llama-a-${m}.${method}.rknot`;

@@ -36,7 +36,7 @@ export type DownLayout = 'auto' | 'rows' | 'neuron';
 export type NeuronDownDtype = 'f32' | 'f16' | 'q8_0' | 'q4_0';
 
 export interface FfnOptions {
-  /** fused: rows per interleaved gate/up tile made at load (0: read the model's gate and up in place, no copy). Default 0. */
+  /** fused / dynamic: rows per interleaved gate/up tile made at load (0: read the model's gate and up in place, no copy). Default 0. */
   tile?: number;
   /** static/dynamic: saturation level of the metadata to use (the one with the nearest sparsity). */
   sparsity?: number;
@@ -98,6 +98,7 @@ export class FfnRuntime {
   readonly modes: string[];
   private cache = new Map<string, number>();
   private guCopies = new Map<string, { ptr: number; rs: number; stride: number }>();
+  private ilCache = new Map<string, { ptr: number; type: number; n: number; stride: number; rs: number }>();
   private downF32 = new Map<number, Float32Array>();
   private defaults: Record<string, FfnOptions> = {};
   private profileAux: { aux: number; stats: number; hist: number }[] = [];
@@ -150,6 +151,16 @@ export class FfnRuntime {
 
   /** Gate/up rows of `rows` (neuron ids, ascending) copied as interleaved tiles of `tile` rows. */
   private interleave(layer: number, rows: Int32Array | null, tile: number): { ptr: number; type: number; n: number; stride: number; rs: number } {
+    if (!rows) {
+      const k = `il:${layer}:${tile}`;
+      let r = this.ilCache.get(k);
+      if (!r) { r = this.interleaveRows(layer, null, tile); this.ilCache.set(k, r); }
+      return r;
+    }
+    return this.interleaveRows(layer, rows, tile);
+  }
+
+  private interleaveRows(layer: number, rows: Int32Array | null, tile: number): { ptr: number; type: number; n: number; stride: number; rs: number } {
     const g = this.tensor(layer, 'ffn_gate'), u = this.tensor(layer, 'ffn_up');
     if (g.dtype !== u.dtype) throw new AetherError('unsupported', `layer ${layer}: ffn_gate (${g.dtype}) and ffn_up (${u.dtype}) differ in dtype`);
     const rs = rowBytes(g.dtype as DTypeName, this.D);
@@ -330,10 +341,20 @@ export class FfnRuntime {
     const thr = this.thresholdOf(layer, o);
     const down = o.down ?? 'auto';
     const dt = down !== 'rows' ? (o.downDtype ?? this.defaultDownDtype(layer)) : '-';
-    return this.cached(`dynamic:${layer}:${thr}:${down}:${dt}:${o.neuronMax ?? ''}`, () => {
+    const tile = Math.max(0, Math.floor(o.tile ?? 0));
+    if (tile > 256) throw new AetherError('invalid_argument', `tile ${tile} exceeds 256 rows`);
+    return this.cached(`dynamic:${layer}:${thr}:${down}:${dt}:${o.neuronMax ?? ''}:${tile}`, () => {
       const aux = this.newAux();
       const counts = this.alloc(4 * this.engine.threads, 4);
       this.setI32(aux + AUX.GU_ROWS, this.H);
+      if (tile) {
+        const il = this.interleave(layer, null, tile);   // shared with fused mode's copy of the same tile
+        this.setI32(aux + AUX.GU_TYPE, il.type);
+        this.setI32(aux + AUX.GU_TILE, tile);
+        this.setU32(aux + AUX.GU_TILE_STRIDE, il.stride);
+        this.setU32(aux + AUX.GATE, il.ptr);
+        this.setU32(aux + AUX.UP, il.ptr + tile * il.rs);
+      }
       this.setF32(aux + AUX.THRESHOLD, thr);
       this.setU32(aux + AUX.COUNTS, counts);
       this.setDown(aux, layer, o, down);
