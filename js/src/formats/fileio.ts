@@ -15,6 +15,16 @@ export async function nodeFs(): Promise<typeof import('node:fs/promises')> {
   }
 }
 
+/** Open `path` for reading; a failure is a load_error naming the file (`name`, default the path). */
+export async function openForRead(path: string, name = path): Promise<FileHandle> {
+  const fsp = await nodeFs();
+  try {
+    return await fsp.open(path, 'r');
+  } catch (e) {
+    throw new AetherError('load_error', `${name}: cannot open: ${(e as Error).message}`, { file: name });
+  }
+}
+
 export function formatError(file: string, field: string, offset: number | undefined, msg: string, extra?: Record<string, unknown>): AetherError {
   const at = offset === undefined ? '' : ` at byte ${offset}`;
   return new AetherError('format_error', `${file}: ${field}${at}: ${msg}`, { file, field, offset, ...extra });

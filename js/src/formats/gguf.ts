@@ -7,7 +7,7 @@
  */
 import { AetherError } from '../errors.js';
 import { dtypeByGgmlId, GGML_TYPE_NAMES, ggmlTypeName, tensorBytes, type DTypeName } from './dtypes.js';
-import { formatError, nodeFs, PosReader, readExact } from './fileio.js';
+import { formatError, nodeFs, PosReader, readExact, openForRead } from './fileio.js';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
 
@@ -132,13 +132,7 @@ async function readValue(r: PosReader, type: number, field: string, depth: numbe
 
 /** Read and check a GGUF file's header, metadata and tensor table (not the tensor data). */
 export async function readGGUF(path: string): Promise<GGUFFile> {
-  const fsp = await nodeFs();
-  let fh;
-  try {
-    fh = await fsp.open(path, 'r');
-  } catch (e) {
-    throw new AetherError('load_error', `${path}: cannot open: ${(e as Error).message}`, { file: path });
-  }
+  const fh = await openForRead(path);
   try {
     const size = (await fh.stat()).size;
     return await parseGGUF(new PosReader(fh, size, path), path, size);

@@ -176,6 +176,7 @@
  * model plus ~7 MB; the generic stream path (Node ReadStream, fetch) holds up to ~50 MB more in chunk buffers
  * waiting for GC.
  */
+import { openForRead } from './fileio.js';
 import { AetherError } from '../errors.js';
 import type { TokenizerData } from '../tokenizer/types.js';
 import { crc32, formatChecksum, parseChecksum } from './checksum.js';
@@ -728,13 +729,7 @@ export async function writeRknot(path: string, meta: RknotWriteMetadata, tensors
 
 /** Open a .rknot file: read and validate header + metadata. */
 export async function openRknot(path: string): Promise<{ header: RknotHeader; meta: RknotMetadata; fileSize: number }> {
-  const fsp = await import('node:fs/promises');
-  let fh;
-  try {
-    fh = await fsp.open(path, 'r');
-  } catch (e) {
-    throw new AetherError('load_error', `${path}: cannot open: ${(e as Error).message}`, { file: path });
-  }
+  const fh = await openForRead(path);
   try {
     const { header, meta, fileSize } = await readRknotHeader(fh, path);
     return { header, meta: validateRknotMetadata(meta, fileSize, path, header), fileSize: fileSize! };

@@ -8,7 +8,7 @@
 import { AetherError } from '../errors.js';
 import { shapeElements } from './dtypes.js';
 import { checkOverlap } from './gguf.js';
-import { formatError, nodeFs, readExact } from './fileio.js';
+import { formatError, nodeFs, readExact, openForRead } from './fileio.js';
 
 export type SafetensorsDType = 'F32' | 'F16' | 'BF16';
 const SUPPORTED: Record<string, number> = { F32: 4, F16: 2, BF16: 2 };
@@ -38,13 +38,7 @@ export interface SafetensorsFile {
 export const SAFETENSORS_MAX_HEADER = 256 << 20;
 
 export async function readSafetensors(path: string): Promise<SafetensorsFile> {
-  const fsp = await nodeFs();
-  let fh;
-  try {
-    fh = await fsp.open(path, 'r');
-  } catch (e) {
-    throw new AetherError('load_error', `${path}: cannot open: ${(e as Error).message}`, { file: path });
-  }
+  const fh = await openForRead(path);
   try {
     const size = (await fh.stat()).size;
     const lenBytes = await readExact(fh, 0, 8, path, 'header length', size);

@@ -13,6 +13,7 @@
  * Abort -> AetherError 'aborted' (name 'AbortError'); the source / file is closed. A stream that ends early
  * -> format_error naming the source and the byte reached vs expected.
  */
+import { openForRead } from '../formats/fileio.js';
 import { AetherError } from '../errors.js';
 import { crc32 } from '../formats/checksum.js';
 import { DTYPES } from '../formats/dtypes.js';
@@ -242,15 +243,9 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
 /** Node file path: positional reads straight into dest, double-buffered with the checks. */
 async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRknotResult> {
   const t0 = performance.now();
-  const fsp = await import('node:fs/promises');
   const name = opts.source?.name ?? path;
   const signal = opts.signal;
-  let fh;
-  try {
-    fh = await fsp.open(path, 'r');
-  } catch (e) {
-    throw new AetherError('load_error', `${name}: cannot open: ${(e as Error).message}`, { file: name });
-  }
+  const fh = await openForRead(path, name);
   try {
     const st = await fh.stat();
     if (st.isDirectory()) throw new AetherError('load_error', `${name}: is a directory, expected a .rknot file`, { file: name });
