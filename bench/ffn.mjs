@@ -88,12 +88,20 @@ async function ffnBench(shape, threads) {
     modes.push([`static ${s}`, 'static', { masks: [mask], compensation: false }]);
     modes.push([`dynamic ${s}`, 'dynamic', { threshold: histQuantile(hist, s) }]);
   }
-  if (DTYPE !== 'f32') for (const s of [SPARS[Math.floor(SPARS.length / 2)]]) {
-    modes.push([`dynamic ${s} down q8_0`, 'dynamic', { threshold: histQuantile(hist, s), downDtype: 'q8_0' }]);
-    modes.push([`dynamic ${s} down f32`, 'dynamic', { threshold: histQuantile(hist, s), downDtype: 'f32' }]);
+  if (DTYPE !== 'f32') for (const s of [0.7, 0.8]) {
+    modes.push([`dynamic ${s} down q8_0`, 'dynamic', { threshold: histQuantile(hist, s), downDtype: 'q8_0', down: 'neuron' }]);
+    modes.push([`dynamic ${s} down f32`, 'dynamic', { threshold: histQuantile(hist, s), downDtype: 'f32', down: 'neuron' }]);
+    modes.push([`dynamic ${s} down rows`, 'dynamic', { threshold: histQuantile(hist, s), down: 'rows' }]);
+    modes.push([`dynamic ${s} down f16`, 'dynamic', { threshold: histQuantile(hist, s), down: 'neuron' }]);
   }
-  const auxBefore = ffn.auxBytes;
-  for (const [, m, o] of modes) ffn.setMode(m, [0], o);   // build all aux data before timing
+  const auxBefore = ffn.auxBytes, rssBefore = process.memoryUsage().rss;
+  const auxPerMode = {};
+  for (const [label, m, o] of modes) {   // build all aux data before timing
+    const a0 = ffn.auxBytes;
+    ffn.setMode(m, [0], o);
+    auxPerMode[label] = ffn.auxBytes - a0;
+  }
+  const rssAfter = process.memoryUsage().rss;
   const out = [];
   for (const n of [1, NB]) {
     const times = modes.map(() => []);
@@ -120,7 +128,8 @@ async function ffnBench(shape, threads) {
     }
   }
   eng.dispose();
-  return { rows: out, auxBytes: ffn.auxBytes - auxBefore };
+  const weightBytes = ['ffn_gate', 'ffn_up', 'ffn_down'].reduce((a, t) => a + eng.tensorInfo(`blk.0.${t}.weight`).bytes, 0);
+  return { rows: out, auxBytes: ffn.auxBytes - auxBefore, memory: { ffn_weight_bytes: weightBytes, aux_bytes_per_mode: auxPerMode, rss_growth_bytes: rssAfter - rssBefore } };
 }
 
 async function e2eBench(file, threads) {
@@ -171,7 +180,9 @@ for (const shape of SHAPES) {
     const r = await ffnBench(shape, t);
     result.ffn.push(...r.rows);
     result.aux_bytes[`ffn ${shape} ${DTYPE}`] = r.auxBytes;
-    log(`\nFFN ${shape} (${SHAPE[shape].dim}x${SHAPE[shape].hidden}) ${DTYPE}, ${t} thread(s)`);
+    (result.memory ??= {})[`${shape} ${DTYPE} ${t}T`] = r.memory;
+    log(`\nFFN ${shape} (${SHAPE[shape].dim}x${SHAPE[shape].hidden}) ${DTYPE}, ${t} thread(s); FFN weights ${(r.memory.ffn_weight_bytes / 2 ** 20).toFixed(1)} MiB, aux data built for all modes ${(r.auxBytes / 2 ** 20).toFixed(1)} MiB (RSS +${(r.memory.rss_growth_bytes / 2 ** 20).toFixed(1)} MiB)`);
+    log(`  aux MiB per mode: ${Object.entries(r.memory.aux_bytes_per_mode).filter(([, b]) => b > 0).map(([k, b]) => `${k}: ${(b / 2 ** 20).toFixed(2)}`).join(', ')}`);
     log('mode                          tokens   us/call (best, median)  vs dense  sparsity');
     for (const x of r.rows) log(`${x.mode.padEnd(28)} ${String(x.tokens).padStart(6)} ${x.us_per_call.toFixed(1).padStart(9)} ${x.us_median.toFixed(1).padStart(9)} ${x.speedup_vs_dense.toFixed(2).padStart(8)}x ${(x.sparsity * 100).toFixed(1).padStart(8)}%`);
   }

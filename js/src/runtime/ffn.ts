@@ -177,12 +177,14 @@ export class FfnRuntime {
     return { ptr, type: DTYPE_IDS[g.dtype], n, stride, rs };
   }
 
-  /** w_down as f32 (rows = dim, each of hidden values), cached per layer (JS memory). */
+  /** w_down as f32 (rows = dim, each of hidden values). Only the last layer's is kept (JS memory: 4 bytes
+   *  per weight), since copies and compensations are built layer by layer. */
   private downDense(layer: number): Float32Array {
     let w = this.downF32.get(layer);
     if (!w) {
       const t = this.tensor(layer, 'ffn_down');
       w = decodeToF32(t.dtype as DTypeName, this.engine.tensorBytes(t.name), this.D * this.H);
+      this.downF32.clear();
       this.downF32.set(layer, w);
     }
     return w;
