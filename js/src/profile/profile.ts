@@ -229,7 +229,7 @@ export async function profileModel(model: AetherModel, text: string, opts: Profi
         rms: P.rms, small_eps: P.smallEps, n_always_zero: P.nAlwaysZero, zero_activations: P.zeroActivations,
         n_small_99: P.nSmall99, n_small_90: P.nSmall90,
         mean: f32ToB64(P.mean), variance: f32ToB64(P.variance), max_abs: f32ToB64(P.maxAbs),
-        small_frac: f32ToB64(P.smallFrac), contribution: f32ToB64(P.contribution),
+        small_frac: f32ToB64(P.smallFrac), contribution: f32ToB64(P.contribution), mean_abs_silu: f32ToB64(P.meanAbsSilu),
       })),
     };
     return { saturation, layers, tokens, windows: wins.length, seconds: (Date.now() - t0) / 1000 };
