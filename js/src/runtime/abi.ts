@@ -11,28 +11,36 @@ export const Status = {
 } as const;
 export const STATUS_NAMES = ['ok', 'invalid argument', 'bad tensor', 'bad config', 'context full', 'unsupported', 'no memory', 'non-finite value'];
 
-export const Arch = { llama: 0, qwen2: 1, phi3: 2 } as const;
+export const Arch = { llama: 0, qwen2: 1, phi3: 2, qwen3: 3, gemma: 4, gemma2: 5, gemma3: 6 } as const;
+/** ae_ffn_act */
+export const FfnAct = { silu: 0, gelu_tanh: 1 } as const;
 
 export const Cfg = {
   ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8,
   ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15,
+  FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21,
+  ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25,
 } as const;
 
 export const Role = {
   TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10,
-  WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15,
+  WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ATTN_Q_NORM: 16, ATTN_K_NORM: 17, ATTN_POST_NORM: 18,
+  FFN_POST_NORM: 19, ROPE_FREQS: 20,
 } as const;
 export const ROLE_NAMES = ['token_embd', 'output_norm', 'output', 'attn_norm', 'attn_q', 'attn_k', 'attn_v',
-  'attn_qkv', 'attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_up', 'ffn_down'];
+  'attn_qkv', 'attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output', 'ffn_norm', 'ffn_gate', 'ffn_up', 'ffn_down',
+  'attn_q_norm', 'attn_k_norm', 'post_attention_norm', 'post_ffw_norm', 'rope_freqs'];
 export const BAD_TENSOR_REASONS = ['', 'missing', 'unsupported dtype', 'shape does not match the config',
-  'out of memory range', 'misaligned', 'row is not a whole number of blocks'];
+  'out of memory range', 'misaligned', 'row is not a whole number of blocks', 'a value is not finite and positive'];
 
 /** Per-layer tensor name (GGUF style, without `blk.N.` and `.weight`) -> role. */
 export const LAYER_TENSOR_ROLES: Record<string, number> = {
   'attn_norm.weight': Role.ATTN_NORM, 'attn_q.weight': Role.WQ, 'attn_k.weight': Role.WK, 'attn_v.weight': Role.WV,
   'attn_qkv.weight': Role.WQKV, 'attn_q.bias': Role.BQ, 'attn_k.bias': Role.BK, 'attn_v.bias': Role.BV,
   'attn_output.weight': Role.WO, 'ffn_norm.weight': Role.FFN_NORM, 'ffn_gate.weight': Role.W_GATE,
-  'ffn_up.weight': Role.W_UP, 'ffn_down.weight': Role.W_DOWN,
+  'ffn_up.weight': Role.W_UP, 'ffn_down.weight': Role.W_DOWN, 'attn_q_norm.weight': Role.ATTN_Q_NORM,
+  'attn_k_norm.weight': Role.ATTN_K_NORM, 'post_attention_norm.weight': Role.ATTN_POST_NORM,
+  'post_ffw_norm.weight': Role.FFN_POST_NORM,
 };
 export const GLOBAL_TENSOR_ROLES: Record<string, number> = {
   'token_embd.weight': Role.TOK_EMBD, 'output_norm.weight': Role.OUTPUT_NORM, 'output.weight': Role.OUTPUT,
