@@ -52,14 +52,17 @@
  * ### format
  * - `version` must equal the header version.
  * - `required_features`: names of features a reader must implement to use the file. A reader refuses a file
- *   that lists a feature it does not know (`unsupported`, naming the feature). Version 1 readers know none.
+ *   that lists a feature it does not know (`unsupported`, naming the feature). Defined: `rope_scaling`,
+ *   `sliding_window`, `softcap`, `qk_norm`, `post_norms`, `gelu_ffn`, `embd_scale`, `attn_scale` (the config
+ *   fields below that use them); `writeRknot` lists every feature the config uses, so a reader that predates one
+ *   refuses the file instead of silently ignoring it.
  * - `optional_features`: features a reader may ignore.
  *
  * ### config
  *
  * | key | type | meaning |
  * |---|---|---|
- * | `arch` | `"llama"` \| `"qwen2"` \| `"phi3"` | architecture |
+ * | `arch` | `"llama"` \| `"qwen2"` \| `"qwen3"` \| `"phi3"` \| `"gemma"` \| `"gemma2"` \| `"gemma3"` | architecture (informational for the forward pass, which follows the fields below) |
  * | `dim` | int | model width (embedding length) |
  * | `n_layers` | int | blocks |
  * | `n_heads`, `n_kv_heads` | int | query heads, key/value heads (`n_heads % n_kv_heads == 0`) |
@@ -75,6 +78,25 @@
  * | `qkv_bias` | bool | q, k, v have biases |
  * | `fused_qkv` | bool | one `attn_qkv` matrix (rows: q, then k, then v) instead of three |
  * | `bos_token_id`, `eos_token_id` | int \| null | |
+ *
+ * Architecture variants (optional; absent = the llama behaviour in brackets):
+ *
+ * | key | type | meaning |
+ * |---|---|---|
+ * | `ffn_act` | `"silu"` \| `"gelu_tanh"` | FFN gate activation [`silu`: SwiGLU]; `gelu_tanh`: GeGLU with the tanh-approximated gelu (Gemma) |
+ * | `embd_scale` | number | token embeddings are multiplied by this [1] (Gemma: sqrt(dim)) |
+ * | `attn_scale` | number | q.k scale [1/sqrt(head_dim)] (Gemma 2/3: query_pre_attn_scalar^-1/2) |
+ * | `attn_softcap` | number | attention scores become cap tanh(s / cap) before the softmax [none] (Gemma 2: 50) |
+ * | `final_softcap` | number | logits become cap tanh(l / cap) [none] (Gemma 2: 30) |
+ * | `qk_norm` | bool | RMSNorm of every q and k head before RoPE, weights `blk.N.attn_q_norm.weight` / `attn_k_norm.weight` [head_dim] [false] (Qwen3, Gemma 3) |
+ * | `post_norms` | bool | RMSNorm of the attention output and of the FFN output before their residual adds, weights `blk.N.post_attention_norm.weight` / `post_ffw_norm.weight` [dim] [false] (Gemma 2/3) |
+ * | `rope_scaling` | object | [none] `{type: "linear", factor}`: angles of full-attention layers / factor; `{type: "llama3", ...}`: angles divided per frequency by tensor `rope_freqs.weight` [rope_dim/2] (other fields informational); `{type: "longrope", original_context, attn_factor}`: tensors `rope_factors_long.weight` / `rope_factors_short.weight` [rope_dim/2], the long ones when the runtime context exceeds `original_context` (llama.cpp's rule), cos and sin times `attn_factor` |
+ * | `sliding_window` | int | a query at position p of a sliding-window layer sees positions p - sliding_window + 1 .. p [none] |
+ * | `swa_layers` | bool[n_layers] | which layers slide [none] (Gemma 2: even layers; Gemma 3: 5 of every 6; Phi-3: all, when the window is shorter than the context) |
+ * | `rope_theta_swa` | number | RoPE base of the sliding-window layers, which then use no linear scaling [rope_theta, same scaling] (Gemma 3: 10000) |
+ *
+ * Norm weights are stored as the forward multiplies them: Gemma's `1 + w` (as llama.cpp's GGUF converter writes them;
+ * the Hugging Face converter adds the 1).
  *
  * ### tokenizer
  * A `TokenizerData` object: `model` (`"llama"` SentencePiece-style, `"gpt2"` byte-level BPE), `tokens`,
@@ -203,14 +225,15 @@ export type RopeType = 'norm' | 'neox';
 /**
  * RoPE scaling (config.rope_scaling), with llama.cpp's semantics:
  *  - linear: angles of full-attention layers times 1 / factor (Gemma 3 4B+ global layers);
- *  - llama3: frequency divisors in tensor `rope_freqs.weight` [rope_dim / 2] (the other fields are informational);
+ *  - llama3: frequency divisors in tensor `rope_freqs.weight` [rope_dim / 2] (the optional other fields are
+ *    informational: a GGUF carries only the tensor);
  *  - longrope: tensors `rope_factors_long.weight` / `rope_factors_short.weight` [rope_dim / 2]; the long factors are
  *    used when the runtime context exceeds `original_context`, the short ones otherwise; cos / sin are multiplied
  *    by `attn_factor` (Phi-3 / 3.5 128k).
  */
 export type RopeScaling =
   | { type: 'linear'; factor: number }
-  | { type: 'llama3'; factor: number; low_freq_factor: number; high_freq_factor: number; original_context: number }
+  | { type: 'llama3'; factor?: number; low_freq_factor?: number; high_freq_factor?: number; original_context?: number }
   | { type: 'longrope'; original_context: number; attn_factor: number };
 
 export interface RknotConfig {
@@ -510,7 +533,7 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
   if (rs !== undefined) {
     if (!isObj(rs)) throw F('config.rope_scaling', 'expected an object');
     if (rs.type === 'linear') posNum('config.rope_scaling.factor', rs.factor);
-    else if (rs.type === 'llama3') for (const k of ['factor', 'low_freq_factor', 'high_freq_factor', 'original_context']) posNum(`config.rope_scaling.${k}`, rs[k]);
+    else if (rs.type === 'llama3') { for (const k of ['factor', 'low_freq_factor', 'high_freq_factor', 'original_context']) if (rs[k] !== undefined) posNum(`config.rope_scaling.${k}`, rs[k]); }
     else if (rs.type === 'longrope') {
       posNum('config.rope_scaling.attn_factor', rs.attn_factor);
       if (!Number.isSafeInteger(rs.original_context) || (rs.original_context as number) <= 0) throw F('config.rope_scaling.original_context', `expected a positive integer, got ${JSON.stringify(rs.original_context)}`);
