@@ -102,7 +102,7 @@ AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }
 AE_EXPORT int32_t ae_model_bad_role(void) { return g_bad_role; }
-/* 1 missing, 2 unknown dtype, 3 shape, 4 out of memory range, 5 misaligned, 6 row not whole blocks */
+/* enum ae_bad_reason */
 AE_EXPORT int32_t ae_model_bad_reason(void) { return g_bad_reason; }
 
 static int bad(int layer, int role, int reason) {
@@ -111,17 +111,17 @@ static int bad(int layer, int role, int reason) {
 }
 
 static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne1, int matrix, int required) {
-  if (!t->data) return required ? bad(layer, role, 1) : AE_OK;
-  if (!ae_is_weight_type(t->type)) return bad(layer, role, 2);
+  if (!t->data) return required ? bad(layer, role, AE_BAD_MISSING) : AE_OK;
+  if (!ae_is_weight_type(t->type)) return bad(layer, role, AE_BAD_DTYPE);
   const ae_type_traits *tr = ae_traits((ae_type)t->type);
-  if (!matrix && t->type != AE_F32) return bad(layer, role, 2);
-  if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, 3);
-  if (ne0 % tr->blck_size) return bad(layer, role, 6);
+  if (!matrix && t->type != AE_F32) return bad(layer, role, AE_BAD_DTYPE);
+  if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, AE_BAD_SHAPE);
+  if (ne0 % tr->blck_size) return bad(layer, role, AE_BAD_BLOCKS);
   uint64_t bytes = (uint64_t)ae_row_size((ae_type)t->type, ne0) * (uint64_t)ne1;
   uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
   uint64_t start = (uint64_t)(uintptr_t)t->data;
-  if (start < 0x80000u || start + bytes > mem) return bad(layer, role, 4);
-  if (start % 4) return bad(layer, role, 5);
+  if (start < AE_HOST_BASE || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
+  if (start % 4) return bad(layer, role, AE_BAD_ALIGN);
   return AE_OK;
 }
 
@@ -165,7 +165,7 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->wq, l, AE_T_WQ, D, m->q_dim, 1, !fused))) return st;
     if ((st = check_tensor(&L->wk, l, AE_T_WK, D, m->kv_dim, 1, !fused))) return st;
     if ((st = check_tensor(&L->wv, l, AE_T_WV, D, m->kv_dim, 1, !fused))) return st;
-    if (fused && (L->wq.data || L->wk.data || L->wv.data)) return bad(l, AE_T_WQKV, 3);
+    if (fused && (L->wq.data || L->wk.data || L->wv.data)) return bad(l, AE_T_WQKV, AE_BAD_SHAPE);
     if ((st = check_tensor(&L->bq, l, AE_T_BQ, m->q_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->bk, l, AE_T_BK, m->kv_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->bv, l, AE_T_BV, m->kv_dim, 1, 0, 0))) return st;

@@ -1,7 +1,7 @@
 /* Model: config, weights as views into linear memory, run state, KV cache.
  *
- * The host (js/src/runtime/model.ts) fills an ae_model through the setters below (no struct layout is
- * mirrored in JS), streams tensor bytes to the offsets it chose, then calls ae_model_init(), which
+ * The host (js/src/runtime/engine.ts) fills an ae_model through the setters below (no ae_model layout
+ * is mirrored in JS; the enums and ae_forward_args are, in js/src/generated/abi.ts: npm run gen:abi), streams tensor bytes to the offsets it chose, then calls ae_model_init(), which
  * validates the whole tensor table against the config and the memory size and carves the run state
  * out of a host-allocated arena (ae_model_arena_size()). The forward pass allocates nothing. */
 #ifndef AE_MODEL_H
@@ -13,9 +13,10 @@
 
 #define AE_MAX_LAYERS 256
 
+/* Values of AE_CFG_ARCH (JS: the lower-case name). */
 enum ae_arch { AE_ARCH_LLAMA = 0, AE_ARCH_QWEN2 = 1, AE_ARCH_PHI3 = 2 };
 
-/* Config keys for ae_model_set_config_i / _f. Values only grow (js/src/runtime/abi.ts mirrors them). */
+/* Config keys for ae_model_set_config_i / _f. Values only grow. */
 enum ae_config_key {
   AE_CFG_ARCH = 0, AE_CFG_DIM = 1, AE_CFG_N_LAYERS = 2, AE_CFG_N_HEADS = 3, AE_CFG_N_KV_HEADS = 4,
   AE_CFG_HEAD_DIM = 5, AE_CFG_HIDDEN_DIM = 6, AE_CFG_VOCAB = 7, AE_CFG_N_CTX = 8, AE_CFG_ROPE_DIM = 9,
@@ -23,12 +24,39 @@ enum ae_config_key {
   AE_CFG_ROPE_THETA = 14, AE_CFG_LOGITS_ALL = 15,
 };
 
-/* Tensor roles for ae_model_set_tensor. Global roles use layer = -1. */
+/* Tensor roles for ae_model_set_tensor, with the tensor's GGUF / .rknot name (per-layer roles: the name
+ * after "blk.N."). Global roles use layer = -1. */
 enum ae_role {
-  AE_T_TOK_EMBD = 0, AE_T_OUTPUT_NORM = 1, AE_T_OUTPUT = 2,
-  AE_T_ATTN_NORM = 3, AE_T_WQ = 4, AE_T_WK = 5, AE_T_WV = 6, AE_T_WQKV = 7, AE_T_BQ = 8, AE_T_BK = 9,
-  AE_T_BV = 10, AE_T_WO = 11, AE_T_FFN_NORM = 12, AE_T_W_GATE = 13, AE_T_W_UP = 14, AE_T_W_DOWN = 15,
+  AE_T_TOK_EMBD = 0,     /* "token_embd.weight" */
+  AE_T_OUTPUT_NORM = 1,  /* "output_norm.weight" */
+  AE_T_OUTPUT = 2,       /* "output.weight" */
+  AE_T_ATTN_NORM = 3,    /* "attn_norm.weight" */
+  AE_T_WQ = 4,           /* "attn_q.weight" */
+  AE_T_WK = 5,           /* "attn_k.weight" */
+  AE_T_WV = 6,           /* "attn_v.weight" */
+  AE_T_WQKV = 7,         /* "attn_qkv.weight" */
+  AE_T_BQ = 8,           /* "attn_q.bias" */
+  AE_T_BK = 9,           /* "attn_k.bias" */
+  AE_T_BV = 10,          /* "attn_v.bias" */
+  AE_T_WO = 11,          /* "attn_output.weight" */
+  AE_T_FFN_NORM = 12,    /* "ffn_norm.weight" */
+  AE_T_W_GATE = 13,      /* "ffn_gate.weight" */
+  AE_T_W_UP = 14,        /* "ffn_up.weight" */
+  AE_T_W_DOWN = 15,      /* "ffn_down.weight" */
   AE_T_ROLE_COUNT = 16,
+};
+/* Roles before this one are global (layer = -1), the others per layer. */
+#define AE_T_FIRST_LAYER_ROLE AE_T_ATTN_NORM
+
+/* Why ae_model_validate rejected a tensor (ae_model_bad_reason; the quoted text is the message). */
+enum ae_bad_reason {
+  AE_BAD_NONE = 0,       /* "" */
+  AE_BAD_MISSING = 1,    /* "missing" */
+  AE_BAD_DTYPE = 2,      /* "unsupported dtype" */
+  AE_BAD_SHAPE = 3,      /* "shape does not match the config" */
+  AE_BAD_RANGE = 4,      /* "out of memory range" */
+  AE_BAD_ALIGN = 5,      /* "misaligned" */
+  AE_BAD_BLOCKS = 6,     /* "row is not a whole number of blocks" */
 };
 
 typedef struct {
@@ -44,9 +72,14 @@ typedef struct {
   float norm_eps, rope_theta;
 } ae_config;
 
-/* FFN execution modes per layer (runtime switch, no reconversion). */
-enum ae_ffn_mode { AE_FFN_DENSE = 0, AE_FFN_FUSED = 1, AE_FFN_SAT_STATIC = 2, AE_FFN_SAT_DYNAMIC = 3,
-                   AE_FFN_PROFILE = 4 /* dense result + activation statistics (ffn-saturated module) */ };
+/* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
+enum ae_ffn_mode {
+  AE_FFN_DENSE = 0,        /* "dense": the core's path */
+  AE_FFN_FUSED = 1,        /* "fused": ffn-fused module */
+  AE_FFN_SAT_STATIC = 2,   /* "static": ffn-saturated, profiled masks */
+  AE_FFN_SAT_DYNAMIC = 3,  /* "dynamic": ffn-saturated, per-token threshold */
+  AE_FFN_PROFILE = 4,      /* "profile": dense result + activation statistics (ffn-saturated module) */
+};
 
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
@@ -107,7 +140,7 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
 #define AE_JOB_FFN_LAYER 2
 void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
 
-/* The host writes ae_forward_args at these offsets (js/src/runtime/abi.ts). */
+/* The host writes ae_forward_args at the offsets of js/src/generated/abi.ts. */
 static_assert(sizeof(ae_forward_args) == 24, "abi");
 
 #endif
