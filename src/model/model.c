@@ -112,8 +112,8 @@ static int bad(int layer, int role, int reason) {
 
 static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne1, int matrix, int required) {
   if (!t->data) return required ? bad(layer, role, 1) : AE_OK;
+  if (!ae_is_weight_type(t->type)) return bad(layer, role, 2);
   const ae_type_traits *tr = ae_traits((ae_type)t->type);
-  if (!tr || t->type == AE_Q8_K) return bad(layer, role, 2);
   if (!matrix && t->type != AE_F32) return bad(layer, role, 2);
   if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, 3);
   if (ne0 % tr->blck_size) return bad(layer, role, 6);
@@ -157,7 +157,6 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
   if ((st = check_tensor(&m->tok_embd, -1, AE_T_TOK_EMBD, D, c->vocab, 1, 1))) return st;
   if ((st = check_tensor(&m->output_norm, -1, AE_T_OUTPUT_NORM, D, 1, 0, 1))) return st;
   if ((st = check_tensor(&m->output, -1, AE_T_OUTPUT, D, c->vocab, 1, 0))) return st;
-  m->act_q8_0 = m->act_q8_K = 0;
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     if ((st = check_tensor(&L->attn_norm, l, AE_T_ATTN_NORM, D, 1, 0, 1))) return st;
@@ -175,18 +174,7 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->w_gate, l, AE_T_W_GATE, D, H, 1, 1))) return st;
     if ((st = check_tensor(&L->w_up, l, AE_T_W_UP, D, H, 1, 1))) return st;
     if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, 1))) return st;
-    const ae_tensor *mats[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-    for (unsigned i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-      if (!mats[i]->data) continue;
-      ae_type vt = ae_traits((ae_type)mats[i]->type)->vec_dot_type;
-      if (vt == AE_Q8_0) m->act_q8_0 = 1;
-      if (vt == AE_Q8_K) m->act_q8_K = 1;
-    }
   }
-  const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
-  ae_type vt = ae_traits((ae_type)out->type)->vec_dot_type;
-  if (vt == AE_Q8_0) m->act_q8_0 = 1;
-  if (vt == AE_Q8_K) m->act_q8_K = 1;
   return AE_OK;
 }
 
@@ -199,7 +187,6 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   const ae_config *c = &m->cfg;
   const uint64_t B = (uint64_t)c->max_batch;
   const int widest = max3(c->dim, c->hidden_dim, m->q_dim);
-  const int widest_k = (widest + AE_QK_K - 1) / AE_QK_K * AE_QK_K;
   uint64_t off = 0;  /* 64-bit: sizes from a hostile config must not wrap */
 #define TAKE(field, bytes) do { if (base) m->field = (void *)(base + (uintptr_t)off); off = (off + (uint64_t)(bytes) + 63u) & ~(uint64_t)63u; } while (0)
   TAKE(x, B * c->dim * 4);
@@ -208,11 +195,13 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   TAKE(hb, B * c->hidden_dim * 4);
   TAKE(hb2, B * c->hidden_dim * 4);
   TAKE(tmp, B * c->dim * 4);
-  size_t s8 = AE_ALIGN64(ae_row_size(AE_Q8_0, (widest + 31) / 32 * 32));
-  size_t sk = AE_ALIGN64(ae_row_size(AE_Q8_K, widest_k));
-  if (base) { m->xq8_stride = s8; m->xqk_stride = sk; }
-  TAKE(xq8, B * s8);
-  TAKE(xqk, B * sk);
+  for (int t = 0; t < AE_TYPE_COUNT; t++) {   /* one buffer per activation dtype, in dtype order */
+    if (!ae_is_act_type(t)) continue;
+    const int blk = ae_traits((ae_type)t)->blck_size;
+    const size_t s = AE_ALIGN64(ae_row_size((ae_type)t, (widest + blk - 1) / blk * blk));
+    if (base) m->act_stride[t] = s;
+    TAKE(act[t], B * s);
+  }
   TAKE(rope_cs, B * c->rope_dim * 4);
   TAKE(att, (uint64_t)c->max_threads * c->n_ctx * 4);
   TAKE(k_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);

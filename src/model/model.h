@@ -62,7 +62,6 @@ typedef struct {
   ae_layer layers[AE_MAX_LAYERS];
   int32_t initialised;
   int32_t q_dim, kv_dim, qkv_dim;  /* n_heads*head_dim, n_kv_heads*head_dim, q_dim + 2 kv_dim */
-  int32_t act_q8_0, act_q8_K;      /* whether some weight needs activations in that dtype */
   /* run state (carved from the arena by ae_model_init) */
   float *x;        /* (max_batch, dim) residual stream */
   float *xb;       /* (max_batch, max(dim, q_dim)) normed input / attention output */
@@ -70,9 +69,10 @@ typedef struct {
   float *hb;       /* (max_batch, hidden) */
   float *hb2;      /* (max_batch, hidden) */
   float *tmp;      /* (max_batch, dim) projection output before the residual add */
-  void *xq8;       /* (max_batch, row_size(q8_0, max(dim, hidden, q_dim))) */
-  void *xqk;       /* (max_batch, row_size(q8_K, ...)) */
-  size_t xq8_stride, xqk_stride;
+  /* activation buffers, indexed by activation dtype (ae_is_act_type; see src/model/act.h):
+   * act[t] is (max_batch, act_stride[t]) bytes, a row holding max(dim, hidden, q_dim) values in dtype t */
+  void *act[AE_TYPE_COUNT];
+  size_t act_stride[AE_TYPE_COUNT];
   float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs */
   float *att;      /* (max_threads, n_ctx) attention scores scratch */
   float *k_cache;  /* (n_layers, n_ctx, kv_dim) */

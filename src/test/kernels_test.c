@@ -28,7 +28,8 @@ AE_EXPORT int kt_to_float(int type, int ref, const void *x, float *y, int n) {
   tr->to_float(x, y, n);
   return 0;
 }
-/* field 0 block size, 1 type size, 2 vec_dot_type, 3 has vec_dot; -1 for an unknown type */
+/* field 0 block size, 1 type size, 2 vec_dot_type, 3 has vec_dot, 4 is_weight, 5 / 6 scale offsets,
+ * 7 has its own batched kernel (matmul); -1 for an unknown type */
 AE_EXPORT int kt_traits(int type, int ref, int field) {
   const ae_type_traits *tr = TR(ref, type);
   if (!tr) return -1;
@@ -37,6 +38,10 @@ AE_EXPORT int kt_traits(int type, int ref, int field) {
     case 1: return tr->type_size;
     case 2: return (int)tr->vec_dot_type;
     case 3: return tr->vec_dot != 0;
+    case 4: return tr->is_weight;
+    case 5: return tr->scale_off[0];
+    case 6: return tr->scale_off[1];
+    case 7: return tr->matmul != 0;
     default: return -1;
   }
 }
