@@ -12,11 +12,11 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const json = args.includes('--json');
 const reps = Number(args[args.indexOf('--reps') + 1]) || 3;
-const shared = process.env.AETHER_SHARED_MODELS ?? path.resolve(root, '../shared/models');
+const { tiny } = await import('../tests/helpers/paths.mjs'); // shipped f32 GGUF, derived f16 (sha256-checked)
 let models = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--reps');
 if (!models.length) {
   models = [path.join(root, 'models/tiny-llama-a-q8_0.rknot'),
-    path.join(shared, 'tiny-llama-a/tiny-llama-a-f16.gguf'), path.join(shared, 'tiny-llama-a/tiny-llama-a-f32.gguf')];
+    tiny('tiny-llama-a-f16.gguf'), tiny('tiny-llama-a-f32.gguf')];
 }
 const cli = path.join(root, 'dist/cli/aether.js');
 const rows = [];

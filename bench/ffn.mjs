@@ -29,7 +29,7 @@ const DTYPE = opt('--dtype', 'q8_0');
 const SPARS = opt('--sparsity', '0.25,0.5,0.7,0.8').split(',').map(Number);
 const ROUNDS = +opt('--rounds', QUICK ? 3 : 7);
 const E2E = flag('--no-e2e') ? null : opt('--e2e', '/tmp/aether-quality/tiny-llama-a-q8_0.sat.rknot');
-const SHARED = process.env.AETHER_SHARED_MODELS ?? '../shared/models';
+const FIXTURES = 'tests/fixtures'; // tiny-llama-a/val.txt
 const log = (...a) => { if (!JSON_OUT) console.log(...a); };
 const SHAPE = { tiny: { dim: 288, hidden: 768, heads: 6, hd: 48 }, phi3: { dim: 3072, hidden: 8192, heads: 32, hd: 96 } };
 
@@ -146,7 +146,7 @@ async function e2eBench(file, threads) {
   // real text (held-out half of val.txt, not the calibration half): prompt, then teacher-forced decode
   const P = 32, G = QUICK ? 32 : 96;
   const { selectDocs } = await import('../dist/src/profile/text.js');
-  const text = selectDocs(fs.readFileSync(`${SHARED}/tiny-llama-a/val.txt`, 'utf8'), '67:').text;
+  const text = selectDocs(fs.readFileSync(`${FIXTURES}/tiny-llama-a/val.txt`, 'utf8'), '67:').text;
   const ids = model.tokenize(text.slice(0, 20000)).slice(0, P + G);
   const prompt = ids.slice(0, P);
   const times = modes.map(() => []), spars = modes.map(() => []);
@@ -192,7 +192,7 @@ if (E2E) {
     const { execFileSync } = await import('node:child_process');
     fs.mkdirSync(E2E.replace(/\/[^/]*$/, ''), { recursive: true });
     log(`profiling models/tiny-llama-a-q8_0.rknot into ${E2E} (val.txt documents 0..66)`);
-    execFileSync('node', ['dist/cli/aether.js', 'profile', 'models/tiny-llama-a-q8_0.rknot', '--calib', `${SHARED}/tiny-llama-a/val.txt`,
+    execFileSync('node', ['dist/cli/aether.js', 'profile', 'models/tiny-llama-a-q8_0.rknot', '--calib', `${FIXTURES}/tiny-llama-a/val.txt`,
       '--docs', '0:67', '--target-sparsity', '0.1,0.25,0.4,0.5,0.6,0.7,0.8,0.9', '-o', E2E, '--json'], { stdio: 'ignore' });
   }
   for (const t of THREADS) {

@@ -1,6 +1,6 @@
 // Kernel benchmark: matvec of every dtype at real model shapes, 1 and 2 threads (pool + worker_threads),
 // against streaming-read and copy bandwidth probes measured in the same run.
-//   node bench/kernels.mjs [--quick] [--json] [--threads 1,2] [--types q8_0,q4_0] [--hot] [--repeat N]
+//   node bench/kernels.mjs [--quick] [--json] [--threads 1,2] [--types q8_0,q4_0 (default: every weight dtype)] [--hot] [--repeat N]
 // --repeat N runs the whole sweep N times and keeps the best time of each measurement (and the best
 // probe): on a shared machine other processes only ever make a run slower.
 // Weights are cycled over enough copies to exceed the last-level cache (footprint >= 256 MiB, 64 MiB with
@@ -8,7 +8,7 @@
 import os from 'node:os';
 import v8 from 'node:v8';
 import { readFileSync } from 'node:fs';
-import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, rng } from '../tests/kernels-harness.mjs';
+import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, rng } from '../tests/kernels-harness.mjs';
 
 // Measure optimised code from the first call: compile with TurboFan only (no Liftoff baseline tier).
 v8.setFlagsFromString('--no-liftoff');
@@ -19,7 +19,7 @@ const QUICK = flag('--quick'), JSON_OUT = flag('--json'), HOT = flag('--hot');
 const REPEAT = Math.max(1, +opt('--repeat', 1));
 const loadStart = os.loadavg();
 const THREADS = opt('--threads', '1,2').split(',').map(Number);
-const TYPES = opt('--types', 'f32,f16,q8_0,q4_0,q4_K,q6_K').split(',').map((n) => +Object.keys(TYPE_NAMES).find((k) => TYPE_NAMES[k] === n));
+const TYPES = opt('--types', WEIGHT_TYPES.map((t) => TYPE_NAMES[t]).join(',')).split(',').map((n) => +Object.keys(TYPE_NAMES).find((k) => TYPE_NAMES[k] === n));
 const SHAPES = [  // [label, rows (W out), cols (W in)]
   ['phi3-mini ffn up', 8192, 3072], ['phi3-mini ffn down', 3072, 8192],
   ['qwen2.5-0.5b ffn up', 4864, 896], ['qwen2.5-0.5b ffn down', 896, 4864],
@@ -63,7 +63,7 @@ function prepareWeights(type, rows, cols, copies) {   // random weights with san
     for (let i = 0; i < h.length; i++) { const v = h[i]; h[i] = (v & 0x83ff) | ((8 + ((v >>> 10) & 7)) << 10); }
   } else {
     const [, ts] = BLOCK[type], nb = total / ts, dv = new DataView(k.buffer, mat, total);
-    const offs = type === T.Q4_K ? [0, 2] : type === T.Q6_K ? [208] : [0];
+    const offs = ROW[type].scaleOffsets;   // the registry's f16 scales
     for (let b = 0; b < nb; b++) for (const o of offs) dv.setUint16(b * ts + o, 0x1000 + (b & 0x3ff), true);   // ~2^-11
   }
   return { rs, bytes };

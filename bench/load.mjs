@@ -56,9 +56,7 @@ const runs = opt('runs', 7);
 const synthMB = opt('synthetic-mb', 200);
 const log = (...a) => { if (!json) console.log(...a); };
 
-const modelsDir = process.env.AETHER_SHARED_MODELS ?? path.resolve(here, '../../shared/models');
-const tiny = path.join(modelsDir, 'tiny-llama-a');
-if (!fs.existsSync(tiny)) { console.error(`bench/load: ${tiny} is missing`); process.exit(1); }
+const { tiny } = await import('../tests/helpers/paths.mjs'); // shipped f32 GGUF, derived q8_0 (sha256-checked)
 const outDirArg = argv.includes('--out-dir') ? argv[argv.indexOf('--out-dir') + 1] : undefined;
 const tmp = outDirArg ?? fs.mkdtempSync(path.join(os.tmpdir(), 'aether-bench-load-'));
 if (outDirArg) fs.mkdirSync(outDirArg, { recursive: true });
@@ -69,7 +67,7 @@ const { writeRknot } = await import(path.join(dist, 'formats/rknot.js'));
 const files = [];
 for (const [src, name] of [['tiny-llama-a-q8_0.gguf', 'tiny-llama-a q8_0'], ['tiny-llama-a-f32.gguf', 'tiny-llama-a f32']]) {
   const out = path.join(tmp, src.replace('.gguf', '.rknot'));
-  await convertModel(path.join(tiny, src), out, { quant: 'keep', hashInput: false });
+  await convertModel(tiny(src), out, { quant: 'keep', hashInput: false });
   files.push({ name, file: out });
 }
 

@@ -11,8 +11,8 @@ const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] :
 const MAXTOK = opt('--max-tokens', '20000');
 const OUT = opt('--out', '/tmp/aether-quality');
 const MODELS = opt('--models', 'f32,q8_0').split(',');
-const SHARED = process.env.AETHER_SHARED_MODELS ?? '../shared/models';
-const VAL = `${SHARED}/tiny-llama-a/val.txt`;
+const FIXTURES = 'tests/fixtures'; // tiny-llama-a: f32 GGUF and val.txt, shipped in the repository
+const VAL = `${FIXTURES}/tiny-llama-a/val.txt`;
 const LEVELS = '0.1,0.25,0.4,0.5,0.6,0.7,0.8,0.9';
 fs.mkdirSync(OUT, { recursive: true });
 
@@ -20,7 +20,7 @@ const cli = (args) => execFileSync('node', ['dist/cli/aether.js', ...args], { en
 const show = (args) => ['aether', ...args].join(' ');
 
 const SRC = {
-  f32: { convert: [`${SHARED}/tiny-llama-a/tiny-llama-a-f32.gguf`, '-o', `${OUT}/tiny-llama-a-f32.rknot`], file: `${OUT}/tiny-llama-a-f32.rknot` },
+  f32: { convert: [`${FIXTURES}/tiny-llama-a/tiny-llama-a-f32.gguf`, '-o', `${OUT}/tiny-llama-a-f32.rknot`], file: `${OUT}/tiny-llama-a-f32.rknot` },
   q8_0: { file: 'models/tiny-llama-a-q8_0.rknot' },
 };
 

@@ -1,14 +1,13 @@
 // Real data: dequantise tensors of the tiny model's q8_0 and f16 GGUF files with the SIMD and reference
 // to_float kernels and compare with the f32 GGUF of the same model (and an independent JS block reader).
-// The model lives in ../shared/models/tiny-llama-a relative to the repo root (AETHER_SHARED_MODELS
-// overrides the models directory); the test fails when it is missing (docs/DESIGN.md).
+// The files come from tests/helpers/paths.mjs (shipped f32, derived q8_0 / f16 checked by sha256 against
+// the published files).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, existsSync } from 'node:fs';
-import { ROOT, loadKernels, T, halfBitsToF32Bits, floatToHalfBits, bitsF32 } from './kernels-harness.mjs';
+import { readFileSync } from 'node:fs';
+import { tiny } from './helpers/paths.mjs';
+import { loadKernels, T, halfBitsToF32Bits, floatToHalfBits, bitsF32 } from './kernels-harness.mjs';
 
-const MODELS = process.env.AETHER_SHARED_MODELS ?? `${ROOT}../shared/models`;
-const DIR = `${MODELS}/tiny-llama-a`;
 
 // Minimal GGUF (v2/v3) reader: tensor name -> { type, dims, offset (absolute) }.
 function readGguf(path) {
@@ -51,8 +50,7 @@ function readGguf(path) {
 }
 
 test('GGUF tensors: q8_0 and f16 dequantise (SIMD == reference == JS) to within rounding of the f32 file', async () => {
-  for (const f of ['f32', 'f16', 'q8_0']) assert.ok(existsSync(`${DIR}/tiny-llama-a-${f}.gguf`), `missing ${DIR}/tiny-llama-a-${f}.gguf`);
-  const g32 = readGguf(`${DIR}/tiny-llama-a-f32.gguf`), g16 = readGguf(`${DIR}/tiny-llama-a-f16.gguf`), g8 = readGguf(`${DIR}/tiny-llama-a-q8_0.gguf`);
+  const g32 = readGguf(tiny('tiny-llama-a-f32.gguf')), g16 = readGguf(tiny('tiny-llama-a-f16.gguf')), g8 = readGguf(tiny('tiny-llama-a-q8_0.gguf'));
   const k = await loadKernels({ pages: 1024 });
   let checkedQ8 = 0, checkedF16 = 0;
   for (const [name, t8] of g8.tensors) {

@@ -4,10 +4,23 @@ import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
+import { DTYPE_ROWS } from '../dist/src/generated/abi.js';
+import { encodeFromF32 } from '../dist/src/formats/quantize.js';
+
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
-export const T = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8, Q4_K: 12, Q6_K: 14, Q8_K: 15 };
-export const TYPE_NAMES = { 0: 'f32', 1: 'f16', 2: 'q4_0', 8: 'q8_0', 12: 'q4_K', 14: 'q6_K', 15: 'q8_K' };
-export const BLOCK = { 0: [1, 4], 1: [1, 2], 2: [32, 18], 8: [32, 34], 12: [256, 144], 14: [256, 210], 15: [256, 292] };
+// The dtype registry (src/kernels/dtypes.inc, mirrored by npm run gen:abi): ids by C name, names and
+// [block size, block bytes] by id, and the rows themselves.
+export { DTYPE_ROWS };
+export const T = Object.fromEntries(DTYPE_ROWS.map((d) => [d.id, d.ggmlId]));
+export const TYPE_NAMES = Object.fromEntries(DTYPE_ROWS.map((d) => [d.ggmlId, d.name]));
+export const BLOCK = Object.fromEntries(DTYPE_ROWS.map((d) => [d.ggmlId, [d.blockSize, d.typeSize]]));
+export const ROW = Object.fromEntries(DTYPE_ROWS.map((d) => [d.ggmlId, d]));
+/** Weight dtypes (ids), quantised ones (activation dtype other than f32) and float ones. */
+export const WEIGHT_TYPES = DTYPE_ROWS.filter((d) => d.kind !== 'A').map((d) => d.ggmlId);
+export const QUANT_TYPES = WEIGHT_TYPES.filter((t) => ROW[t].act !== 'f32');
+export const FLOAT_TYPES = WEIGHT_TYPES.filter((t) => ROW[t].act === 'f32');
+/** Activation dtypes other than f32 (what weights are dotted with). */
+export const ACT_TYPES = [...new Set(QUANT_TYPES.map((t) => T[ROW[t].act.toUpperCase()]))];
 
 // Memory map (DESIGN.md): static data of slot k at 0x10000 * (k + 1); from 0x80000 the host owns it.
 // Here: per-thread stacks of 1 MiB from 0x80000 (up to 4 threads), heap from HEAP_BASE.
@@ -146,13 +159,18 @@ export function randomRow(r, type, n, scale = 0.02) {
   const dv = new DataView(out.buffer);
   if (type === T.F32) { const f = new Float32Array(out.buffer); for (let i = 0; i < n; i++) f[i] = r.normal() * scale; return out; }
   if (type === T.F16) { for (let i = 0; i < n; i++) dv.setUint16(2 * i, floatToHalfBits(Math.fround(r.normal() * scale)), true); return out; }
+  if (bs === 1) {   // other plain float dtypes: the product's encoder
+    const f = new Float32Array(n);
+    for (let i = 0; i < n; i++) f[i] = r.normal() * scale;
+    return encodeFromF32(TYPE_NAMES[type], f).slice();
+  }
+  // quantised: random bytes with finite f16 scales at the registry's scale offsets
+  const offs = ROW[type].scaleOffsets;
   for (let b = 0; b < nb; b++) {
     const o = b * ts;
     for (let i = 0; i < ts; i++) out[o + i] = r.u32() & 255;
     const h = () => floatToHalfBits(Math.fround(scale * (0.25 + r.next()) / 8));
-    if (type === T.Q4_0 || type === T.Q8_0) dv.setUint16(o, h(), true);
-    else if (type === T.Q4_K) { dv.setUint16(o, h(), true); dv.setUint16(o + 2, h(), true); }
-    else if (type === T.Q6_K) dv.setUint16(o + 208, h(), true);
+    for (const so of offs) dv.setUint16(o + so, h(), true);
   }
   return out;
 }

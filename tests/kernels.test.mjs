@@ -4,14 +4,18 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import * as TOL from './tolerances.mjs';
 import {
-  loadKernels, rng, T, TYPE_NAMES, BLOCK, f32bits, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
+  loadKernels, rng, T, TYPE_NAMES, BLOCK, ROW, DTYPE_ROWS, WEIGHT_TYPES, QUANT_TYPES, FLOAT_TYPES, ACT_TYPES,
+  f32bits, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
 } from './kernels-harness.mjs';
+import { decodeToF32, encodeFromF32 } from '../dist/src/formats/quantize.js';
 
 const k = await loadKernels({ pages: 2048 });
 const X = k.x;
 const REF = 1, SIMD = 0;
-const QTYPES = [T.Q8_0, T.Q4_0, T.Q4_K, T.Q6_K];
-const ALL = [T.F32, T.F16, ...QTYPES];
+// every dtype of the registry (src/kernels/dtypes.inc): quantised weights, all weights, activation-only
+const QTYPES = QUANT_TYPES;
+const ALL = WEIGHT_TYPES;
+const ACT_ONLY = ACT_TYPES.filter((t) => !ALL.includes(t));
 const ELEMWISE_N = [1, 3, 4, 5, 7, 15, 16, 17, 31, 33, 97, 288, 4096 + 3];
 
 function ord(f) { const u = f32bits(f); return u & 0x80000000 ? -(u & 0x7fffffff) : u; }
@@ -33,18 +37,23 @@ function quantAct(type, x, ref = REF) {
 function withMark(fn) { const m = k.mark(); try { return fn(); } finally { k.release(m); } }
 
 // ------------------------------------------------------------------------------------------------
-test('traits table and row sizes', () => {
-  const expect = { 0: [1, 4, 0], 1: [1, 2, 0], 2: [32, 18, 8], 8: [32, 34, 8], 12: [256, 144, 15], 14: [256, 210, 15], 15: [256, 292, 15] };
-  for (const [t, [bs, ts, vt]] of Object.entries(expect)) {
+test('traits table and row sizes (compiled tables == the registry mirror)', () => {
+  for (const d of DTYPE_ROWS) {
+    const t = d.ggmlId, vt = T[d.act.toUpperCase()], weight = d.kind !== 'A' ? 1 : 0;
     for (const ref of [0, 1]) {
-      assert.equal(X.kt_traits(+t, ref, 0), bs, `${TYPE_NAMES[t]} block size`);
-      assert.equal(X.kt_traits(+t, ref, 1), ts, `${TYPE_NAMES[t]} type size`);
-      assert.equal(X.kt_traits(+t, ref, 2), vt, `${TYPE_NAMES[t]} vec_dot_type`);
-      assert.equal(X.kt_traits(+t, ref, 3), +t === 15 ? 0 : 1);
+      assert.equal(X.kt_traits(t, ref, 0), d.blockSize, `${d.name} block size`);
+      assert.equal(X.kt_traits(t, ref, 1), d.typeSize, `${d.name} type size`);
+      assert.equal(X.kt_traits(t, ref, 2), vt, `${d.name} vec_dot_type`);
+      assert.equal(X.kt_traits(t, ref, 3), weight, `${d.name} has vec_dot`);
+      assert.equal(X.kt_traits(t, ref, 4), weight, `${d.name} is_weight`);
+      assert.deepEqual([X.kt_traits(t, ref, 5), X.kt_traits(t, ref, 6)].filter((o) => o >= 0), d.scaleOffsets, `${d.name} scale offsets`);
     }
-    assert.equal(X.kt_row_size(+t, bs * 7), ts * 7);
+    assert.equal(X.kt_traits(t, 0, 7), d.kind === 'WM' ? 1 : 0, `${d.name} batched kernel`);
+    assert.equal(X.kt_row_size(t, d.blockSize * 7), d.typeSize * 7);
   }
-  for (const bad of [3, 7, 13, 16, 99]) assert.equal(X.kt_traits(bad, 0, 0), -1);
+  const unknown = [...Array(40).keys(), 99].filter((t) => !ROW[t]);
+  assert.ok(unknown.length > 20);
+  for (const bad of unknown) assert.equal(X.kt_traits(bad, 0, 0), -1, `id ${bad} is in no registry row`);
   assert.equal(X.kt_row_size(T.Q4_K, 100), 0, 'not a multiple of the block size');
 });
 
@@ -132,14 +141,18 @@ function tieRow(r, n, step) {   // rows whose scaled values hit .5 exactly (amax
   return x;
 }
 
-test('quantize q8_0 and q8_K: SIMD == reference == JS (ggml semantics), incl. rounding ties', () => {
+// JS references of the activation quantisers, one per activation dtype of the registry
+const JS_QUANT = { q8_0: jsQ8_0, q8_K: jsQ8_K };
+
+test('activation quantisers (q8_0, q8_K): SIMD == reference == JS (ggml semantics), incl. rounding ties', () => {
+  for (const t of ACT_TYPES) assert.ok(JS_QUANT[TYPE_NAMES[t]], `activation dtype ${TYPE_NAMES[t]}: add its JS quantiser to JS_QUANT`);
   const r = rng(21);
   for (const nb of [1, 2, 3, 8, 9, 24, 96]) {
     for (const kind of ['normal', 'ties', 'zeros', 'tiny']) withMark(() => {
       const n = 256 * nb;
       let x = kind === 'ties' ? tieRow(r, n, 1) : r.floats(n, kind === 'tiny' ? 1e-30 : 1);
       if (kind === 'zeros') { x = r.floats(n); x.fill(0, 0, 256); x.fill(0, 300, 340); }
-      for (const [type, js] of [[T.Q8_0, jsQ8_0], [T.Q8_K, jsQ8_K]]) {
+      for (const [type, js] of ACT_TYPES.map((t) => [t, JS_QUANT[TYPE_NAMES[t]]])) {
         if (type === T.Q8_K && kind === 'ties') x = x.map((v, i) => i % 256 === 0 ? -127 : v);   // iscale = 1
         const xp = k.putF32(x), rs = k.rowSize(type, n), ys = k.alloc(rs), yr = k.alloc(rs);
         X.kt_from_float(type, SIMD, xp, ys, n);
@@ -152,9 +165,11 @@ test('quantize q8_0 and q8_K: SIMD == reference == JS (ggml semantics), incl. ro
   }
 });
 
-test('quantisers q4_0 / q4_K / q6_K: SIMD == reference, round trip error bounded', () => {
+test('quantisers of the quantised weight dtypes: SIMD == reference, round trip error bounded', () => {
   const r = rng(22);
-  for (const [type, relRms] of [[T.Q4_0, 0.12], [T.Q4_K, 0.12], [T.Q6_K, 0.03], [T.Q8_0, 0.01]]) withMark(() => {
+  for (const type of QTYPES) withMark(() => {
+    const relRms = TOL.ROUND_TRIP_REL_RMS[TYPE_NAMES[type]];
+    assert.ok(relRms > 0, `${TYPE_NAMES[type]}: add its round-trip bound to ROUND_TRIP_REL_RMS (tests/tolerances.mjs)`);
     const n = 256 * 12, x = new Float32Array(n);
     for (let i = 0; i < n; i++) x[i] = r.normal();
     const xp = k.putF32(x), rs = k.rowSize(type, n), ys = k.alloc(rs), yr = k.alloc(rs), back = k.alloc(n * 4);
@@ -170,9 +185,12 @@ test('quantisers q4_0 / q4_K / q6_K: SIMD == reference, round trip error bounded
 });
 
 // ---- dequantise ------------------------------------------------------------------------------------
-// Independent JS readers of the ggml block formats (same float operation order as the reference).
+// Independent JS readers of the ggml block formats (same float operation order as the reference);
+// dtypes without one here are read with the converter's decoder (js/src/formats/quantize.ts).
 const f = Math.fround;
+const JS_READERS = new Set([T.Q8_0, T.Q4_0, T.Q8_K, T.Q4_K, T.Q6_K]);
 function jsDequant(type, bytes, n) {
+  if (!JS_READERS.has(type)) return decodeToF32(TYPE_NAMES[type], bytes, n);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), y = new Float32Array(n);
   const h = (o) => bitsF32(halfBitsToF32Bits(dv.getUint16(o, true)));
   const [bs, ts] = BLOCK[type];
@@ -220,20 +238,20 @@ function jsDequant(type, bytes, n) {
 
 test('to_float: SIMD == reference == JS block readers (all dtypes), get_row', () => {
   const r = rng(31);
-  for (const type of [...ALL, T.Q8_K]) for (const nb of [1, 2, 3, 5, 16]) withMark(() => {
-    const n = blocksFor(type) * nb * (type <= 1 ? 37 : 1);
+  for (const type of [...ALL, ...ACT_ONLY]) for (const nb of [1, 2, 3, 5, 16]) withMark(() => {
+    const n = blocksFor(type) * nb * (blocksFor(type) === 1 ? 37 : 1);
     let row;
-    if (type === T.Q8_K) { row = jsQ8_K(r.floats(n)); }
+    if (ACT_ONLY.includes(type)) { row = JS_QUANT[TYPE_NAMES[type]](r.floats(n)); }
     else row = randomRow(r, type, n);
     const p = k.putU8(row), ys = k.alloc(n * 4), yr = k.alloc(n * 4);
     X.kt_to_float(type, SIMD, p, ys, n);
     X.kt_to_float(type, REF, p, yr, n);
     assertBitsEqual(k.f32(ys, n), k.f32(yr, n), `${TYPE_NAMES[type]} to_float nb=${nb}`);
-    if (type !== T.F32 && type !== T.F16) assertBitsEqual(k.f32(yr, n), jsDequant(type, row, n), `${TYPE_NAMES[type]} ref vs JS`);
+    if (blocksFor(type) > 1) assertBitsEqual(k.f32(yr, n), jsDequant(type, row, n), `${TYPE_NAMES[type]} ref vs JS`);
   });
   // get_row picks row `row` of a matrix
   for (const type of ALL) withMark(() => {
-    const cols = blocksFor(type) * 3 * (type <= 1 ? 11 : 1), rows = 5;
+    const cols = blocksFor(type) * 3 * (blocksFor(type) === 1 ? 11 : 1), rows = 5;
     const rs = k.rowSize(type, cols), W = k.putU8(randomRow(r, type, cols * rows));
     const ys = k.alloc(cols * 4), yr = k.alloc(cols * 4), yt = k.alloc(cols * 4);
     for (const row of [0, 3, 4]) {
@@ -251,8 +269,9 @@ const QUANT_BLOCKS = [1, 2, 3, 4, 5, 7, 8, 9, 23, 24, 25, 64, 96, 97, 256];     
 const K_BLOCKS = [1, 2, 3, 5, 12, 19, 32];                                        // x256
 const FLOAT_N = [1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 96, 97, 288, 768, 2048, 3072, 4099, 8192];
 function sizesFor(type) {
-  if (type === T.F32 || type === T.F16) return FLOAT_N;
-  return (type === T.Q4_K || type === T.Q6_K ? K_BLOCKS : QUANT_BLOCKS).map((b) => b * blocksFor(type));
+  const bs = blocksFor(type);
+  if (bs === 1) return FLOAT_N;
+  return (bs >= 256 ? K_BLOCKS : QUANT_BLOCKS).map((b) => b * bs);
 }
 function wAsFloat(type, W, n) { const y = k.alloc(n * 4); X.kt_to_float(type, REF, W, y, n); return Array.from(k.f32(y, n)); }
 
@@ -270,7 +289,7 @@ function QTOL(type) { return TOL.QUANT_DOT_EXACT[TYPE_NAMES[type]]; }
 
 test('vec_dot: f32 / f16 SIMD vs reference within dotTol; exact on integer data', () => {
   const r = rng(42);
-  for (const type of [T.F32, T.F16]) for (const n of FLOAT_N) withMark(() => {
+  for (const type of FLOAT_TYPES) for (const n of FLOAT_N) withMark(() => {
     for (const scale of [1, 1e-3, 1e3]) {
       const w = k.putU8(randomRow(r, type, n, scale)), xv = r.floats(n), x = k.putF32(xv);
       const wf = wAsFloat(type, w, n);
@@ -283,9 +302,7 @@ test('vec_dot: f32 / f16 SIMD vs reference within dotTol; exact on integer data'
     // small integers: every product and partial sum exact -> identical results
     const wi = new Float32Array(n), xi = new Float32Array(n);
     for (let i = 0; i < n; i++) { wi[i] = r.int(-16, 16); xi[i] = r.int(-16, 16); }
-    let w;
-    if (type === T.F32) w = k.putF32(wi);
-    else { w = k.alloc(2 * n); const hv = k.u16(w, n); for (let i = 0; i < n; i++) hv[i] = floatToHalfBits(wi[i]); }
+    const w = k.putU8(encodeFromF32(TYPE_NAMES[type], wi).slice());   // small integers: exact in every float dtype
     const x = k.putF32(xi);
     assert.equal(X.kt_vec_dot(type, SIMD, n, w, x), X.kt_vec_dot(type, REF, n, w, x), `${TYPE_NAMES[type]} n=${n} integers`);
   });
@@ -322,7 +339,7 @@ test('matvec: == vec_dot per row (bit-exact), quantised == reference, any row sp
       for (let i = 0; i < rows; i++) yd[i] = X.kt_vec_dot(type, SIMD, cols, W + i * rs, xq);
       assertBitsEqual(ys, yd, `${TYPE_NAMES[type]} ${rows}x${cols} matvec vs vec_dot`);
       const yrs = k.f32(yr, rows);
-      if (type !== T.F32 && type !== T.F16) assertBitsEqual(ys, yrs, `${TYPE_NAMES[type]} ${rows}x${cols} matvec vs ref`);
+      if (ROW[type].act !== 'f32') assertBitsEqual(ys, yrs, `${TYPE_NAMES[type]} ${rows}x${cols} matvec vs ref`);
       else {
         const wf = wAsFloat(type, W, rows * cols);
         for (let i = 0; i < rows; i++) {
@@ -364,7 +381,7 @@ test('matvec 3072x8192 (first, middle and last rows) for every dtype', () => {
       X.kt_matvec(type, SIMD, W, cols, xq, y, a, b);
       X.kt_matvec(type, REF, W, cols, xq, yr, a, b);
     }
-    if (type === T.F32 || type === T.F16) {
+    if (ROW[type].act === 'f32') {
       const ys = k.f32(y, 13), yrs = k.f32(yr, 13);
       for (let i = 0; i < 13; i++) assert.ok(Math.abs(ys[i] - yrs[i]) <= 1e-4 * (Math.abs(yrs[i]) + 1), `${TYPE_NAMES[type]} row ${i}`);
     } else assertBitsEqual(k.f32(y, 13), k.f32(yr, 13), `${TYPE_NAMES[type]} 3072x8192 window`);
@@ -574,7 +591,7 @@ test('stack use per kernel call <= 16 KiB (guard below a 16 KiB stack stays inta
   const cols = 14336;   // a long row (Llama-3-8B FFN down): several column chunks
   for (const type of ALL) {
     const W = k.putU8(randomRow(r, type, 5 * cols, 0.03)), xq = quantAct(type, r.floats(cols), SIMD), y = k.alloc(5 * 4);
-    const xs = k.putF32(r.floats(cols)), q2 = k.alloc(k.rowSize(T.Q8_K, cols) + cols * 4);
+    const xs = k.putF32(r.floats(cols)), q2 = k.alloc(Math.max(...ACT_TYPES.map((t) => k.rowSize(t, cols))) + cols * 4);
     X.__stack_pointer.value = top;
     try {
       X.kt_matvec(type, SIMD, W, cols, xq, y, 0, 5);

@@ -1,23 +1,15 @@
-// Tokenizer tests on the real tiny-llama-a SentencePiece model (fails when the model folder is missing).
+// Tokenizer tests on the real tiny-llama-a SentencePiece model (tests/fixtures/tiny-llama-a).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { createTokenizer } from '../dist/src/tokenizer/index.js';
 import { parseSentencePieceModel, tokenizerFromSentencePiece } from '../dist/src/tokenizer/sentencepiece-model.js';
 import { tokenizerFromGGUFMetadata, tokenizerFromHFFolder } from '../dist/src/tokenizer/import.js';
+import { tiny as tinyFile, tinyDir } from './helpers/paths.mjs';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const modelsDir = process.env.AETHER_SHARED_MODELS ?? path.resolve(repoRoot, '../shared/models');
-const modelDir = path.join(modelsDir, 'tiny-llama-a');
-
-function need(file) {
-  const p = path.join(modelDir, file);
-  assert.ok(fs.existsSync(p), `missing ${p} (set AETHER_SHARED_MODELS to the folder holding tiny-llama-a)`);
-  return p;
-}
+const need = tinyFile;
 
 const spBytes = () => new Uint8Array(fs.readFileSync(need('tokenizer.model')));
 let cached;
@@ -304,7 +296,7 @@ test('tokenizerFromGGUFMetadata on the real GGUF equals the SentencePiece model'
 
 test('tokenizerFromHFFolder on tiny-llama-a/hf (tokenizer.model + configs)', async () => {
   need('hf/tokenizer.model');
-  const d = await tokenizerFromHFFolder(path.join(modelDir, 'hf'));
+  const d = await tokenizerFromHFFolder(tinyFile('hf'));
   assert.equal(d.model, 'llama');
   assert.equal(d.bos_token_id, 1);
   assert.equal(d.eos_token_id, 2);
@@ -312,7 +304,7 @@ test('tokenizerFromHFFolder on tiny-llama-a/hf (tokenizer.model + configs)', asy
   assert.equal(d.add_eos_token, false);
   const tok = createTokenizer(d);
   for (const p of reference().prompts) assert.deepEqual(tok.encode(p.prompt), p.prompt_ids);
-  await assert.rejects(() => tokenizerFromHFFolder(path.join(modelDir, 'does-not-exist')), (e) => e.code === 'tokenizer_error');
+  await assert.rejects(() => tokenizerFromHFFolder(path.join(tinyDir, 'does-not-exist')), (e) => e.code === 'tokenizer_error');
 });
 
 test('bad TokenizerData -> tokenizer_error', () => {

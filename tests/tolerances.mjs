@@ -6,7 +6,12 @@ export const EPS = 2 ** -24;
 // Quantised dot products / matvec: both sides sum exact integers per block and then perform the
 // identical float operation sequence ((float)sumi * (d_w * d_x) accumulated in block order; K-quants
 // per super-block), so the SIMD result must equal the reference bit for bit.
+// One entry per quantised weight dtype of the registry (a missing entry fails the kernel tests).
 export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_K: 0, q6_K: 0 };
+
+// Quantise -> dequantise round trip of N(0, 1) data: relative RMS error bound per quantised weight dtype
+// (format resolution, not SIMD error: q4 ~ 1/2^4 steps, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
+export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_K: 0.12, q6_K: 0.03, q8_0: 0.01 };
 
 // Quantisers (q8_0 roundf, q8_K nearest-even, fp16 RNE) and all dequantisers: identical operations
 // per element, so bit-exact.

@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { ROOT } from './kernels-harness.mjs';
+import { ROOT, DTYPE_ROWS } from './kernels-harness.mjs';
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN
@@ -89,18 +89,23 @@ for (const m of built) {
     for (const e of elem.matchAll(/elem\[(\d+)\] = func\[(\d+)\]/g)) table.set(+e[1], +e[2]);
     const inst = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(m.path)),
       { env: { memory: new WebAssembly.Memory({ initial: 256, maximum: 65536, shared }) } });
-    const KERNELS = [
-      ['vec_dot q8_0', ['i32x4.dot_i16x8_s', 'v128.load']], ['vec_dot q4_0', ['i32x4.dot_i16x8_s', 'v128.load']],
-      ['vec_dot f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['vec_dot f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
-      ['vec_dot q4_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']], ['vec_dot q6_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']],
-      ['matvec q8_0', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']], ['matvec q4_0', ['i32x4.dot_i16x8_s', 'f32x4.mul', 'v128.load']],
-      ['matvec f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['matvec f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
-      ['matvec q4_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']], ['matvec q6_K', ['i32x4.dot_i16x8_s', 'i32x4.mul', 'v128.load']],
-      ['attention', ['f32x4.mul', 'f32x4.add', 'v128.load']],
-    ];
+    // every weight dtype of the registry: vec_dot and matvec (and its batched kernel), then the other hot kernels
+    const FLOAT_OPS = ['f32x4.mul', 'f32x4.add', 'v128.load'], QUANT_OPS = ['i32x4.dot_i16x8_s', 'v128.load'];
+    const EXTRA_OPS = {   // what the current kernels are known to use besides the generic set
+      'matvec q8_0': ['f32x4.mul'], 'matvec q4_0': ['f32x4.mul'],
+      'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'], 'vec_dot q6_K': ['i32x4.mul'], 'matvec q6_K': ['i32x4.mul'],
+    };
+    const KERNELS = [];
+    for (const d of DTYPE_ROWS.filter((d) => d.kind !== 'A')) {
+      const base = d.act === 'f32' ? FLOAT_OPS : QUANT_OPS;
+      ['vec_dot', 'matvec', ...(d.kind === 'WM' ? ['matmul'] : [])].forEach((k, which) => {
+        const what = `${k} ${d.name}`;
+        KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);
+      });
+    }
+    KERNELS.push(['attention', ['f32x4.mul', 'f32x4.add', 'v128.load'], inst.exports.kt_kernel_fn(0)]);
     for (let i = 0; i < KERNELS.length; i++) {
-      const [what, ops] = KERNELS[i];
-      const ti = inst.exports.kt_kernel_fn(i);
+      const [what, ops, ti] = KERNELS[i];
       assert.ok(table.has(ti), `${what}: table index ${ti} not in the element section`);
       // a thin wrapper (vec_dot = the row kernel on one row) is followed through its direct calls
       const seen = new Set();
@@ -113,6 +118,6 @@ for (const m of built) {
       const body = code(table.get(ti));
       for (const op of ops) assert.ok(body.includes(op), `${what} (func[${table.get(ti)}]) has no ${op}`);
     }
-    assert.equal(inst.exports.kt_kernel_fn(KERNELS.length), -1, 'kernel list in sync with kt_kernel_fn');
+    assert.equal(inst.exports.kt_kernel_fn(1), -1, 'kt_kernel_fn: attention only');
   });
 }

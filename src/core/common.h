@@ -10,6 +10,10 @@
 #define AE_INLINE static inline __attribute__((always_inline))
 #define AE_NOINLINE __attribute__((noinline))
 
+/* Linear memory below this is the modules' static data (module k at 0x10000 * (k + 1), docs/DESIGN.md);
+ * from here up the host allocates. */
+#define AE_HOST_BASE 0x80000u
+
 #ifndef AE_THREADS
 #define AE_THREADS 0
 #endif

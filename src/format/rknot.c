@@ -20,8 +20,8 @@ AE_EXPORT int ae_rknot_check_header(const uint8_t *h, double file_size) {
 }
 
 AE_EXPORT int ae_rknot_check_tensor(int type, int ne0, int ne1, double offset, double bytes, double data_size) {
-  const ae_type_traits *tr = (type >= 0 && type < AE_TYPE_COUNT && type != AE_Q8_K) ? ae_traits((ae_type)type) : NULL;
-  if (!tr) return AE_RKNOT_BAD_DTYPE;
+  if (!ae_is_weight_type(type)) return AE_RKNOT_BAD_DTYPE;
+  const ae_type_traits *tr = ae_traits((ae_type)type);
   if (ne0 <= 0 || ne1 <= 0 || ne0 % tr->blck_size) return AE_RKNOT_BAD_SHAPE;
   /* in double: ae_row_size is a 32-bit size_t here and would wrap for huge rows */
   const double want = (double)(ne0 / tr->blck_size) * (double)tr->type_size * (double)ne1;

@@ -23,19 +23,19 @@
 #define AE_RKNOT_HEADER_SIZE 32u
 #define AE_RKNOT_MAX_JSON (256u << 20)
 
-/* Which check failed (returned by the functions below; 0 = ok). Values only grow. */
+/* Which check failed (returned by the functions below; 0 = ok; the quoted text is the message). Values only grow. */
 enum ae_rknot_error {
-  AE_RKNOT_OK = 0,
-  AE_RKNOT_BAD_MAGIC = 1,
-  AE_RKNOT_BAD_VERSION = 2,
-  AE_RKNOT_BAD_FLAGS = 3,
-  AE_RKNOT_BAD_JSON_LENGTH = 4,
-  AE_RKNOT_BAD_DATA_SIZE = 5,
-  AE_RKNOT_BAD_FILE_SIZE = 6,
-  AE_RKNOT_BAD_DTYPE = 7,
-  AE_RKNOT_BAD_SHAPE = 8,
-  AE_RKNOT_BAD_OFFSET = 9,
-  AE_RKNOT_BAD_BYTES = 10,
+  AE_RKNOT_OK = 0,                /* "" */
+  AE_RKNOT_BAD_MAGIC = 1,         /* "bad magic" */
+  AE_RKNOT_BAD_VERSION = 2,       /* "unsupported version" */
+  AE_RKNOT_BAD_FLAGS = 3,         /* "unknown flags" */
+  AE_RKNOT_BAD_JSON_LENGTH = 4,   /* "bad JSON length" */
+  AE_RKNOT_BAD_DATA_SIZE = 5,     /* "bad data size" */
+  AE_RKNOT_BAD_FILE_SIZE = 6,     /* "file size does not match the header" */
+  AE_RKNOT_BAD_DTYPE = 7,         /* "unknown dtype" */
+  AE_RKNOT_BAD_SHAPE = 8,         /* "shape is not whole blocks" */
+  AE_RKNOT_BAD_OFFSET = 9,        /* "offset misaligned or out of range" */
+  AE_RKNOT_BAD_BYTES = 10,        /* "byte count does not match dtype and shape" */
 };
 
 /* Check the 32-byte header `h` of a file of `file_size` bytes. */

@@ -1,34 +1,32 @@
-/* ae_X entry points: the SIMD128 kernels (what the model calls). */
+/* ae_X entry points: the SIMD128 kernels (what the model calls); per-dtype kernels come from the
+ * traits table (src/kernels/dtypes.inc). */
 #include "kernels/kernels.h"
 
 void ae_matvec(ae_type t, const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  switch (t) {
-    case AE_F32: ae_matvec_rows_f32_simd128(W, ncols, xq, y, r0, r1); break;
-    case AE_F16: ae_matvec_rows_f16_simd128(W, ncols, xq, y, r0, r1); break;
-    case AE_Q4_0: ae_matvec_rows_q4_0_simd128(W, ncols, xq, y, r0, r1); break;
-    case AE_Q8_0: ae_matvec_rows_q8_0_simd128(W, ncols, xq, y, r0, r1); break;
-    case AE_Q4_K: ae_matvec_rows_q4_K_simd128(W, ncols, xq, y, r0, r1); break;
-    case AE_Q6_K: ae_matvec_rows_q6_K_simd128(W, ncols, xq, y, r0, r1); break;
-    default: break;
-  }
+  const ae_type_traits *tr = ae_traits(t);
+  if (tr && tr->matvec) tr->matvec(W, ncols, xq, y, r0, r1);
 }
 
-/* Rows in chunks of AE_MATMUL_ROWS (their weights stay in L2 while every vector passes over them);
- * each (chunk, vector) is exactly ae_matvec on those rows, so results equal ae_matvec bit for bit. */
+/* Dtypes without a batched kernel: rows in chunks of AE_MATMUL_ROWS (their weights stay in L2 while
+ * every vector passes over them); each (chunk, vector) is exactly ae_matvec on those rows, so results
+ * equal ae_matvec bit for bit. */
 #define AE_MATMUL_ROWS 16
 void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                float *y, int y_stride, int r0, int r1) {
+  const ae_type_traits *tr = ae_traits(t);
+  if (!tr || !tr->matvec || r0 >= r1) return;
+  if (tr->matmul) { tr->matmul(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
   for (int rc = r0; rc < r1; rc += AE_MATMUL_ROWS) {
     const int re = rc + AE_MATMUL_ROWS < r1 ? rc + AE_MATMUL_ROWS : r1;
     for (int b = 0; b < nvec; b++)
-      ae_matvec(t, W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, rc, re);
+      tr->matvec(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, rc, re);
   }
 }
 
 ae_type ae_quantize_row(ae_type t, const float *x, void *y, int n) {
   const ae_type_traits *tr = ae_traits(t);
-  if (!tr) return AE_TYPE_COUNT;
+  if (!tr) return (ae_type)AE_TYPE_COUNT;
   ae_traits(tr->vec_dot_type)->from_float(x, y, n);
   return tr->vec_dot_type;
 }

@@ -1,5 +1,5 @@
 /* Per-layer data of the FFN modules (ffn-fused, ffn-saturated), written by the host
- * (js/src/runtime/ffn.ts mirrors the field offsets; a static_assert below pins them).
+ * (js/src/runtime/ffn.ts, through the offsets mirrored in js/src/generated/abi.ts: npm run gen:abi).
  *
  * Gate/up rows are read through a "tile layout": row r of gate is at
  *   gate + (r / tile) * tile_stride + (r % tile) * row_size(gu_type, dim)
@@ -17,8 +17,10 @@
 #define AE_FFN_AUX_MAGIC 0x31464641u /* "AFF1" */
 
 /* down_mode */
-enum { AE_FFN_DOWN_ROWS = 0,   /* model's row-major w_down over the full h (frozen/skipped h = hfill or 0) */
-       AE_FFN_DOWN_NEURON = 1  /* neuron-major copy: y = sum over computed neurons of h_i * down_nm[i] (+ comp) */ };
+enum ae_ffn_down_mode {
+  AE_FFN_DOWN_ROWS = 0,    /* "rows": model's row-major w_down over the full h (frozen/skipped h = hfill or 0) */
+  AE_FFN_DOWN_NEURON = 1,  /* "neuron": neuron-major copy: y = sum over computed neurons of h_i * down_nm[i] (+ comp) */
+};
 
 typedef struct {
   uint32_t magic;          /*  0 AE_FFN_AUX_MAGIC */
@@ -36,7 +38,7 @@ typedef struct {
   uint32_t down_nm;        /* 48 H rows of dim elements: row i = neuron i's column of w_down */
   float threshold;         /* 52 dynamic: a neuron is computed when |silu(g)| > threshold */
   uint32_t counts;         /* 56 int32[max_threads] scratch for per-thread active counts */
-  uint32_t stats;          /* 60 profile: double[H * AE_FFN_NSTAT] accumulators */
+  uint32_t stats;          /* 60 profile: double[H * AE_FFN_ST_N] accumulators */
   uint32_t hist;           /* 64 profile: uint32[max_threads * AE_FFN_HIST_BINS] histogram of |silu(g)| */
   float small_eps;         /* 68 profile: |h| below this counts as small */
   float neuron_max;        /* 72 dynamic with AE_FFN_DOWN_NEURON: use the neuron-major down only when the
@@ -44,20 +46,19 @@ typedef struct {
                             *    model's row-major down (faster when many neurons are active); >= 1: always */
   int32_t pad_;            /* 76 */
 } ae_ffn_aux;              /* 80 bytes */
-static_assert(sizeof(ae_ffn_aux) == 80, "ae_ffn_aux layout (js/src/runtime/ffn.ts)");
-static_assert(__builtin_offsetof(ae_ffn_aux, down_nm) == 48 && __builtin_offsetof(ae_ffn_aux, small_eps) == 68 &&
-              __builtin_offsetof(ae_ffn_aux, neuron_max) == 72,
-              "ae_ffn_aux layout (js/src/runtime/ffn.ts)");
+static_assert(sizeof(ae_ffn_aux) == 80, "ae_ffn_aux layout");
 
 /* Profile accumulators per neuron (doubles): */
-enum { AE_FFN_ST_SUM = 0,     /* sum h */
-       AE_FFN_ST_SUM2 = 1,    /* sum h^2 */
-       AE_FFN_ST_SUMABS = 2,  /* sum |h| */
-       AE_FFN_ST_MAXABS = 3,  /* max |h| */
-       AE_FFN_ST_SMALL = 4,   /* count |h| < small_eps */
-       AE_FFN_ST_ZERO = 5,    /* count h == 0 */
-       AE_FFN_ST_SUMS = 6,    /* sum |silu(g)| */
-       AE_FFN_NSTAT = 8 };
+enum ae_ffn_stat {
+  AE_FFN_ST_SUM = 0,     /* sum h */
+  AE_FFN_ST_SUM2 = 1,    /* sum h^2 */
+  AE_FFN_ST_SUMABS = 2,  /* sum |h| */
+  AE_FFN_ST_MAXABS = 3,  /* max |h| */
+  AE_FFN_ST_SMALL = 4,   /* count |h| < small_eps */
+  AE_FFN_ST_ZERO = 5,    /* count h == 0 */
+  AE_FFN_ST_SUMS = 6,    /* sum |silu(g)| */
+  AE_FFN_ST_N = 8,       /* accumulators per neuron (7 used) */
+};
 /* |silu(g)| histogram, from the float's bits: bin 0 holds values < 2^AE_FFN_HIST_LO (zeros, subnormals
  * included); value v = 2^E (1 + f), 0 <= f < 1, goes to bin (E - LO) * PER + floor(f * PER) + 1, so bin
  * k >= 1 starts at 2^(LO + (k-1) / PER) (1 + ((k-1) % PER) / PER) (integer division); the last bin is

@@ -16,7 +16,7 @@
  * the intermediate of ae_silu_mul(g, u), and s * u is its final multiply. */
 #ifndef AE_FFN_COMMON_H
 #define AE_FFN_COMMON_H
-#include "model/model.h"
+#include "model/act.h"
 #include "kernels/ffn_aux.h"
 #include "kernels/simd128/simd128_util.h"
 
@@ -91,12 +91,7 @@ static void ae_ffn_prep_x(ae_ffn_ctx *c, uint8_t *stackbuf, int ith, int nth, ae
     c->xq = stackbuf; c->xq_stride = rs;
     return;
   }
-  uint8_t *buf = c->gvt == AE_Q8_K ? (uint8_t *)m->xqk : (uint8_t *)m->xq8;
-  const size_t s = c->gvt == AE_Q8_K ? m->xqk_stride : m->xq8_stride;
-  int b0, b1;
-  ae_split(c->n, ith, nth, &b0, &b1);
-  for (int b = b0; b < b1; b++) ae_quantize_row(c->gt, m->xb + (size_t)b * c->D, buf + (size_t)b * s, c->D);
-  c->xq = buf; c->xq_stride = s;
+  c->xq = ae_act_prep(m, c->gt, m->xb, c->D, c->D, c->n, &c->xq_stride, ith, nth);
   ae_barrier(pool);
 }
 

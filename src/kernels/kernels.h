@@ -11,17 +11,21 @@
 
 typedef uint16_t ae_fp16;
 
-/* dtype ids are ggml's (GGUF tensor types); values only grow. */
+/* dtype ids are ggml's (GGUF tensor types), one enum entry per row of src/kernels/dtypes.inc. */
 typedef enum {
-  AE_F32 = 0,
-  AE_F16 = 1,
-  AE_Q4_0 = 2,
-  AE_Q8_0 = 8,
-  AE_Q4_K = 12,
-  AE_Q6_K = 14,
-  AE_Q8_K = 15,   /* activations only (vec_dot_type of the K-quants) */
-  AE_TYPE_COUNT = 16
+#define AE_DTYPE(ID, name, id, ...) AE_##ID = id,
+#include "kernels/dtypes.inc"
 } ae_type;
+/* One more than the largest dtype id (size of tables indexed by ae_type). */
+union ae_type_count_ {
+#define AE_DTYPE(ID, name, id, ...) char ID[id + 1];
+#include "kernels/dtypes.inc"
+};
+#define AE_TYPE_COUNT ((int)sizeof(union ae_type_count_))
+
+/* Block layouts (ggml's). f32 / f16 are one element per block. */
+typedef float ae_block_f32;
+typedef ae_fp16 ae_block_f16;
 
 #define AE_QK4_0 32
 typedef struct { ae_fp16 d; uint8_t qs[AE_QK4_0 / 2]; } ae_block_q4_0;  /* x[i] = (q - 8) * d; low nibbles = 0..15, high = 16..31 */
@@ -62,15 +66,26 @@ typedef void (*ae_to_float_fn)(const void *x, float *y, int n);
 typedef void (*ae_from_float_fn)(const float *x, void *y, int n);
 /* *s = dot(w[0..n), x[0..n)) where w has the row's dtype and x is in vec_dot_type. */
 typedef void (*ae_vec_dot_fn)(int n, float *s, const void *w, const void *x);
+/* y[r] = dot(W[r], xq) for r in [r0, r1) (rows of ncols elements; see ae_matvec). */
+typedef void (*ae_matvec_rows_fn)(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+/* Batched rows (see ae_matmul): y[b * y_stride + r] = dot(W[r], xq + b * xq_stride), equal to the row
+ * kernel per vector bit for bit. */
+typedef void (*ae_matmul_rows_fn)(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                  float *y, int y_stride, int r0, int r1);
 
+/* One row of src/kernels/dtypes.inc with the kernels of one implementation (SIMD128 or reference). */
 typedef struct {
   const char *name;
   int blck_size;            /* elements per block */
   int type_size;            /* bytes per block */
   ae_type vec_dot_type;     /* dtype the activation row is converted to once per row */
+  int is_weight;            /* 1: a tensor may have this dtype (vec_dot set); 0: activations only */
+  int scale_off[2];         /* byte offsets of the f16 block scales, -1 = none */
   ae_to_float_fn to_float;
   ae_from_float_fn from_float;
-  ae_vec_dot_fn vec_dot;
+  ae_vec_dot_fn vec_dot;    /* NULL for activation-only dtypes */
+  ae_matvec_rows_fn matvec; /* SIMD table only (the reference matvec loops vec_dot) */
+  ae_matmul_rows_fn matmul; /* SIMD table, optional: NULL = the row kernel over row chunks */
 } ae_type_traits;
 
 /* Traits with SIMD128 kernels; NULL for an unknown type. */
@@ -79,6 +94,10 @@ const ae_type_traits *ae_traits(ae_type t);
 const ae_type_traits *ae_traits_ref(ae_type t);
 /* Bytes of one row of n elements (n a multiple of the block size), 0 for an unknown type. */
 size_t ae_row_size(ae_type t, int n);
+/* Whether t is a dtype a weight tensor may have (known, not activations-only). */
+int ae_is_weight_type(int t);
+/* Whether t is the (non-f32) activation dtype of some weight dtype: the model keeps a buffer for it. */
+int ae_is_act_type(int t);
 
 float ae_fp16_to_fp32(ae_fp16 h);
 ae_fp16 ae_fp32_to_fp16(float f);   /* round to nearest even, like ggml / numpy */
@@ -160,20 +179,25 @@ float ae_cosf(float x);
 /* ---- per-dtype implementations behind the traits tables (not for direct use by the model) -------
  * ref: src/kernels/ref/, simd128: src/kernels/simd128/. Row kernels compute y[r] for r in [r0, r1)
  * with per-row arithmetic independent of r0, r1 and of the row grouping (1 vs N threads bit-exact). */
-#define AE_DECL_DTYPE(T)                                                                         \
+#define AE_DT_DECL_A(T)                                                                          \
   void ae_to_float_##T##_ref(const void *x, float *y, int n);                                    \
   void ae_from_float_##T##_ref(const float *x, void *y, int n);                                  \
   void ae_to_float_##T##_simd128(const void *x, float *y, int n);                                \
   void ae_from_float_##T##_simd128(const float *x, void *y, int n);
-#define AE_DECL_DOT(T)                                                                           \
+#define AE_DT_DECL_W(T)                                                                          \
+  AE_DT_DECL_A(T)                                                                                \
   void ae_vec_dot_##T##_ref(int n, float *s, const void *w, const void *x);                     \
   void ae_vec_dot_##T##_simd128(int n, float *s, const void *w, const void *x);                 \
   void ae_matvec_rows_##T##_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
-AE_DECL_DTYPE(f32) AE_DECL_DTYPE(f16) AE_DECL_DTYPE(q4_0) AE_DECL_DTYPE(q8_0)
-AE_DECL_DTYPE(q4_K) AE_DECL_DTYPE(q6_K) AE_DECL_DTYPE(q8_K)
-AE_DECL_DOT(f32) AE_DECL_DOT(f16) AE_DECL_DOT(q4_0) AE_DECL_DOT(q8_0) AE_DECL_DOT(q4_K) AE_DECL_DOT(q6_K)
-#undef AE_DECL_DTYPE
-#undef AE_DECL_DOT
+#define AE_DT_DECL_WM(T)                                                                         \
+  AE_DT_DECL_W(T)                                                                                \
+  void ae_matmul_rows_##T##_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, \
+                                    float *y, int y_stride, int r0, int r1);
+#define AE_DTYPE(ID, name, id, blck, bytes, act, kind, s0, s1) AE_DT_DECL_##kind(name)
+#include "kernels/dtypes.inc"
+#undef AE_DT_DECL_A
+#undef AE_DT_DECL_W
+#undef AE_DT_DECL_WM
 
 /* SIMD versions of the row ops (ae_X calls ae_X_simd128). */
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps);

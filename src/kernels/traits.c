@@ -1,36 +1,50 @@
-/* dtype traits tables: ae_traits (SIMD128 kernels) and ae_traits_ref (scalar references). */
+/* dtype traits tables generated from the registry (src/kernels/dtypes.inc): ae_traits (SIMD128
+ * kernels) and ae_traits_ref (scalar references). */
 #include "kernels/kernels.h"
 
-#define ROW(T, NAME, BLK, SIZE, VDT, IMPL, DOT)                                                  \
-  [T] = {NAME, BLK, SIZE, VDT, ae_to_float_##IMPL, ae_from_float_##IMPL, DOT}
+/* Every row's block size and bytes match its block struct. */
+#define AE_DTYPE(ID, name, id, blck, bytes, act, kind, s0, s1)                                  \
+  static_assert(sizeof(ae_block_##name) == (bytes), #name " block bytes (dtypes.inc)");         \
+  static_assert((s0) < (bytes) && (s1) < (bytes), #name " scale offsets (dtypes.inc)");
+#include "kernels/dtypes.inc"
+
+/* Entry points per kind (dtypes.inc): A activations only, W weights, WM weights with a batched kernel. */
+#define AE_DT_WEIGHT_A 0
+#define AE_DT_WEIGHT_W 1
+#define AE_DT_WEIGHT_WM 1
+#define AE_DT_DOT_A(T, impl) 0
+#define AE_DT_DOT_W(T, impl) ae_vec_dot_##T##_##impl
+#define AE_DT_DOT_WM(T, impl) ae_vec_dot_##T##_##impl
+#define AE_DT_MATVEC_A(T) 0
+#define AE_DT_MATVEC_W(T) ae_matvec_rows_##T##_simd128
+#define AE_DT_MATVEC_WM(T) ae_matvec_rows_##T##_simd128
+#define AE_DT_MATMUL_A(T) 0
+#define AE_DT_MATMUL_W(T) 0
+#define AE_DT_MATMUL_WM(T) ae_matmul_rows_##T##_simd128
+
+#define AE_DT_ROW(ID, name, blck, bytes, act, kind, s0, s1, impl, matvec, matmul)                 \
+  [AE_##ID] = {#name, blck, bytes, AE_##act, AE_DT_WEIGHT_##kind, {s0, s1}, ae_to_float_##name##_##impl, \
+               ae_from_float_##name##_##impl, AE_DT_DOT_##kind(name, impl), matvec, matmul},
 
 static const ae_type_traits k_simd[AE_TYPE_COUNT] = {
-  ROW(AE_F32, "f32", 1, 4, AE_F32, f32_simd128, ae_vec_dot_f32_simd128),
-  ROW(AE_F16, "f16", 1, 2, AE_F32, f16_simd128, ae_vec_dot_f16_simd128),
-  ROW(AE_Q4_0, "q4_0", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, q4_0_simd128, ae_vec_dot_q4_0_simd128),
-  ROW(AE_Q8_0, "q8_0", AE_QK8_0, sizeof(ae_block_q8_0), AE_Q8_0, q8_0_simd128, ae_vec_dot_q8_0_simd128),
-  ROW(AE_Q4_K, "q4_K", AE_QK_K, sizeof(ae_block_q4_K), AE_Q8_K, q4_K_simd128, ae_vec_dot_q4_K_simd128),
-  ROW(AE_Q6_K, "q6_K", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, q6_K_simd128, ae_vec_dot_q6_K_simd128),
-  ROW(AE_Q8_K, "q8_K", AE_QK_K, sizeof(ae_block_q8_K), AE_Q8_K, q8_K_simd128, 0),
+#define AE_DTYPE(ID, name, id, blck, bytes, act, kind, s0, s1) \
+  AE_DT_ROW(ID, name, blck, bytes, act, kind, s0, s1, simd128, AE_DT_MATVEC_##kind(name), AE_DT_MATMUL_##kind(name))
+#include "kernels/dtypes.inc"
 };
 
 static const ae_type_traits k_ref[AE_TYPE_COUNT] = {
-  ROW(AE_F32, "f32", 1, 4, AE_F32, f32_ref, ae_vec_dot_f32_ref),
-  ROW(AE_F16, "f16", 1, 2, AE_F32, f16_ref, ae_vec_dot_f16_ref),
-  ROW(AE_Q4_0, "q4_0", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, q4_0_ref, ae_vec_dot_q4_0_ref),
-  ROW(AE_Q8_0, "q8_0", AE_QK8_0, sizeof(ae_block_q8_0), AE_Q8_0, q8_0_ref, ae_vec_dot_q8_0_ref),
-  ROW(AE_Q4_K, "q4_K", AE_QK_K, sizeof(ae_block_q4_K), AE_Q8_K, q4_K_ref, ae_vec_dot_q4_K_ref),
-  ROW(AE_Q6_K, "q6_K", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, q6_K_ref, ae_vec_dot_q6_K_ref),
-  ROW(AE_Q8_K, "q8_K", AE_QK_K, sizeof(ae_block_q8_K), AE_Q8_K, q8_K_ref, 0),
+#define AE_DTYPE(ID, name, id, blck, bytes, act, kind, s0, s1) \
+  AE_DT_ROW(ID, name, blck, bytes, act, kind, s0, s1, ref, 0, 0)
+#include "kernels/dtypes.inc"
 };
 
 const ae_type_traits *ae_traits(ae_type t) {
-  if ((unsigned)t >= AE_TYPE_COUNT || !k_simd[t].name) return 0;
+  if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_simd[t].name) return 0;
   return &k_simd[t];
 }
 
 const ae_type_traits *ae_traits_ref(ae_type t) {
-  if ((unsigned)t >= AE_TYPE_COUNT || !k_ref[t].name) return 0;
+  if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_ref[t].name) return 0;
   return &k_ref[t];
 }
 
@@ -38,4 +52,16 @@ size_t ae_row_size(ae_type t, int n) {
   const ae_type_traits *tr = ae_traits_ref(t);
   if (!tr || n < 0 || n % tr->blck_size) return 0;
   return (size_t)(n / tr->blck_size) * (size_t)tr->type_size;
+}
+
+int ae_is_weight_type(int t) {
+  const ae_type_traits *tr = ae_traits((ae_type)t);
+  return tr && tr->is_weight;
+}
+
+int ae_is_act_type(int t) {
+  if (t == AE_F32 || !ae_traits((ae_type)t)) return 0;
+  for (int w = 0; w < AE_TYPE_COUNT; w++)
+    if (ae_is_weight_type(w) && k_simd[w].vec_dot_type == (ae_type)t) return 1;
+  return 0;
 }

@@ -10,7 +10,7 @@
  * activation, attention scale and soft-caps, RoPE scaling, sliding window) and the optional tensors
  * (q/k norms, post-attention / post-FFN norms, RoPE frequency factors) select the steps below; the small
  * helpers in the next section are the only places that know about them. */
-#include "model/model.h"
+#include "model/act.h"
 
 /* ---- architecture variants ---------------------------------------------------------------------- */
 
@@ -62,44 +62,26 @@ static void post_norm(float *y, const ae_tensor *w, int dim, float eps) {
   if (w->data) ae_rmsnorm(y, y, w->data, dim, eps);
 }
 
-/* Activations of n rows x[b * x_stride .. + ncols) converted for weights of dtype t; returns the
- * buffer and its row stride. f32 weights read x directly. Rows are split over threads. */
-static const void *prep_act(ae_model *m, ae_type wt, const float *x, int x_stride, int ncols, int n,
-                            size_t *stride, int ith, int nth) {
-  ae_type vt = ae_traits(wt)->vec_dot_type;
-  if (vt == AE_F32) { *stride = (size_t)x_stride * 4; return x; }
-  char *buf = vt == AE_Q8_K ? (char *)m->xqk : (char *)m->xq8;
-  size_t s = vt == AE_Q8_K ? m->xqk_stride : m->xq8_stride;
-  int b0, b1;
-  ae_split(n, ith, nth, &b0, &b1);
-  for (int b = b0; b < b1; b++) ae_quantize_row(wt, x + (size_t)b * x_stride, buf + (size_t)b * s, ncols);
-  *stride = s;
-  return buf;
-}
-
-/* Quantise x for every activation dtype the given weights need (so several matmuls can share it). */
+/* Convert x for every activation dtype the given weights need, once per dtype (several matmuls share it). */
 static void prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
                      int n, int ith, int nth) {
-  int done8 = 0, donek = 0;
   size_t s;
   for (int i = 0; i < nw; i++) {
     if (!ws[i]->data) continue;
-    ae_type vt = ae_traits((ae_type)ws[i]->type)->vec_dot_type;
-    if (vt == AE_Q8_0 && !done8) { prep_act(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth); done8 = 1; }
-    if (vt == AE_Q8_K && !donek) { prep_act(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth); donek = 1; }
+    const ae_type vt = ae_traits((ae_type)ws[i]->type)->vec_dot_type;
+    int done = 0;
+    for (int j = 0; j < i; j++)
+      done |= ws[j]->data && ae_traits((ae_type)ws[j]->type)->vec_dot_type == vt;
+    if (!done) ae_act_prep(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth);
   }
 }
 
 /* y[b * y_stride + r] = W[r] . act(x[b]) for this thread's rows; x already prepared by prep_all. */
 static void matmul_rows(ae_model *m, const ae_tensor *w, const float *x, int x_stride, int n, float *y,
                         int y_stride, int ith, int nth) {
-  ae_type t = (ae_type)w->type;
-  ae_type vt = ae_traits(t)->vec_dot_type;
-  const void *xq;
+  const ae_type t = (ae_type)w->type;
   size_t xs;
-  if (vt == AE_F32) { xq = x; xs = (size_t)x_stride * 4; }
-  else if (vt == AE_Q8_K) { xq = m->xqk; xs = m->xqk_stride; }
-  else { xq = m->xq8; xs = m->xq8_stride; }
+  const void *xq = ae_act_rows(m, t, x, x_stride, &xs);
   int r0, r1;
   ae_split_aligned(w->ne1, 4, ith, nth, &r0, &r1);
   if (r0 >= r1) return;

@@ -128,8 +128,7 @@ AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }
 AE_EXPORT int32_t ae_model_bad_role(void) { return g_bad_role; }
-/* 1 missing, 2 unknown dtype, 3 shape, 4 out of memory range, 5 misaligned, 6 row not whole blocks,
- * 7 a value is not finite and positive (RoPE frequency factors) */
+/* enum ae_bad_reason */
 AE_EXPORT int32_t ae_model_bad_reason(void) { return g_bad_reason; }
 
 static int bad(int layer, int role, int reason) {
@@ -138,24 +137,24 @@ static int bad(int layer, int role, int reason) {
 }
 
 static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne1, int matrix, int required) {
-  if (!t->data) return required ? bad(layer, role, 1) : AE_OK;
+  if (!t->data) return required ? bad(layer, role, AE_BAD_MISSING) : AE_OK;
+  if (!ae_is_weight_type(t->type)) return bad(layer, role, AE_BAD_DTYPE);
   const ae_type_traits *tr = ae_traits((ae_type)t->type);
-  if (!tr || t->type == AE_Q8_K) return bad(layer, role, 2);
-  if (!matrix && t->type != AE_F32) return bad(layer, role, 2);
-  if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, 3);
-  if (ne0 % tr->blck_size) return bad(layer, role, 6);
+  if (!matrix && t->type != AE_F32) return bad(layer, role, AE_BAD_DTYPE);
+  if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, AE_BAD_SHAPE);
+  if (ne0 % tr->blck_size) return bad(layer, role, AE_BAD_BLOCKS);
   uint64_t bytes = (uint64_t)ae_row_size((ae_type)t->type, ne0) * (uint64_t)ne1;
   uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
   uint64_t start = (uint64_t)(uintptr_t)t->data;
-  if (start < 0x80000u || start + bytes > mem) return bad(layer, role, 4);
-  if (start % 4) return bad(layer, role, 5);
+  if (start < AE_HOST_BASE || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
+  if (start % 4) return bad(layer, role, AE_BAD_ALIGN);
   return AE_OK;
 }
 
 static int finite_pos(float v) { return v > 0.0f && v < 3.0e38f; }
 
 static int check_config(const ae_config *c) {
-  if (c->arch < AE_ARCH_LLAMA || c->arch >= AE_ARCH_COUNT) return AE_ERR_BAD_CONFIG;
+  if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_LAST) return AE_ERR_BAD_CONFIG;
   if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
   if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
   if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
@@ -194,9 +193,8 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
   if ((st = check_tensor(&m->rope_freqs, -1, AE_T_ROPE_FREQS, c->rope_dim / 2, 1, 0, 0))) return st;
   if (m->rope_freqs.data) {
     const float *f = (const float *)m->rope_freqs.data;
-    for (int i = 0; i < c->rope_dim / 2; i++) if (!finite_pos(f[i])) return bad(-1, AE_T_ROPE_FREQS, 7);
+    for (int i = 0; i < c->rope_dim / 2; i++) if (!finite_pos(f[i])) return bad(-1, AE_T_ROPE_FREQS, AE_BAD_VALUE);
   }
-  m->act_q8_0 = m->act_q8_K = 0;
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     if ((st = check_tensor(&L->attn_norm, l, AE_T_ATTN_NORM, D, 1, 0, 1))) return st;
@@ -205,7 +203,7 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->wq, l, AE_T_WQ, D, m->q_dim, 1, !fused))) return st;
     if ((st = check_tensor(&L->wk, l, AE_T_WK, D, m->kv_dim, 1, !fused))) return st;
     if ((st = check_tensor(&L->wv, l, AE_T_WV, D, m->kv_dim, 1, !fused))) return st;
-    if (fused && (L->wq.data || L->wk.data || L->wv.data)) return bad(l, AE_T_WQKV, 3);
+    if (fused && (L->wq.data || L->wk.data || L->wv.data)) return bad(l, AE_T_WQKV, AE_BAD_SHAPE);
     if ((st = check_tensor(&L->bq, l, AE_T_BQ, m->q_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->bk, l, AE_T_BK, m->kv_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->bv, l, AE_T_BV, m->kv_dim, 1, 0, 0))) return st;
@@ -216,21 +214,10 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, 1))) return st;
     if ((st = check_tensor(&L->q_norm, l, AE_T_ATTN_Q_NORM, c->head_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->k_norm, l, AE_T_ATTN_K_NORM, c->head_dim, 1, 0, 0))) return st;
-    if (!L->q_norm.data != !L->k_norm.data) return bad(l, L->q_norm.data ? AE_T_ATTN_K_NORM : AE_T_ATTN_Q_NORM, 1);
+    if (!L->q_norm.data != !L->k_norm.data) return bad(l, L->q_norm.data ? AE_T_ATTN_K_NORM : AE_T_ATTN_Q_NORM, AE_BAD_MISSING);
     if ((st = check_tensor(&L->attn_post_norm, l, AE_T_ATTN_POST_NORM, D, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->ffn_post_norm, l, AE_T_FFN_POST_NORM, D, 1, 0, 0))) return st;
-    const ae_tensor *mats[] = {&L->wq, &L->wk, &L->wv, &L->wqkv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-    for (unsigned i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-      if (!mats[i]->data) continue;
-      ae_type vt = ae_traits((ae_type)mats[i]->type)->vec_dot_type;
-      if (vt == AE_Q8_0) m->act_q8_0 = 1;
-      if (vt == AE_Q8_K) m->act_q8_K = 1;
-    }
   }
-  const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
-  ae_type vt = ae_traits((ae_type)out->type)->vec_dot_type;
-  if (vt == AE_Q8_0) m->act_q8_0 = 1;
-  if (vt == AE_Q8_K) m->act_q8_K = 1;
   return AE_OK;
 }
 
@@ -243,7 +230,6 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   const ae_config *c = &m->cfg;
   const uint64_t B = (uint64_t)c->max_batch;
   const int widest = max3(c->dim, c->hidden_dim, m->q_dim);
-  const int widest_k = (widest + AE_QK_K - 1) / AE_QK_K * AE_QK_K;
   uint64_t off = 0;  /* 64-bit: sizes from a hostile config must not wrap */
 #define TAKE(field, bytes) do { if (base) m->field = (void *)(base + (uintptr_t)off); off = (off + (uint64_t)(bytes) + 63u) & ~(uint64_t)63u; } while (0)
   TAKE(x, B * c->dim * 4);
@@ -252,11 +238,13 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   TAKE(hb, B * c->hidden_dim * 4);
   TAKE(hb2, B * c->hidden_dim * 4);
   TAKE(tmp, B * c->dim * 4);
-  size_t s8 = AE_ALIGN64(ae_row_size(AE_Q8_0, (widest + 31) / 32 * 32));
-  size_t sk = AE_ALIGN64(ae_row_size(AE_Q8_K, widest_k));
-  if (base) { m->xq8_stride = s8; m->xqk_stride = sk; }
-  TAKE(xq8, B * s8);
-  TAKE(xqk, B * sk);
+  for (int t = 0; t < AE_TYPE_COUNT; t++) {   /* one buffer per activation dtype, in dtype order */
+    if (!ae_is_act_type(t)) continue;
+    const int blk = ae_traits((ae_type)t)->blck_size;
+    const size_t s = AE_ALIGN64(ae_row_size((ae_type)t, (widest + blk - 1) / blk * blk));
+    if (base) m->act_stride[t] = s;
+    TAKE(act[t], B * s);
+  }
   TAKE(rope_cs, B * c->rope_dim * 4);
   TAKE(rope_cs_swa, B * c->rope_dim * 4);
   TAKE(att, (uint64_t)c->max_threads * c->n_ctx * 4);

@@ -1,7 +1,7 @@
 /* Model: config, weights as views into linear memory, run state, KV cache.
  *
- * The host (js/src/runtime/model.ts) fills an ae_model through the setters below (no struct layout is
- * mirrored in JS), streams tensor bytes to the offsets it chose, then calls ae_model_init(), which
+ * The host (js/src/runtime/engine.ts) fills an ae_model through the setters below (no ae_model layout
+ * is mirrored in JS; the enums and ae_forward_args are, in js/src/generated/abi.ts: npm run gen:abi), streams tensor bytes to the offsets it chose, then calls ae_model_init(), which
  * validates the whole tensor table against the config and the memory size and carves the run state
  * out of a host-allocated arena (ae_model_arena_size()). The forward pass allocates nothing. */
 #ifndef AE_MODEL_H
@@ -13,16 +13,21 @@
 
 #define AE_MAX_LAYERS 256
 
-/* Architecture (informational: the forward pass follows the flags and tensors below, never the arch). */
+/* Values of AE_CFG_ARCH (JS: the lower-case name). Informational: the forward pass follows the config flags
+ * and tensors below, never the arch. */
 enum ae_arch {
   AE_ARCH_LLAMA = 0, AE_ARCH_QWEN2 = 1, AE_ARCH_PHI3 = 2, AE_ARCH_QWEN3 = 3, AE_ARCH_GEMMA = 4,
-  AE_ARCH_GEMMA2 = 5, AE_ARCH_GEMMA3 = 6, AE_ARCH_COUNT = 7,
+  AE_ARCH_GEMMA2 = 5, AE_ARCH_GEMMA3 = 6,
+};
+#define AE_ARCH_LAST AE_ARCH_GEMMA3
+
+/* Values of AE_CFG_FFN_ACT (JS: the quoted name). */
+enum ae_ffn_act {
+  AE_ACT_SILU = 0,        /* "silu": SwiGLU */
+  AE_ACT_GELU_TANH = 1,   /* "gelu_tanh": GeGLU with the tanh-approximated gelu (Gemma) */
 };
 
-/* FFN gate activation (AE_CFG_FFN_ACT). */
-enum ae_ffn_act { AE_ACT_SILU = 0 /* SwiGLU */, AE_ACT_GELU_TANH = 1 /* GeGLU (Gemma) */ };
-
-/* Config keys for ae_model_set_config_i / _f. Values only grow (js/src/runtime/abi.ts mirrors them).
+/* Config keys for ae_model_set_config_i / _f. Values only grow.
  * Float keys whose default is 0 mean "off" (soft-caps) or "derived" (attn_scale: 1/sqrt(head_dim),
  * rope_theta_swa: rope_theta). */
 enum ae_config_key {
@@ -44,17 +49,46 @@ enum ae_config_key {
   AE_CFG_ROPE_FREQ_SCALE_SWA = 25, /* linear RoPE scaling of SWA layers; default 1 */
 };
 
-/* Tensor roles for ae_model_set_tensor. Global roles use layer = -1. */
+/* Tensor roles for ae_model_set_tensor, with the tensor's GGUF / .rknot name (per-layer roles: the name
+ * after "blk.N."). Global roles use layer = -1. */
 enum ae_role {
-  AE_T_TOK_EMBD = 0, AE_T_OUTPUT_NORM = 1, AE_T_OUTPUT = 2,
-  AE_T_ATTN_NORM = 3, AE_T_WQ = 4, AE_T_WK = 5, AE_T_WV = 6, AE_T_WQKV = 7, AE_T_BQ = 8, AE_T_BK = 9,
-  AE_T_BV = 10, AE_T_WO = 11, AE_T_FFN_NORM = 12, AE_T_W_GATE = 13, AE_T_W_UP = 14, AE_T_W_DOWN = 15,
-  AE_T_ATTN_Q_NORM = 16,    /* [head_dim] RMSNorm of every q head before RoPE (Qwen3, Gemma 3) */
-  AE_T_ATTN_K_NORM = 17,    /* [head_dim] same for k */
-  AE_T_ATTN_POST_NORM = 18, /* [dim] RMSNorm of the attention output before the residual add (Gemma 2/3) */
-  AE_T_FFN_POST_NORM = 19,  /* [dim] RMSNorm of the FFN output before the residual add (Gemma 2/3) */
-  AE_T_ROPE_FREQS = 20,     /* global, [rope_dim/2] RoPE frequency divisors (llama3 rope_freqs, LongRoPE factors) */
+  AE_T_TOK_EMBD = 0,     /* "token_embd.weight" */
+  AE_T_OUTPUT_NORM = 1,  /* "output_norm.weight" */
+  AE_T_OUTPUT = 2,       /* "output.weight" */
+  AE_T_ATTN_NORM = 3,    /* "attn_norm.weight" */
+  AE_T_WQ = 4,           /* "attn_q.weight" */
+  AE_T_WK = 5,           /* "attn_k.weight" */
+  AE_T_WV = 6,           /* "attn_v.weight" */
+  AE_T_WQKV = 7,         /* "attn_qkv.weight" */
+  AE_T_BQ = 8,           /* "attn_q.bias" */
+  AE_T_BK = 9,           /* "attn_k.bias" */
+  AE_T_BV = 10,          /* "attn_v.bias" */
+  AE_T_WO = 11,          /* "attn_output.weight" */
+  AE_T_FFN_NORM = 12,    /* "ffn_norm.weight" */
+  AE_T_W_GATE = 13,      /* "ffn_gate.weight" */
+  AE_T_W_UP = 14,        /* "ffn_up.weight" */
+  AE_T_W_DOWN = 15,      /* "ffn_down.weight" */
+  AE_T_ATTN_Q_NORM = 16, /* "attn_q_norm.weight": [head_dim] RMSNorm of every q head before RoPE (Qwen3, Gemma 3) */
+  AE_T_ATTN_K_NORM = 17, /* "attn_k_norm.weight": [head_dim] same for k */
+  AE_T_ATTN_POST_NORM = 18, /* "post_attention_norm.weight": [dim] RMSNorm of the attention output before the residual add */
+  AE_T_FFN_POST_NORM = 19,  /* "post_ffw_norm.weight": [dim] RMSNorm of the FFN output before the residual add (Gemma 2/3) */
+  AE_T_ROPE_FREQS = 20,  /* global (layer -1), [rope_dim/2] RoPE frequency divisors; no fixed name: the host picks
+                            rope_freqs.weight (llama3) or rope_factors_long / _short.weight (LongRoPE) */
   AE_T_ROLE_COUNT = 21,
+};
+/* Roles before this one are global (layer = -1), the others per layer. */
+#define AE_T_FIRST_LAYER_ROLE AE_T_ATTN_NORM
+
+/* Why ae_model_validate rejected a tensor (ae_model_bad_reason; the quoted text is the message). */
+enum ae_bad_reason {
+  AE_BAD_NONE = 0,       /* "" */
+  AE_BAD_MISSING = 1,    /* "missing" */
+  AE_BAD_DTYPE = 2,      /* "unsupported dtype" */
+  AE_BAD_SHAPE = 3,      /* "shape does not match the config" */
+  AE_BAD_RANGE = 4,      /* "out of memory range" */
+  AE_BAD_ALIGN = 5,      /* "misaligned" */
+  AE_BAD_BLOCKS = 6,     /* "row is not a whole number of blocks" */
+  AE_BAD_VALUE = 7,      /* "a value is not finite and positive" */
 };
 
 typedef struct {
@@ -74,9 +108,14 @@ typedef struct {
       rope_freq_scale_swa;
 } ae_config;
 
-/* FFN execution modes per layer (runtime switch, no reconversion). */
-enum ae_ffn_mode { AE_FFN_DENSE = 0, AE_FFN_FUSED = 1, AE_FFN_SAT_STATIC = 2, AE_FFN_SAT_DYNAMIC = 3,
-                   AE_FFN_PROFILE = 4 /* dense result + activation statistics (ffn-saturated module) */ };
+/* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
+enum ae_ffn_mode {
+  AE_FFN_DENSE = 0,        /* "dense": the core's path */
+  AE_FFN_FUSED = 1,        /* "fused": ffn-fused module */
+  AE_FFN_SAT_STATIC = 2,   /* "static": ffn-saturated, profiled masks */
+  AE_FFN_SAT_DYNAMIC = 3,  /* "dynamic": ffn-saturated, per-token threshold */
+  AE_FFN_PROFILE = 4,      /* "profile": dense result + activation statistics (ffn-saturated module) */
+};
 
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
@@ -93,7 +132,6 @@ typedef struct {
   ae_layer layers[AE_MAX_LAYERS];
   int32_t initialised;
   int32_t q_dim, kv_dim, qkv_dim;  /* n_heads*head_dim, n_kv_heads*head_dim, q_dim + 2 kv_dim */
-  int32_t act_q8_0, act_q8_K;      /* whether some weight needs activations in that dtype */
   /* run state (carved from the arena by ae_model_init) */
   float *x;        /* (max_batch, dim) residual stream */
   float *xb;       /* (max_batch, max(dim, q_dim)) normed input / attention output */
@@ -101,9 +139,10 @@ typedef struct {
   float *hb;       /* (max_batch, hidden) */
   float *hb2;      /* (max_batch, hidden) */
   float *tmp;      /* (max_batch, dim) projection output before the residual add */
-  void *xq8;       /* (max_batch, row_size(q8_0, max(dim, hidden, q_dim))) */
-  void *xqk;       /* (max_batch, row_size(q8_K, ...)) */
-  size_t xq8_stride, xqk_stride;
+  /* activation buffers, indexed by activation dtype (ae_is_act_type; see src/model/act.h):
+   * act[t] is (max_batch, act_stride[t]) bytes, a row holding max(dim, hidden, q_dim) values in dtype t */
+  void *act[AE_TYPE_COUNT];
+  size_t act_stride[AE_TYPE_COUNT];
   float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs of full-attention layers */
   float *rope_cs_swa; /* (max_batch, rope_dim) cos/sin pairs of SWA layers (= rope_cs when they share the RoPE) */
   float *att;      /* (max_threads, n_ctx) attention scores scratch */
@@ -139,7 +178,7 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
 #define AE_JOB_FFN_LAYER 2
 void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
 
-/* The host writes ae_forward_args at these offsets (js/src/runtime/abi.ts). */
+/* The host writes ae_forward_args at the offsets of js/src/generated/abi.ts. */
 static_assert(sizeof(ae_forward_args) == 24, "abi");
 
 #endif

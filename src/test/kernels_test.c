@@ -28,7 +28,8 @@ AE_EXPORT int kt_to_float(int type, int ref, const void *x, float *y, int n) {
   tr->to_float(x, y, n);
   return 0;
 }
-/* field 0 block size, 1 type size, 2 vec_dot_type, 3 has vec_dot; -1 for an unknown type */
+/* field 0 block size, 1 type size, 2 vec_dot_type, 3 has vec_dot, 4 is_weight, 5 / 6 scale offsets,
+ * 7 has its own batched kernel (matmul); -1 for an unknown type */
 AE_EXPORT int kt_traits(int type, int ref, int field) {
   const ae_type_traits *tr = TR(ref, type);
   if (!tr) return -1;
@@ -37,6 +38,10 @@ AE_EXPORT int kt_traits(int type, int ref, int field) {
     case 1: return tr->type_size;
     case 2: return (int)tr->vec_dot_type;
     case 3: return tr->vec_dot != 0;
+    case 4: return tr->is_weight;
+    case 5: return tr->scale_off[0];
+    case 6: return tr->scale_off[1];
+    case 7: return tr->matmul != 0;
     default: return -1;
   }
 }
@@ -158,19 +163,20 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
   }
 }
 
-/* Table index (function pointer) of hot SIMD kernels, so tests/wasm-modules.test.mjs can find them in
- * `wasm-objdump -d` output (the linked modules carry no name section). -1 past the end. */
+/* Table indices (function pointers) of the hot SIMD kernels, so tests/wasm-modules.test.mjs can find them
+ * in `wasm-objdump -d` output (the linked modules carry no name section); -1 when there is none.
+ * kt_dtype_fn: a dtype's kernels from the traits table, which = 0 vec_dot, 1 matvec rows, 2 batched matmul.
+ * kt_kernel_fn: other kernels, 0 attention; -1 past the end. */
 typedef void (*kt_any_fn)(void);
+AE_EXPORT int kt_dtype_fn(int type, int which) {
+  const ae_type_traits *tr = ae_traits((ae_type)type);
+  if (!tr) return -1;
+  const kt_any_fn f = which == 0 ? (kt_any_fn)tr->vec_dot : which == 1 ? (kt_any_fn)tr->matvec
+                    : which == 2 ? (kt_any_fn)tr->matmul : 0;
+  return f ? (int)(uintptr_t)f : -1;
+}
 AE_EXPORT int kt_kernel_fn(int i) {
-  static const kt_any_fn fns[] = {
-    (kt_any_fn)ae_vec_dot_q8_0_simd128,      (kt_any_fn)ae_vec_dot_q4_0_simd128,
-    (kt_any_fn)ae_vec_dot_f32_simd128,       (kt_any_fn)ae_vec_dot_f16_simd128,
-    (kt_any_fn)ae_vec_dot_q4_K_simd128,      (kt_any_fn)ae_vec_dot_q6_K_simd128,
-    (kt_any_fn)ae_matvec_rows_q8_0_simd128,  (kt_any_fn)ae_matvec_rows_q4_0_simd128,
-    (kt_any_fn)ae_matvec_rows_f32_simd128,   (kt_any_fn)ae_matvec_rows_f16_simd128,
-    (kt_any_fn)ae_matvec_rows_q4_K_simd128,  (kt_any_fn)ae_matvec_rows_q6_K_simd128,
-    (kt_any_fn)ae_attention_simd128,
-  };
+  static const kt_any_fn fns[] = { (kt_any_fn)ae_attention_simd128 };
   if (i < 0 || i >= (int)(sizeof fns / sizeof fns[0])) return -1;
   return (int)(uintptr_t)fns[i];
 }

@@ -1,10 +1,12 @@
 /**
- * The one table of tensor dtypes understood by Aether (.rknot, GGUF, converter, loader).
+ * Tensor dtypes understood by Aether (.rknot, GGUF, converter, loader): the weight rows of the C dtype
+ * registry (src/kernels/dtypes.inc), mirrored in ../generated/abi.ts (npm run gen:abi).
  * Block formats are ggml's: a row of `ne0` elements is `ne0 / blockSize` blocks of `typeSize` bytes.
  */
 import { AetherError } from '../errors.js';
+import { DTYPE_ROWS, type WeightDTypeName } from '../generated/abi.js';
 
-export type DTypeName = 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'q4_K' | 'q6_K';
+export type DTypeName = WeightDTypeName;
 
 export interface DTypeInfo {
   name: DTypeName;
@@ -14,18 +16,16 @@ export interface DTypeInfo {
   blockSize: number;
   /** Bytes per block. */
   typeSize: number;
-  /** Byte offset of the f16 block scale `d` inside a block (quantised types), for cheap NaN/Inf checks. */
+  /** Byte offset of the f16 block scales inside a block (quantised types), for cheap NaN/Inf checks. */
   scaleOffsets?: number[];
 }
 
-export const DTYPES: Readonly<Record<DTypeName, DTypeInfo>> = Object.freeze({
-  f32: { name: 'f32', ggmlId: 0, blockSize: 1, typeSize: 4 },
-  f16: { name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2 },
-  q4_0: { name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, scaleOffsets: [0] },        // f16 d, 16 bytes nibbles
-  q8_0: { name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, scaleOffsets: [0] },        // f16 d, 32 x int8
-  q4_K: { name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, scaleOffsets: [0, 2] },  // f16 d, f16 dmin, 12 scales, 128 qs
-  q6_K: { name: 'q6_K', ggmlId: 14, blockSize: 256, typeSize: 210, scaleOffsets: [208] },   // ql[128] qh[64] scales[16] f16 d
-});
+export const DTYPES: Readonly<Record<DTypeName, DTypeInfo>> = Object.freeze(Object.fromEntries(
+  DTYPE_ROWS.filter((d) => d.kind !== 'A').map((d) => [d.name, Object.freeze({
+    name: d.name as DTypeName, ggmlId: d.ggmlId, blockSize: d.blockSize, typeSize: d.typeSize,
+    ...(d.scaleOffsets.length ? { scaleOffsets: [...d.scaleOffsets] } : {}),
+  })]),
+) as Record<DTypeName, DTypeInfo>);
 
 export const DTYPE_NAMES = Object.keys(DTYPES) as DTypeName[];
 
@@ -50,6 +50,12 @@ export function isDTypeName(s: unknown): s is DTypeName {
 
 export function ggmlTypeName(id: number): string {
   return GGML_TYPE_NAMES[id] ?? `unknown type ${id}`;
+}
+
+/** "F32, F16, ... or Q6_K": the ggml names of the dtypes we read, for error messages. */
+export function supportedGgmlTypes(): string {
+  const n = DTYPE_NAMES.map((d) => ggmlTypeName(DTYPES[d].ggmlId));
+  return n.length > 1 ? `${n.slice(0, -1).join(', ')} or ${n[n.length - 1]}` : n.join('');
 }
 
 /**

@@ -6,7 +6,7 @@
  * Every error is AetherError('format_error' | 'unsupported') naming the file, the field and the byte offset.
  */
 import { AetherError } from '../errors.js';
-import { dtypeByGgmlId, GGML_TYPE_NAMES, ggmlTypeName, tensorBytes, type DTypeName } from './dtypes.js';
+import { dtypeByGgmlId, GGML_TYPE_NAMES, ggmlTypeName, supportedGgmlTypes, tensorBytes, type DTypeName } from './dtypes.js';
 import { formatError, nodeFs, PosReader, readExact, openForRead } from './fileio.js';
 
 export const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
@@ -214,7 +214,7 @@ async function parseGGUF(r: PosReader, path: string, size: number): Promise<GGUF
     if (!dtypeByGgmlId(type)) {
       // a real ggml type we do not read: 'unsupported'; an id that is no ggml type at all: 'format_error'
       throw new AetherError(GGML_TYPE_NAMES[type] ? 'unsupported' : 'format_error',
-        `${path}: ${name}.type at byte ${tAt}: ggml type ${type} (${ggmlTypeName(type)}) is not supported (expected F32, F16, Q4_0, Q8_0, Q4_K or Q6_K)`,
+        `${path}: ${name}.type at byte ${tAt}: ggml type ${type} (${ggmlTypeName(type)}) is not supported (expected ${supportedGgmlTypes()})`,
         { file: path, field: `${name}.type`, offset: tAt, type });
     }
     const oAt = r.pos;

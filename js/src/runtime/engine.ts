@@ -4,8 +4,8 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import {
-  Arch, BAD_TENSOR_REASONS, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, ROLE_NAMES,
-  Role, SMP, STATUS_NAMES, Status,
+  Arch, BAD_TENSOR_REASONS, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
+  ROLE_NAMES, Role, SMP, STATUS_NAMES, Status,
 } from './abi.js';
 import { compileModule, probeFeatures, requireSimd } from './env.js';
 import { instantiateSet, type Exports } from './instance.js';
@@ -54,10 +54,6 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
-/** src/format/rknot.h ae_rknot_error */
-const RKNOT_CHECKS = ['', 'bad magic', 'unsupported version', 'unknown flags', 'bad JSON length', 'bad data size',
-  'file size does not match the header', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range',
-  'byte count does not match dtype and shape'];
 const MAX_RECENT = 1024;
 
 export interface SamplerParams {
@@ -213,7 +209,7 @@ export class Engine {
       const chk = this.core.ae_rknot_check_tensor(type, ne0, ne1, t.offset, t.bytes, this.dataSize);
       if (chk) {
         throw new AetherError('format_error', `tensor '${t.name}' (${t.dtype} ${JSON.stringify(t.shape)}, offset ${t.offset}, ${t.bytes} bytes): ` +
-          `${RKNOT_CHECKS[chk] ?? 'invalid'} (checked by the C validator; data section ${this.dataSize} bytes)`);
+          `${RKNOT_CHECK_NAMES[chk] ?? 'invalid'} (checked by the C validator; data section ${this.dataSize} bytes)`);
       }
       const st = this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1);
       if (st) throw new AetherError('format_error', `tensor '${t.name}' rejected (${STATUS_NAMES[st]})`);

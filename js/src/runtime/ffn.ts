@@ -8,21 +8,14 @@
  */
 import { AetherError } from '../errors.js';
 import { FfnMode, DTYPE_IDS } from './abi.js';
+import { AUX, AUX_MAGIC, DOWN_MODE, HIST, ST } from '../generated/abi.js';
 import type { Engine, TensorInfo } from './engine.js';
 import { DTYPES, rowBytes, type DTypeName } from '../formats/dtypes.js';
 import { decodeToF32, encodeFromF32 } from '../formats/quantize.js';
 
-/** ae_ffn_aux field offsets (static_assert'ed in src/kernels/ffn_aux.h). */
-export const AUX = {
-  MAGIC: 0, GU_TYPE: 4, GU_ROWS: 8, GU_TILE: 12, GU_TILE_STRIDE: 16, GATE: 20, UP: 24, ACTIVE: 28, HFILL: 32,
-  COMP: 36, DOWN_MODE: 40, DOWN_TYPE: 44, DOWN_NM: 48, THRESHOLD: 52, COUNTS: 56, STATS: 60, HIST: 64, SMALL_EPS: 68,
-  NEURON_MAX: 72, SIZE: 80,
-} as const;
-export const AUX_MAGIC = 0x31464641;
-export const DOWN_MODE = { rows: 0, neuron: 1 } as const;
-/** Profile accumulators per neuron (doubles), AE_FFN_ST_*. */
-export const ST = { SUM: 0, SUM2: 1, SUMABS: 2, MAXABS: 3, SMALL: 4, ZERO: 5, SUMS: 6, N: 8 } as const;
-export const HIST = { LO: -40, PER: 16, BINS: 1024 } as const;
+/** ae_ffn_aux field offsets, down modes, profile accumulators and histogram bins: src/kernels/ffn_aux.h,
+ * mirrored in ../generated/abi.ts. */
+export { AUX, AUX_MAGIC, DOWN_MODE, HIST, ST };
 
 /** Lower edge of histogram bin k (bin 0: [0, 2^LO)). */
 export function histEdge(k: number): number {

@@ -400,7 +400,7 @@ static int run_profile(ae_ffn_ctx *c, int ith, int nth, ae_pool *pool) {
       for (int k = 0; k < cnt; k++) {
         const float s = buf[k], v = s * buf[cnt + k];
         h[k] = v;
-        double *p = stats + (size_t)(j + k) * AE_FFN_NSTAT;
+        double *p = stats + (size_t)(j + k) * AE_FFN_ST_N;
         const double dv = v, av = __builtin_fabs(dv);
         p[AE_FFN_ST_SUM] += dv;
         p[AE_FFN_ST_SUM2] += dv * dv;

@@ -10,7 +10,7 @@ void ae_matvec_ref(ae_type t, const void *W, int ncols, const void *xq, float *y
 
 ae_type ae_quantize_row_ref(ae_type t, const float *x, void *y, int n) {
   const ae_type_traits *tr = ae_traits_ref(t);
-  if (!tr) return AE_TYPE_COUNT;
+  if (!tr) return (ae_type)AE_TYPE_COUNT;
   const ae_type_traits *vt = ae_traits_ref(tr->vec_dot_type);
   vt->from_float(x, y, n);
   return tr->vec_dot_type;
