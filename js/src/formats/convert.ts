@@ -20,7 +20,8 @@ import { DTYPES, type DTypeName } from './dtypes.js';
 import { formatError, nodeFs, readExact, type FileHandle } from './fileio.js';
 import { readGGUF, type GGUFFile } from './gguf.js';
 import { convertElements, ConvertScratch, findBadScale, sourceBytes, ValueError, type SourceDType } from './quantize.js';
-import { writeRknot, type RknotConfig, type RknotMetadata, type RknotTensorSpec, type RknotWriteMetadata } from './rknot.js';
+import type { RknotConfig, RknotMetadata } from './rknot-read.js';
+import { writeRknot, type RknotTensorSpec, type RknotWriteMetadata } from './rknot-write.js';
 import { readSafetensorsModel, type SafetensorsTensor } from './safetensors.js';
 
 export const CONVERTER_VERSION = 'aether-convert/0.1.0';
