@@ -130,14 +130,15 @@ function keyed(members, prefix, byLabel = false) {
   }
   return o;
 }
-/** labels indexed by value (values must be 0..n-1). */
+/** labels indexed by value (values ascending from 0; unassigned values get ''). */
 function labels(members) {
   const out = [];
-  members.forEach((e, i) => {
-    if (e.value !== i) fail(`${e.cname} = ${e.value}: values must be 0, 1, 2, ... for a name list`);
+  for (const e of members) {
+    if (e.value < out.length) fail(`${e.cname} = ${e.value}: values must ascend for a name list`);
     if (e.label === undefined) fail(`${e.cname} has no quoted name`);
+    while (out.length < e.value) out.push('');
     out.push(e.label);
-  });
+  }
   return out;
 }
 function offsets(st) {

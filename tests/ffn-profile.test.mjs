@@ -11,7 +11,7 @@ import { tiny, repoRoot } from './helpers/paths.mjs';
 import { Q8, loadTiny, runLogits, bitDiff, maxAbsDiff, randomRows, ffnLayer } from './helpers/ffn.mjs';
 import { profileModel } from '../dist/src/profile/profile.js';
 import { selectDocs } from '../dist/src/profile/text.js';
-import { b64decode } from '../dist/src/runtime/ffn.js';
+import { b64decode } from '../dist/src/formats/saturation.js';
 import { evaluate } from '../dist/src/eval.js';
 
 const H = 768, NL = 6;

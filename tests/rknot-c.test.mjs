@@ -1,4 +1,4 @@
-// The C side of .rknot validation (src/format/rknot.c): header and tensor-entry checks.
+// .rknot validation: the header (JS) and the C re-check of tensor entries (src/format/rknot.c).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -22,20 +22,26 @@ function header({ magic = [0x52, 0x4b, 0x4e, 0x4f, 0x54, 0, 0x0d, 0x0a], version
   return b;
 }
 
-test('C header check: each malformed field gets its own code', async () => {
-  const { ex, u8 } = await core();
-  const at = 0x100000;
-  const check = (h, size) => { u8.set(h, at); return ex.ae_rknot_check_header(at, size); };
+// The header is checked in JS only (C never reads file bytes; docs/DESIGN.md "Errors").
+test('header check (JS parseRknotHeader): each malformed field gets its own error', async () => {
+  const { parseRknotHeader } = await import('../dist/src/formats/rknot.js');
   const dataOffset = Math.ceil((32 + 100) / 64) * 64;
-  assert.equal(check(header(), dataOffset + 128), 0);
-  assert.equal(check(header({ magic: [0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0] }), dataOffset + 128), 1);
-  assert.equal(check(header({ version: 2 }), dataOffset + 128), 2);
-  assert.equal(check(header({ flags: 1 }), dataOffset + 128), 3);
-  assert.equal(check(header({ json: 0 }), dataOffset + 128), 4);
-  assert.equal(check(header({ json: 2 ** 40 }), dataOffset + 128), 4);
-  assert.equal(check(header({ data: 100 }), dataOffset + 100), 5);
-  assert.equal(check(header(), dataOffset + 127), 6, 'truncated');
-  assert.equal(check(header(), dataOffset + 129), 6, 'trailing bytes');
+  const field = (h, size) => {
+    try { parseRknotHeader(h, 'x.rknot', size); return 'ok'; } catch (e) {
+      assert.equal(e.name, 'AetherError');
+      assert.match(e.message, /x\.rknot/);
+      return `${e.code}:${e.details?.field}`;
+    }
+  };
+  assert.equal(field(header(), dataOffset + 128), 'ok');
+  assert.equal(field(header({ magic: [0x47, 0x47, 0x55, 0x46, 3, 0, 0, 0] }), dataOffset + 128), 'format_error:magic');
+  assert.equal(field(header({ version: 2 }), dataOffset + 128), 'unsupported:version');
+  assert.equal(field(header({ flags: 1 }), dataOffset + 128), 'unsupported:flags');
+  assert.equal(field(header({ json: 0 }), dataOffset + 128), 'format_error:json_length');
+  assert.equal(field(header({ json: 2 ** 40 }), dataOffset + 128), 'format_error:json_length');
+  assert.equal(field(header({ data: 100 }), dataOffset + 100), 'format_error:data_size');
+  assert.equal(field(header(), dataOffset + 127), 'format_error:file size', 'truncated');
+  assert.equal(field(header(), dataOffset + 129), 'format_error:file size', 'trailing bytes');
 });
 
 test('C tensor check: dtype, shape in whole blocks, exact byte count, aligned in-range offset', async () => {

@@ -18,7 +18,7 @@ import type { TokenizerData } from './tokenizer/types.js';
 // so the engine worker's module graph must not contain bare specifiers (see js/src/browser/).
 import type { ChatMessage } from './tokenizer/chat.js';
 import { loadRknotStream } from './loader/stream.js';
-import type { RknotMetadata } from './formats/rknot.js';
+import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
 export type { FfnOptions } from './runtime/ffn.js';
 

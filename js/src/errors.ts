@@ -12,7 +12,9 @@ export type AetherErrorCode =
   | 'tokenizer_error'
   | 'kv_cache_full'     // context overflow
   | 'invalid_argument'
-  | 'wasm_error'        // wasm module missing, failed to validate or instantiate, or a C status code
+  | 'out_of_memory'     // C status AE_ERR_NO_MEMORY: the run-state arena is too small
+  | 'non_finite'        // C status AE_ERR_NONFINITE: NaN / Inf where finite values are required
+  | 'wasm_error'        // wasm module missing, failed to validate or instantiate, or an unknown C status code
   | 'aborted'
   | 'disposed';
 

@@ -2,7 +2,8 @@
 import { parseArgs } from '../args.js';
 import { AetherError } from '../../src/errors.js';
 import { readGGUF } from '../../src/formats/gguf.js';
-import { openRknot, RKNOT_MAGIC, verifyRknotFile } from '../../src/formats/rknot.js';
+import { RKNOT_MAGIC } from '../../src/formats/rknot-read.js';
+import { openRknot, verifyRknotFile } from '../../src/formats/rknot-node.js';
 import { readSafetensorsModel } from '../../src/formats/safetensors.js';
 import type { TokenizerData } from '../../src/tokenizer/types.js';
 

@@ -20,11 +20,13 @@
  */
 import { AetherError } from '../errors.js';
 import type { TokenizerData } from '../tokenizer/types.js';
+import { tokenizerFromGGUFMetadata, tokenizerFromHFFolder } from '../tokenizer/import.js';
 import { DTYPES, type DTypeName } from './dtypes.js';
 import { formatError, nodeFs, readExact, type FileHandle } from './fileio.js';
 import { readGGUF, type GGUFFile } from './gguf.js';
 import { convertElements, ConvertScratch, findBadScale, sourceBytes, ValueError, type SourceDType } from './quantize.js';
-import { writeRknot, type RknotConfig, type RknotMetadata, type RknotTensorSpec, type RknotWriteMetadata, type RopeScaling } from './rknot.js';
+import type { RknotConfig, RknotMetadata, RopeScaling } from './rknot-read.js';
+import { writeRknot, type RknotTensorSpec, type RknotWriteMetadata } from './rknot-write.js';
 import { readSafetensorsModel, type SafetensorsTensor } from './safetensors.js';
 
 export const CONVERTER_VERSION = 'aether-convert/0.1.0';
@@ -150,60 +152,13 @@ export function f32Shortest(v: number): number {
   return v;
 }
 
-async function loadTokenizerImport(): Promise<Record<string, unknown> | undefined> {
-  const spec = '../tokenizer/import.js';
+function tokenizerFromGGUF(g: GGUFFile): TokenizerData {
   try {
-    return (await import(spec)) as Record<string, unknown>;
-  } catch (e) {
-    const code = (e as { code?: string }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND') return undefined;
-    throw e;
-  }
-}
-
-/** Minimal tokenizer.ggml.* -> TokenizerData (used only when js/src/tokenizer/import.ts is not available). */
-function tokenizerFromGGUFFallback(g: GGUFFile): TokenizerData {
-  const m = g.metadata;
-  const model = m.get('tokenizer.ggml.model');
-  if (model !== 'llama' && model !== 'gpt2') {
-    throw new AetherError('unsupported', `${g.path}: tokenizer.ggml.model ${JSON.stringify(model)} is not supported (expected 'llama' or 'gpt2')`, { file: g.path, field: 'tokenizer.ggml.model' });
-  }
-  const tokens = m.get('tokenizer.ggml.tokens');
-  if (!Array.isArray(tokens)) throw formatError(g.path, 'tokenizer.ggml.tokens', undefined, 'missing');
-  const d: TokenizerData = { model, tokens: tokens as string[] };
-  const set = (k: keyof TokenizerData, key: string, t: string) => { const v = m.get(key); if (typeof v === t || (t === 'array' && Array.isArray(v))) (d as unknown as Record<string, unknown>)[k] = v; };
-  set('pre', 'tokenizer.ggml.pre', 'string');
-  set('scores', 'tokenizer.ggml.scores', 'array');
-  set('token_type', 'tokenizer.ggml.token_type', 'array');
-  set('merges', 'tokenizer.ggml.merges', 'array');
-  set('bos_token_id', 'tokenizer.ggml.bos_token_id', 'number');
-  set('eos_token_id', 'tokenizer.ggml.eos_token_id', 'number');
-  set('unknown_token_id', 'tokenizer.ggml.unknown_token_id', 'number');
-  set('padding_token_id', 'tokenizer.ggml.padding_token_id', 'number');
-  set('add_bos_token', 'tokenizer.ggml.add_bos_token', 'boolean');
-  set('add_eos_token', 'tokenizer.ggml.add_eos_token', 'boolean');
-  set('add_space_prefix', 'tokenizer.ggml.add_space_prefix', 'boolean');
-  set('chat_template', 'tokenizer.chat_template', 'string');
-  return d;
-}
-
-async function tokenizerFromGGUF(g: GGUFFile): Promise<TokenizerData> {
-  const mod = await loadTokenizerImport();
-  const f = mod?.tokenizerFromGGUFMetadata as ((kv: Map<string, unknown>) => TokenizerData) | undefined;
-  if (!f) return tokenizerFromGGUFFallback(g);
-  try {
-    return f(g.metadata);
+    return tokenizerFromGGUFMetadata(g.metadata);
   } catch (e) {
     if (e instanceof AetherError) throw new AetherError(e.code, `${g.path}: ${e.message}`, { file: g.path, ...e.details });
     throw e;
   }
-}
-
-async function tokenizerFromHF(dir: string): Promise<TokenizerData> {
-  const mod = await loadTokenizerImport();
-  const f = mod?.tokenizerFromHFFolder as ((d: string) => Promise<TokenizerData>) | undefined;
-  if (!f) throw new AetherError('unsupported', `${dir}: tokenizer import not available (js/src/tokenizer/import.ts is missing from this build)`);
-  return f(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -610,7 +565,7 @@ async function planHF(dir: string, quant: QuantMode): Promise<ConversionPlan> {
   const headDim = int('head_dim', dim / nHeads);
   const prf = hf.partial_rotary_factor === undefined ? 1 : numf('partial_rotary_factor');
   const st = await readSafetensorsModel(dir);
-  const tokenizer = await tokenizerFromHF(dir);
+  const tokenizer = await tokenizerFromHFFolder(dir);
   const mapped = new Map<string, SafetensorsTensor>();
   const notes: string[] = [];
   for (const [n, t] of st.tensors) {

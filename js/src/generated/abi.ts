@@ -53,8 +53,8 @@ export const LAYER_TENSOR_ROLES: Readonly<Record<string, number>> = { 'attn_norm
 export const BadReason = { NONE: 0, MISSING: 1, DTYPE: 2, SHAPE: 3, RANGE: 4, ALIGN: 5, BLOCKS: 6, VALUE: 7 } as const;
 export const BAD_TENSOR_REASONS: readonly string[] = ['', 'missing', 'unsupported dtype', 'shape does not match the config', 'out of memory range', 'misaligned', 'row is not a whole number of blocks', 'a value is not finite and positive'];
 /** enum ae_rknot_error (src/format/rknot.h) */
-export const RknotCheck = { OK: 0, BAD_MAGIC: 1, BAD_VERSION: 2, BAD_FLAGS: 3, BAD_JSON_LENGTH: 4, BAD_DATA_SIZE: 5, BAD_FILE_SIZE: 6, BAD_DTYPE: 7, BAD_SHAPE: 8, BAD_OFFSET: 9, BAD_BYTES: 10 } as const;
-export const RKNOT_CHECK_NAMES: readonly string[] = ['', 'bad magic', 'unsupported version', 'unknown flags', 'bad JSON length', 'bad data size', 'file size does not match the header', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range', 'byte count does not match dtype and shape'];
+export const RknotCheck = { OK: 0, BAD_DTYPE: 7, BAD_SHAPE: 8, BAD_OFFSET: 9, BAD_BYTES: 10 } as const;
+export const RKNOT_CHECK_NAMES: readonly string[] = ['', '', '', '', '', '', '', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range', 'byte count does not match dtype and shape'];
 /** enum ae_ffn_mode */
 export const FfnMode = { dense: 0, fused: 1, static: 2, dynamic: 3, profile: 4 } as const;
 /** enum ae_ffn_down_mode (src/kernels/ffn_aux.h) */

@@ -20,7 +20,7 @@ import { DTYPES } from '../formats/dtypes.js';
 import {
   checkBlockScales, checkTensorChecksum, parseRknotHeader, parseRknotJson, RKNOT_ALIGNMENT, RKNOT_HEADER_SIZE,
   validateRknotMetadata, type RknotHeader, type RknotMetadata, type RknotTensor,
-} from '../formats/rknot.js';
+} from '../formats/rknot-read.js';
 import { openSource, type OpenSourceOptions, type Source, type SourceInput } from './source.js';
 
 export interface LoadPlan {

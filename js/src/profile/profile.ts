@@ -21,7 +21,8 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { AetherModel } from '../aether.js';
-import { ST, HIST, histEdge, b64encode, f32ToB64, type SaturationMeta, type SaturationLevel } from '../runtime/ffn.js';
+import { ST, HIST, histEdge } from '../runtime/ffn.js';
+import { b64encode, f32ToB64, maskFromIndices, type SaturationMeta, type SaturationLevel } from '../formats/saturation.js';
 import { splitDocs } from './text.js';
 
 export type ProfileMethod = 'variance' | 'activity' | 'contribution';
@@ -202,8 +203,7 @@ export async function profileModel(model: AetherModel, text: string, opts: Profi
       layers: layers.map((P, l) => {
         const k = Math.round(s * H);
         const frozen = lowest(P.score, k);
-        const mask = new Uint8Array(Math.ceil(H / 8));
-        for (const i of frozen) mask[i >> 3] |= 1 << (i & 7);
+        const mask = maskFromIndices(H, frozen);
         const w = ffn.downWeights(l);
         const comp = new Float64Array(D);
         let errNo = 0, errComp = 0;

@@ -4,9 +4,10 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import {
-  Arch, BAD_TENSOR_REASONS, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
-  ROLE_NAMES, Role, SMP, STATUS_NAMES, Status,
+  Arch, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
+  ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
+import { checkStatus } from './status.js';
 import { compileModule, probeFeatures, requireSimd } from './env.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
@@ -166,11 +167,11 @@ export class Engine {
     ];
     for (const [k, v] of ints) {
       if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
-      c.ae_model_set_config_i(m, k, v);
+      checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `key ${k} = ${v}` });
     }
     const rs = cfg.rope_scaling;
     const freqScale = rs?.type === 'linear' ? 1 / rs.factor : 1;
-    const floats: [string, number, number][] = [
+    const floats: [string, number, number | undefined][] = [
       ['norm_eps', Cfg.NORM_EPS, cfg.norm_eps], ['rope_theta', Cfg.ROPE_THETA, cfg.rope_theta],
       ['embd_scale', Cfg.EMBD_SCALE, cfg.embd_scale ?? 1], ['attn_scale', Cfg.ATTN_SCALE, cfg.attn_scale ?? 0],
       ['attn_softcap', Cfg.ATTN_SOFTCAP, cfg.attn_softcap ?? 0], ['final_softcap', Cfg.FINAL_SOFTCAP, cfg.final_softcap ?? 0],
@@ -181,11 +182,11 @@ export class Engine {
       ['rope_theta_swa', Cfg.ROPE_FREQ_SCALE_SWA, cfg.rope_theta_swa !== undefined ? 1 : freqScale],
     ];
     for (const [name, k, v] of floats) {
-      const st = typeof v === 'number' ? c.ae_model_set_config_f(m, k, v) : Status.INVALID_ARG;
-      if (st) throw new AetherError('config_error', `config ${name} = ${v} is not a finite number`);
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new AetherError('config_error', `config ${name} = ${v} must be a finite number`);
+      checkStatus(c.ae_model_set_config_f(m, k, v), { op: 'set config', subject: `${name} = ${v}` });
     }
     for (let l = 0; l < swaLayers.length; l++) {
-      if (swaLayers[l] && c.ae_model_set_layer_swa(m, l, 1)) throw new AetherError('config_error', `config swa_layers[${l}]: layer out of range`);
+      if (swaLayers[l]) checkStatus(c.ae_model_set_layer_swa(m, l, 1), { op: 'set config', subject: `swa_layers[${l}]` });
     }
   }
 
@@ -211,20 +212,20 @@ export class Engine {
         throw new AetherError('format_error', `tensor '${t.name}' (${t.dtype} ${JSON.stringify(t.shape)}, offset ${t.offset}, ${t.bytes} bytes): ` +
           `${RKNOT_CHECK_NAMES[chk] ?? 'invalid'} (checked by the C validator; data section ${this.dataSize} bytes)`);
       }
-      const st = this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1);
-      if (st) throw new AetherError('format_error', `tensor '${t.name}' rejected (${STATUS_NAMES[st]})`);
+      checkStatus(this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1),
+        { op: 'set tensor', subject: `tensor '${t.name}'`, details: { tensor: t.name } });
     }
   }
 
   /** Validate the tensor table in C, carve the run state, start the workers. */
   async finishLoad(): Promise<void> {
     const st = this.core.ae_model_init(this.model, this.arena, this.arenaSize);
-    if (st === Status.BAD_TENSOR) {
-      const layer = this.core.ae_model_bad_layer(), role = this.core.ae_model_bad_role(), why = this.core.ae_model_bad_reason();
-      const name = layer >= 0 ? `blk.${layer}.${ROLE_NAMES[role]}` : ROLE_NAMES[role];
-      throw new AetherError('format_error', `tensor ${name}: ${BAD_TENSOR_REASONS[why] ?? 'invalid'} (checked by the C validator)`);
-    }
-    if (st) throw new AetherError(st === Status.BAD_CONFIG ? 'config_error' : 'load_error', `model init failed: ${STATUS_NAMES[st] ?? st}`);
+    const badTensor = () => {
+      const layer = this.core.ae_model_bad_layer(), role = this.core.ae_model_bad_role(), reason = this.core.ae_model_bad_reason();
+      return { layer, role, reason, name: layer >= 0 ? `blk.${layer}.${ROLE_NAMES[role]}` : ROLE_NAMES[role] };
+    };
+    checkStatus(st, { op: 'model init', badTensor: st === Status.BAD_TENSOR ? badTensor() : undefined,
+      hint: st === Status.BAD_CONFIG ? JSON.stringify(this.config) : undefined });
     this.core.ae_pool_init(this.pool, this.threads, this.spin);
     if (this.threads > 1) {
       const inits: WorkerInit[] = [];
@@ -258,9 +259,9 @@ export class Engine {
       dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
       dv.setInt32(this.args + FWD.POS, pos + s, true);
       dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
-      const st = this.core.ae_forward(this.pool, this.args);
-      if (st === Status.CTX_FULL) throw new AetherError('kv_cache_full', `context is full (n_ctx ${this.nCtx})`);
-      if (st) throw new AetherError('invalid_argument', `forward failed: ${STATUS_NAMES[st] ?? st}`);
+      checkStatus(this.core.ae_forward(this.pool, this.args), {
+        op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },
+      });
     }
   }
 
@@ -301,8 +302,8 @@ export class Engine {
     if (mode !== 'dense' && !this.ffnModulesSupported) {
       throw new AetherError('unsupported', `FFN mode '${mode}' needs a SwiGLU FFN without post-FFN norms; ${this.config.arch} (ffn_act ${this.config.ffn_act ?? 'silu'}${this.config.post_norms ? ', post_norms' : ''}) runs the dense FFN only`);
     }
-    const st = this.core.ae_model_set_ffn_mode(this.model, layer, FfnMode[mode], aux);
-    if (st) throw new AetherError('invalid_argument', `cannot set FFN mode '${mode}' on layer ${layer}`);
+    checkStatus(this.core.ae_model_set_ffn_mode(this.model, layer, FfnMode[mode], aux),
+      { op: `set FFN mode '${mode}'`, subject: `layer ${layer}`, details: { layer, mode } });
   }
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
@@ -333,8 +334,7 @@ export class Engine {
     dv.setInt32(this.args + FWD.N_TOKENS, n, true);
     dv.setInt32(this.args + FWD.POS, layer, true);
     dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
-    const st = this.core.ae_ffn_layer(this.pool, this.args);
-    if (st) throw new AetherError('invalid_argument', `FFN of layer ${layer} failed: ${STATUS_NAMES[st] ?? st}`);
+    checkStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
   }
 
   get coreExports(): Exports { return this.core; }

@@ -12,6 +12,7 @@ import { AUX, AUX_MAGIC, DOWN_MODE, HIST, ST } from '../generated/abi.js';
 import type { Engine, TensorInfo } from './engine.js';
 import { DTYPES, rowBytes, type DTypeName } from '../formats/dtypes.js';
 import { decodeToF32, encodeFromF32 } from '../formats/quantize.js';
+import { b64decode, b64encode, b64ToF32, checkSaturation, maskBit, type SaturationLevel, type SaturationMeta } from '../formats/saturation.js';
 
 /** ae_ffn_aux field offsets, down modes, profile accumulators and histogram bins: src/kernels/ffn_aux.h,
  * mirrored in ../generated/abi.ts. */
@@ -50,32 +51,6 @@ export interface FfnOptions {
   threshold?: number | number[];
 }
 
-/** Saturation metadata written by `aether profile` (docs/rknot.md). */
-export interface SaturationLevelLayer { frozen: string; n_frozen: number; threshold: number; compensation?: string; compensation_gain?: number }
-export interface SaturationLevel { sparsity: number; layers: SaturationLevelLayer[] }
-export interface SaturationMeta {
-  version: number; method: string; hidden_dim: number; n_layers: number;
-  levels: SaturationLevel[];
-  layers?: { mean?: string; [k: string]: unknown }[];
-  [k: string]: unknown;
-}
-
-export function b64encode(u8: Uint8Array): string {
-  if (typeof Buffer !== 'undefined') return Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength).toString('base64');
-  let s = '';
-  for (let i = 0; i < u8.length; i += 0x8000) s += String.fromCharCode(...u8.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-export function b64decode(s: string): Uint8Array {
-  if (typeof Buffer !== 'undefined') { const b = Buffer.from(s, 'base64'); return new Uint8Array(b.buffer, b.byteOffset, b.byteLength).slice(); }
-  const bin = atob(s);
-  const u = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) u[i] = bin.charCodeAt(i);
-  return u;
-}
-export function f32ToB64(a: Float32Array): string { return b64encode(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)); }
-export function b64ToF32(s: string): Float32Array { const u = b64decode(s); return new Float32Array(u.buffer, u.byteOffset, u.byteLength / 4); }
-export function maskBit(mask: Uint8Array, i: number): boolean { return ((mask[i >> 3] >> (i & 7)) & 1) === 1; }
 
 /** Break-even computed fractions of the neuron-major down against the row-major q8_0 down, measured on
  *  tiny-llama-a (bench/ffn.mjs, docs/PERFORMANCE.md): above them the model's own down is faster. */
@@ -85,7 +60,9 @@ const MODULE_OF: Record<string, string> = { fused: 'ffn-fused', static: 'ffn-sat
 
 export class FfnRuntime {
   readonly engine: Engine;
-  saturation?: SaturationMeta;
+  /** The file's saturation section as stored (checked by checkSaturation when a mode first needs it). */
+  private readonly rawSaturation: unknown;
+  private checkedSaturation?: SaturationMeta;
   /** Bytes of aux data allocated in wasm memory so far (copies of weights included). */
   auxBytes = 0;
   readonly modes: string[];
@@ -98,7 +75,7 @@ export class FfnRuntime {
 
   constructor(engine: Engine, saturation?: unknown) {
     this.engine = engine;
-    if (saturation && typeof saturation === 'object') this.saturation = saturation as SaturationMeta;
+    this.rawSaturation = saturation;
     this.modes = Array(engine.config.n_layers).fill('dense');
   }
 
@@ -208,6 +185,12 @@ export class FfnRuntime {
   private defaultDownDtype(layer: number): NeuronDownDtype {
     const t = this.tensor(layer, 'ffn_down').dtype;
     return t === 'f32' ? 'f32' : 'f16';
+  }
+
+  /** The saturation metadata, validated against the model (format_error naming the field), or undefined. */
+  get saturation(): SaturationMeta | undefined {
+    if (this.rawSaturation !== undefined && !this.checkedSaturation) this.checkedSaturation = checkSaturation(this.rawSaturation, this.engine.config);
+    return this.checkedSaturation;
   }
 
   private level(sparsity?: number): SaturationLevel {
