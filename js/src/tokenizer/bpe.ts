@@ -28,11 +28,18 @@ export const UNICODE_TO_BYTE: ReadonlyMap<string, number> = new Map(BYTE_TO_UNIC
 // Rust regex `(?i:'s|'t|...)` spelled out (JS has no inline flags); 'ſ' (U+017F) case-folds to 's'.
 const CONTRACTIONS_I = "'[sSſ]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]";
 
-/** Pre-tokenizer regexes by GGUF `tokenizer.ggml.pre` name. */
-export const PRETOKENIZER_PATTERNS: Readonly<Record<string, string>> = {
-  gpt2: "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+const GPT2_PATTERN = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+
+/**
+ * Pre-tokenizer regexes by GGUF `tokenizer.ggml.pre` name. A list is applied in sequence, each regex splitting the
+ * pieces the previous one made (llama.cpp's regex_exprs in src/llama-vocab.cpp; Hugging Face's Sequence pre-tokenizer).
+ */
+export const PRETOKENIZER_PATTERNS: Readonly<Record<string, string | readonly string[]>> = {
+  gpt2: GPT2_PATTERN,
   'llama-bpe': `${CONTRACTIONS_I}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`,
   qwen2: `${CONTRACTIONS_I}|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+`,
+  // SmolLM / StarCoder: every digit its own piece first (HF Digits(individual_digits) before ByteLevel), then GPT-2's regex
+  smollm: ['\\p{N}', GPT2_PATTERN],
 };
 
 /** Other `pre` names that share one of the patterns above. */
@@ -46,7 +53,12 @@ const PRE_ALIASES: Readonly<Record<string, string>> = {
   'deepseek-r1-qwen': 'qwen2',
   default: 'gpt2',
   olmo: 'gpt2',
-  smollm: 'gpt2',
+  starcoder: 'smollm',
+  refact: 'smollm',
+  'command-r': 'smollm',
+  codeshell: 'smollm',
+  exaone: 'smollm',
+  minerva: 'smollm',
   mpt: 'gpt2',
   jais: 'gpt2',
   'jina-es': 'gpt2',
@@ -59,6 +71,13 @@ export function canonicalPre(pre: string | undefined): string {
   if (!pre) return 'gpt2';
   if (PRETOKENIZER_PATTERNS[pre]) return pre;
   return PRE_ALIASES[pre] ?? 'gpt2';
+}
+
+/** Split text into pre-tokens with one or a sequence of global regexes (each applied to the previous one's pieces). */
+export function preTokenizeSeq(text: string, res: readonly RegExp[]): string[] {
+  let pieces = [text];
+  for (const re of res) pieces = pieces.flatMap((p) => preTokenize(p, re));
+  return pieces;
 }
 
 /** Split text into pre-tokens with a global regex; characters the regex skips become their own pieces. */
@@ -86,7 +105,7 @@ export class BpeModel {
   readonly vocab: Vocab;
   readonly pre: string;
   readonly ignoreMerges: boolean;
-  private readonly re: RegExp;
+  private readonly res: RegExp[];
   /** pair key (left id * V + right id) -> merge rank */
   private readonly pairRank = new Map<number, number>();
   /** merge rank -> merged id */
@@ -101,7 +120,8 @@ export class BpeModel {
     this.vocab = vocab;
     this.pre = canonicalPre(data.pre);
     this.ignoreMerges = data.ignore_merges ?? this.pre === 'llama-bpe';
-    this.re = new RegExp(PRETOKENIZER_PATTERNS[this.pre], 'gu');
+    const pat = PRETOKENIZER_PATTERNS[this.pre];
+    this.res = (typeof pat === 'string' ? [pat] : pat).map((p) => new RegExp(p, 'gu'));
     const merges = data.merges;
     if (!merges) {
       throw new AetherError('tokenizer_error', "tokenizer data: model 'gpt2' needs merges");
@@ -138,7 +158,7 @@ export class BpeModel {
 
   /** Encode plain text (no special tokens); appends ids to out. */
   encodeText(text: string, out: number[]): void {
-    for (const word of preTokenize(text, this.re)) this.encodeWord(word, out);
+    for (const word of preTokenizeSeq(text, this.res)) this.encodeWord(word, out);
   }
 
   private encodeWord(word: string, out: number[]): void {

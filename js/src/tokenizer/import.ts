@@ -9,6 +9,7 @@ import { AetherError } from '../errors.js';
 import type { TokenizerData } from './types.js';
 import { tokenizerFromSentencePiece } from './sentencepiece-model.js';
 import { applyHFConfig, parseJsonText, tokenizerFromHFJson } from './tokenizer-json.js';
+import { canonicalPre } from './bpe.js';
 
 export { tokenizerFromSentencePiece, parseSentencePieceModel } from './sentencepiece-model.js';
 export { tokenizerFromHFJson, applyHFConfig } from './tokenizer-json.js';
@@ -98,6 +99,9 @@ export function tokenizerFromGGUFMetadata(kv: Map<string, unknown>): TokenizerDa
   const data: TokenizerData = { model, tokens };
   const pre = str(kv, 'tokenizer.ggml.pre');
   if (pre !== undefined) data.pre = pre;
+  // Qwen's tokenizer.json normalises text to NFC before pre-tokenizing; GGUF has no key for the normalizer (and
+  // llama.cpp skips it), so restore it for Qwen's pre-tokenizer: same ids as the model's own tokenizer on any input
+  if (pre === 'qwen2') data.normalize = 'NFC';
   const scores = numbers(kv, 'tokenizer.ggml.scores');
   if (scores !== undefined) {
     if (scores.length !== n) bad('tokenizer.ggml.scores', `has ${scores.length} entries, expected ${n}`);
@@ -141,6 +145,9 @@ export function tokenizerFromGGUFMetadata(kv: Map<string, unknown>): TokenizerDa
   const addEos = bool(kv, 'tokenizer.ggml.add_eos_token');
   const addSpace = bool(kv, 'tokenizer.ggml.add_space_prefix');
   if (addBos !== undefined) data.add_bos_token = addBos;
+  // llama.cpp's default for the Llama 3 pre-tokenizer group (src/llama-vocab.cpp: add_bos = true for llama-bpe and
+  // its aliases); Llama 3.x GGUFs usually carry no add_bos_token key
+  else if (model === 'gpt2' && canonicalPre(pre) === 'llama-bpe') data.add_bos_token = true;
   if (addEos !== undefined) data.add_eos_token = addEos;
   if (addSpace !== undefined) data.add_space_prefix = addSpace;
   const tmpl = str(kv, 'tokenizer.chat_template');

@@ -253,6 +253,8 @@ export function tokenizerFromHFJson(tokenizerJson: unknown, src: HFTokenizerSour
     data.merges = merges;
     const split = pre.find((c) => c.type === 'Split');
     data.pre = preFromRegex(split ? patternOf(split) : undefined);
+    // Digits(individual_digits) then ByteLevel's own GPT-2 regex: SmolLM / StarCoder ('smollm' in llama.cpp)
+    if (!split && pre.some((c) => c.type === 'Digits' && c.individual_digits === true)) data.pre = 'smollm';
     if (typeof model.ignore_merges === 'boolean') data.ignore_merges = model.ignore_merges;
     const nf = norm.find((c) => c.type === 'NFC' || c.type === 'NFD' || c.type === 'NFKC' || c.type === 'NFKD');
     if (nf) data.normalize = nf.type as 'NFC' | 'NFD' | 'NFKC' | 'NFKD';
