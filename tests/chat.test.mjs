@@ -1,4 +1,5 @@
-// Chat templates rendered with @huggingface/jinja: ChatML, Llama-2 style, real Llama 3 / Qwen3 templates, fallbacks, errors.
+// Chat templates rendered with @huggingface/jinja: ChatML, Llama-2 style, real Llama 3 / Qwen3 / Gemma 3 templates,
+// strftime_now (Llama 3.1 / 3.2 templates), fallbacks, errors.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -81,6 +82,28 @@ test('real Llama 3 and Qwen3 templates (from their tokenizer_config.json)', () =
   const noThink = applyChatTemplate(q3.chat_template, conversation.slice(1, 2), { extra: { enable_thinking: false } });
   assert.equal(noThink, '<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
   assert.ok(chatStopStrings(q3.chat_template).includes('<|im_end|>'));
+});
+
+test('real Gemma 3 template: system merged into the first user turn, assistant -> model, <end_of_turn>', () => {
+  const g = configOf('gemma3');
+  const out = applyChatTemplate(g.chat_template, conversation, { bosToken: g.bos_token, eosToken: g.eos_token });
+  assert.equal(
+    out,
+    '<bos><start_of_turn>user\nYou are terse.\n\nHi!<end_of_turn>\n' +
+      '<start_of_turn>model\nHello.<end_of_turn>\n' +
+      '<start_of_turn>user\nWhat is 2+2?<end_of_turn>\n<start_of_turn>model\n',
+  );
+  assert.deepEqual(chatStopStrings(g.chat_template), ['<end_of_turn>']);
+});
+
+test('strftime_now (provided by @huggingface/jinja, as by transformers): the Llama 3.1 / 3.2 templates date the system turn', () => {
+  const tmpl = '{%- if strftime_now is defined %}{%- set date_string = strftime_now("%d %b %Y") %}{%- else %}{%- set date_string = "26 Jul 2024" %}{%- endif %}Today Date: {{ date_string }}';
+  const out = applyChatTemplate(tmpl, [], {});
+  const now = new Date();
+  const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+  const m = /^Today Date: (\d{2}) ([A-Z][a-z]{2}) (\d{4})$/.exec(out);
+  assert.ok(m, out);
+  assert.ok(months.includes(m[2]) && Math.abs(Number(m[3]) - now.getFullYear()) <= 1, out);
 });
 
 test('fallbacks when the model has no template', () => {
