@@ -118,9 +118,15 @@ for (const name of Object.keys(GGUF_VARIANTS)) {
 
 // The same variants from Hugging Face folders (config.json + safetensors): the converter maps the names, adds 1 to Gemma
 // norms, computes Llama 3's rope_freqs and takes Phi-3's LongRoPE factors from config.json.
-for (const name of Object.keys(GGUF_VARIANTS)) {
-  test(`${name} HF folder -> .rknot -> wasm forward matches the scalar reference`, async (t) => {
-    const { dir, cfg, W, variant } = generateHF(name, SEED);
+const HF_CASES = [
+  ...Object.keys(GGUF_VARIANTS).map((name) => [name, {}]),
+  // newer transformers configs (rope_parameters) and Gemma 3's multimodal checkpoint layout
+  ['llama3', { ropeParameters: true }], ['phi3-128k', { ropeParameters: true }], ['gemma3', { ropeParameters: true, multimodal: true }],
+];
+for (const [name, opts] of HF_CASES) {
+  const what = [opts.ropeParameters && 'rope_parameters', opts.multimodal && 'multimodal layout'].filter(Boolean).join(', ');
+  test(`${name} HF folder${what ? ` (${what})` : ''} -> .rknot -> wasm forward matches the scalar reference`, async (t) => {
+    const { dir, cfg, W, variant } = generateHF(name, SEED, opts);
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     const out = path.join(dir, 'model.rknot');
     await convertModel(dir, out, { quant: 'keep', hashInput: false });
@@ -152,3 +158,20 @@ for (const name of Object.keys(GGUF_VARIANTS)) {
     console.log(`${name} HF: max |logit - ref| = ${maxDiff.toExponential(2)}`);
   });
 }
+
+test('FFN module modes (fused / saturated / profile) are refused with a clear error on GeGLU / post-norm models', async (t) => {
+  const { file } = generateGGUF('gemma2', 'q8_0', SEED);
+  t.after(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+  const out = path.join(path.dirname(file), 'g2.rknot');
+  await convertModel(file, out, { hashInput: false });
+  const model = await load(out, { threads: 1, maxBatch: 4, modules: ['ffn-fused'] });
+  try {
+    assert.equal(model.engine.ffnModulesSupported, false);
+    for (const mode of ['fused', 'static', 'dynamic', 'profile']) {
+      assert.throws(() => model.engine.setFfnMode(0, mode), (e) => e.code === 'unsupported' && /SwiGLU/.test(e.message) && /gemma2/.test(e.message), mode);
+    }
+    model.engine.setFfnMode(0, 'dense');
+    model.engine.forward([1, 2, 3], 0);   // still usable
+    assert.ok(model.engine.logits().every(Number.isFinite));
+  } finally { model.dispose(); }
+});

@@ -250,7 +250,12 @@ const HF_ARCH_NAMES = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qw
  * 'neox' for every arch; W holds the values the converter must produce: Gemma norms fround(w + 1), llama3 factors from
  * the rope_scaling formula).
  */
-export function generateHF(name, seed = 1) {
+/**
+ * opts.ropeParameters: write newer transformers' `rope_parameters` instead of rope_theta / rope_scaling /
+ * rope_local_base_freq; opts.multimodal (gemma3): the Gemma3ForConditionalGeneration layout (text_config,
+ * language_model.model.* tensors, vision tensors the converter must skip).
+ */
+export function generateHF(name, seed = 1, opts = {}) {
   const g = generateGGUF(name, 'f32', seed);   // same random weights (GGUF convention)
   const v = g.variant, arch = v.arch, L = v.layers, hd = v.headDim;
   fs.rmSync(path.dirname(g.file), { recursive: true, force: true });
@@ -327,8 +332,22 @@ export function generateHF(name, seed = 1) {
     hf.final_logit_softcapping = null; hf.attn_logit_softcapping = null;
   }
 
+  let config = hf;
+  if (opts.ropeParameters) {
+    const base = { rope_type: 'default', rope_theta: hf.rope_theta };
+    const full = hf.rope_scaling ? { ...base, ...hf.rope_scaling, rope_type: hf.rope_scaling.rope_type ?? hf.rope_scaling.type } : base;
+    config = { ...hf, rope_parameters: hf.rope_local_base_freq ? { full_attention: full, sliding_attention: { rope_type: 'default', rope_theta: hf.rope_local_base_freq } } : full };
+    delete config.rope_theta; delete config.rope_scaling; delete config.rope_local_base_freq;
+  }
+  if (opts.multimodal) {
+    const { architectures, ...text } = config;
+    config = { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', text_config: { ...text, model_type: 'gemma3_text' }, vision_config: { hidden_size: 16 } };
+    for (const t of st) t[0] = t[0].replace(/^model\./, 'language_model.model.');
+    st.push(['vision_tower.vision_model.embeddings.patch_embedding.weight', [16, 4], new Float32Array(64)]);
+    st.push(['multi_modal_projector.mm_input_projection_weight', [16, D], new Float32Array(16 * D)]);
+  }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-hf-'));
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(hf, null, 1));
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 1));
   writeSafetensors(path.join(dir, 'model.safetensors'), st);
   const specials = ['<|begin|>', '<|endoftext|>', '<|end|>'];
   const tk = tinyBpeTokenizer(VOCAB, 'gpt2', specials);

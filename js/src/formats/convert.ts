@@ -424,6 +424,31 @@ export function llama3RopeFactors(ropeDim: number, base: number, factor: number,
   return out;
 }
 
+/**
+ * Newer transformers write `rope_parameters` ({rope_type, rope_theta, factor, ...}, or per attention type
+ * {full_attention: {...}, sliding_attention: {...}}) instead of rope_theta / rope_scaling / rope_local_base_freq:
+ * map it to the older fields (an explicit older field wins).
+ */
+function normaliseRopeParameters(cfgPath: string, hf: Record<string, unknown>): Record<string, unknown> {
+  const rp = hf.rope_parameters;
+  if (rp === undefined || rp === null) return hf;
+  if (typeof rp !== 'object' || Array.isArray(rp)) throw formatError(cfgPath, 'rope_parameters', undefined, 'expected an object');
+  const r = rp as Record<string, unknown>;
+  const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  const full = isObj(r.full_attention) ? r.full_attention : r;
+  const sliding = isObj(r.sliding_attention) ? r.sliding_attention : undefined;
+  const out = { ...hf };
+  if (out.rope_theta === undefined && typeof full.rope_theta === 'number') out.rope_theta = full.rope_theta;
+  if (out.rope_local_base_freq === undefined && sliding && typeof sliding.rope_theta === 'number') out.rope_local_base_freq = sliding.rope_theta;
+  const t = full.rope_type ?? full.type;
+  if ((out.rope_scaling === undefined || out.rope_scaling === null) && t !== undefined && t !== 'default') {
+    const { rope_theta: _t, ...scaling } = full;
+    out.rope_scaling = scaling;
+  }
+  if (out.partial_rotary_factor === undefined && typeof full.partial_rotary_factor === 'number') out.partial_rotary_factor = full.partial_rotary_factor;
+  return out;
+}
+
 interface HFVariants {
   variants: Partial<RknotConfig>;
   /** computed tensors (name -> f32 values) */
@@ -550,6 +575,7 @@ async function planHF(dir: string, quant: QuantMode): Promise<ConversionPlan> {
   if (!arch) throw new AetherError('unsupported', `${cfgPath}: architectures ${JSON.stringify(archs)} is not supported (expected ${Object.keys(HF_ARCH).join(', ')})`, { file: cfgPath, field: 'architectures' });
   // multimodal checkpoints (Gemma 3 4B+) keep the language model's settings in text_config
   if (hf.text_config !== null && typeof hf.text_config === 'object') hf = { ...hf, ...(hf.text_config as Record<string, unknown>) };
+  hf = normaliseRopeParameters(cfgPath, hf);
   const int = (k: string, def?: number): number => {
     const v = hf[k] ?? def;
     if (!Number.isSafeInteger(v) || (v as number) <= 0) throw formatError(cfgPath, k, undefined, `expected a positive integer, got ${JSON.stringify(hf[k])}`);
