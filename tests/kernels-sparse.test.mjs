@@ -1,10 +1,10 @@
 // Kernels of the ffn-saturated module (src/kernels/simd128/sparse_simd128.c) vs their scalar references
-// (src/kernels/ref/sparse_ref.c), through wasm/kernels-test.wasm: bit for bit (tests/tolerances.mjs
+// (src/kernels/ref/sparse_ref.c), through wasm/kernels-test.wasm: bit for bit (tests/helpers/tolerances.mjs
 // SPARSE_EXACT).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import * as TOL from './tolerances.mjs';
-import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits, randomRow } from './kernels-harness.mjs';
+import * as TOL from './helpers/tolerances.mjs';
+import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits, randomRow } from './helpers/kernels.mjs';
 
 const k = await loadKernels({ pages: 1024 });
 const X = k.x;

@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { ROOT, DTYPE_ROWS } from './kernels-harness.mjs';
+import { ROOT, DTYPE_ROWS } from './helpers/kernels.mjs';
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN

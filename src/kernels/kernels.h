@@ -3,7 +3,7 @@
  *
  * Each kernel `ae_X` has a scalar reference `ae_X_ref` (src/kernels/ref/, the specification) and a
  * SIMD128 version `ae_X_simd128` (src/kernels/simd128/); `ae_X` is the one the model calls (the SIMD
- * version). Tolerances of SIMD vs reference per dtype: tests/tolerances.mjs (one place).
+ * version). Tolerances of SIMD vs reference per dtype: tests/helpers/tolerances.mjs (one place).
  * Pointers are byte offsets into linear memory; nothing here allocates. */
 #ifndef AE_KERNELS_H
 #define AE_KERNELS_H
