@@ -164,6 +164,7 @@ export function generate() {
   const dtypes = parseDtypes();
   const status = parseEnum('src/core/status.h', 'ae_status');
   const arch = parseEnum('src/model/model.h', 'ae_arch');
+  const ffnAct = parseEnum('src/model/model.h', 'ae_ffn_act');
   const cfg = parseEnum('src/model/model.h', 'ae_config_key');
   const role = parseEnum('src/model/model.h', 'ae_role');
   const bad = parseEnum('src/model/model.h', 'ae_bad_reason');
@@ -223,6 +224,8 @@ export function generate() {
   L.push(`export const STATUS_NAMES: readonly string[] = ${lit(labels(status))};`);
   L.push('/** enum ae_arch (src/model/model.h) */');
   L.push(`export const Arch = ${lit(Object.fromEntries(Object.entries(keyed(arch, 'AE_ARCH_')).map(([k, v]) => [k.toLowerCase(), v])))} as const;`);
+  L.push('/** enum ae_ffn_act (values of Cfg.FFN_ACT) */');
+  L.push(`export const FfnAct = ${lit(keyed(ffnAct, '', true))} as const;`);
   L.push('/** enum ae_config_key */');
   L.push(`export const Cfg = ${lit(keyed(cfg, 'AE_CFG_'))} as const;`);
   L.push('/** enum ae_role */');

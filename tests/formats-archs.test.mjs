@@ -121,14 +121,21 @@ test('phi3 GGUF: fused qkv kept, fused ffn_up split into ffn_gate (first rows) a
   }
 });
 
-test('GGUF with unexpected tensors or RoPE scaling factors is refused', async () => {
-  const { file } = writeGGUF(path.join(tmp, 'extra.gguf'), 'llama', [], [
+test('GGUF with unexpected tensors or an unsupported RoPE scaling is refused', async () => {
+  const base = [
     ['token_embd.weight', [DIM, VOCAB]], ['blk.0.attn_norm.weight', [DIM]], ['blk.0.attn_q.weight', [DIM, HEADS * HD]],
     ['blk.0.attn_k.weight', [DIM, KV * HD]], ['blk.0.attn_v.weight', [DIM, KV * HD]], ['blk.0.attn_output.weight', [HEADS * HD, DIM]],
     ['blk.0.ffn_norm.weight', [DIM]], ['blk.0.ffn_gate.weight', [DIM, HIDDEN]], ['blk.0.ffn_up.weight', [DIM, HIDDEN]], ['blk.0.ffn_down.weight', [HIDDEN, DIM]],
-    ['output_norm.weight', [DIM]], ['rope_freqs.weight', [HD / 2]],
-  ]);
-  await assertAetherError(() => convertModel(file, path.join(tmp, 'x.rknot')), 'unsupported', [file, 'rope_freqs.weight']);
+    ['output_norm.weight', [DIM]],
+  ];
+  const { file } = writeGGUF(path.join(tmp, 'extra.gguf'), 'llama', [], [...base, ['blk.0.attn_sinks.weight', [HEADS]]]);
+  await assertAetherError(() => convertModel(file, path.join(tmp, 'x.rknot')), 'unsupported', [file, 'unexpected tensor', 'blk.0.attn_sinks.weight']);
+  assert.ok(!fs.existsSync(path.join(tmp, 'x.rknot.tmp')));
+  const yarn = writeGGUF(path.join(tmp, 'yarn.gguf'), 'llama', [['llama.rope.scaling.type', T.string, 'yarn'], ['llama.rope.scaling.factor', T.f32, 4]], base);
+  await assertAetherError(() => convertModel(yarn.file, path.join(tmp, 'x.rknot')), 'unsupported', [yarn.file, 'llama.rope.scaling.type', 'yarn']);
+  // LongRoPE factors come as a pair
+  const half = writeGGUF(path.join(tmp, 'half.gguf'), 'phi3', [], [...base, ['rope_factors_long.weight', [HD / 2]]]);
+  await assertAetherError(() => convertModel(half.file, path.join(tmp, 'x.rknot')), 'config_error', [half.file, 'rope_factors_short.weight']);
   assert.ok(!fs.existsSync(path.join(tmp, 'x.rknot.tmp')));
 });
 
@@ -235,7 +242,10 @@ test('HF Phi3 folder: qkv_proj kept fused, gate_up_proj split by rows, lm_head -
   assert.ok(eqBytes(up.data, gateUp.subarray(HIDDEN * DIM)));
   assert.ok(eqBytes((await readRknotTensor(out, 'blk.0.attn_qkv.weight')).data, t[2][3]));
   assert.ok(eqBytes((await readRknotTensor(out, 'output.weight')).data, t[8][3]));
-  // rope scaling is refused clearly
-  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(dir, 'config.json'))), rope_scaling: { type: 'longrope', long_factor: [1] } }));
-  await assertAetherError(() => convertModel(dir, path.join(tmp, 'p.rknot')), 'unsupported', ['rope_scaling', 'longrope']);
+  // a malformed LongRoPE config and an unsupported scaling are refused clearly
+  const cfg0 = JSON.parse(fs.readFileSync(path.join(dir, 'config.json')));
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...cfg0, original_max_position_embeddings: 64, rope_scaling: { type: 'longrope', long_factor: [1], short_factor: [1] } }));
+  await assertAetherError(() => convertModel(dir, path.join(tmp, 'p.rknot')), 'format_error', ['rope_scaling.long_factor', `${HD / 2} positive numbers`]);
+  fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...cfg0, rope_scaling: { rope_type: 'yarn', factor: 4 } }));
+  await assertAetherError(() => convertModel(dir, path.join(tmp, 'p.rknot')), 'unsupported', ['rope_scaling', 'yarn']);
 });

@@ -429,7 +429,7 @@ test('rope_cos_sin (PyTorch float32 formula) and rope (adjacent + NEOX) bit-exac
   });
 });
 
-test('softmax, silu_mul, gelu, add: SIMD vs reference', () => {
+test('softmax, silu_mul, gelu, gelu_mul, softcap, add: SIMD vs reference', () => {
   const r = rng(63);
   for (const n of ELEMWISE_N) withMark(() => {
     // softmax, incl. -inf (masked) entries and a wide range
@@ -453,6 +453,24 @@ test('softmax, silu_mul, gelu, add: SIMD vs reference', () => {
     X.kt_gelu(SIMD, xa, n); X.kt_gelu(REF, xb, n);
     const XA = k.f32(xa, n), XB = k.f32(xb, n);
     for (let i = 0; i < n; i++) assert.ok(Math.abs(XA[i] - XB[i]) <= TOL.geluTol(gx[i], XB[i]), `gelu n=${n} x=${gx[i]}: ${XA[i]} vs ${XB[i]}`);
+    // gelu(g) * u (GeGLU)
+    const gma = k.putF32(gx), gmb = k.putF32(gx);
+    X.kt_gelu_mul(SIMD, gma, up, n); X.kt_gelu_mul(REF, gmb, up, n);
+    const GMA = k.f32(gma, n), GMB = k.f32(gmb, n);
+    for (let i = 0; i < n; i++) assert.ok(Math.abs(GMA[i] - GMB[i]) <= TOL.geluMulTol(gx[i], u[i], GMB[i]), `gelu_mul n=${n} x=${gx[i]} u=${u[i]}: ${GMA[i]} vs ${GMB[i]}`);
+    // softcap: cap * tanh(x / cap), Gemma 2's caps (50 attention, 30 final) and a small one; incl. 0, tiny, huge, both tanh branches
+    for (const cap of [50, 30, 0.5]) {
+      const sx = r.floats(n, cap * 3);
+      if (n > 8) { sx[0] = 0; sx[1] = -0; sx[2] = 1e-30; sx[3] = 1e30; sx[4] = -1e30; sx[5] = cap / 8; sx[6] = -cap / 8 * 0.999; }
+      const sa = k.putF32(sx), sb = k.putF32(sx);
+      X.kt_softcap(SIMD, sa, n, cap); X.kt_softcap(REF, sb, n, cap);
+      const SA = k.f32(sa, n), SB = k.f32(sb, n);
+      for (let i = 0; i < n; i++) {
+        assert.ok(Math.abs(SA[i] - SB[i]) <= TOL.softcapTol(cap, sx[i]), `softcap cap=${cap} n=${n} x=${sx[i]}: ${SA[i]} vs ${SB[i]}`);
+        assert.ok(Math.abs(SB[i] - cap * Math.tanh(f(sx[i]) / cap)) <= TOL.softcapTol(cap, sx[i]), `softcap ref vs Math.tanh x=${sx[i]}`);
+        assert.ok(Math.abs(SA[i]) <= cap, 'softcap output within [-cap, cap]');
+      }
+    }
     // add: exact
     const ya = k.putF32(g), yb = k.putF32(g), xp = k.putF32(u);
     X.kt_add(SIMD, ya, xp, n); X.kt_add(REF, yb, xp, n);
@@ -514,19 +532,28 @@ test('attention: SIMD vs reference (per-element bound), shapes incl. tails', () 
     const q = r.floats(hd), kk = r.floats(nkv * stride), vv = r.floats(nkv * stride);
     const qp = k.putF32(q), kp = k.putF32(kk), vp = k.putF32(vv);
     const o = k.alloc(hd * 4), orf = k.alloc(hd * 4), att = k.alloc(nkv * 4), attr = k.alloc(nkv * 4);
-    const scale = 1 / Math.sqrt(hd);
-    X.kt_attention(SIMD, o, qp, kp, vp, nkv, hd, stride, scale, att);
-    X.kt_attention(REF, orf, qp, kp, vp, nkv, hd, stride, scale, attr);
-    const p = k.f32(attr, nkv), A = k.f32(o, hd), B = k.f32(orf, hd);
-    let dsMax = 0;
-    for (let t = 0; t < nkv; t++) {
-      let s = 0; for (let i = 0; i < hd; i++) s += Math.abs(q[i] * kk[t * stride + i]);
-      dsMax = Math.max(dsMax, TOL.attentionScoreErr(scale, hd, s));
-    }
-    for (let i = 0; i < hd; i++) {
-      let spv = 0; for (let t = 0; t < nkv; t++) spv += p[t] * Math.abs(vv[t * stride + i]);
-      const tol = TOL.attentionTol(dsMax, nkv, spv);
-      assert.ok(Math.abs(A[i] - B[i]) <= tol, `attention nkv=${nkv} hd=${hd} i=${i}: ${A[i]} vs ${B[i]} (tol ${tol})`);
+    // softcap 0 (none) and Gemma 2's 50 and a cap that saturates the scores (scale 4 makes them O(10))
+    for (const [scale, softcap] of [[1 / Math.sqrt(hd), 0], [1 / Math.sqrt(hd), 50], [4, 2]]) {
+      X.kt_attention(SIMD, o, qp, kp, vp, nkv, hd, stride, scale, softcap, att);
+      X.kt_attention(REF, orf, qp, kp, vp, nkv, hd, stride, scale, softcap, attr);
+      const p = k.f32(attr, nkv), A = k.f32(o, hd), B = k.f32(orf, hd);
+      let dsMax = 0;
+      for (let t = 0; t < nkv; t++) {
+        let s = 0, dot = 0;
+        for (let i = 0; i < hd; i++) { s += Math.abs(q[i] * kk[t * stride + i]); dot += q[i] * kk[t * stride + i]; }
+        dsMax = Math.max(dsMax, TOL.attentionScoreErr(scale, hd, s) + (softcap ? TOL.softcapTol(softcap, dot * scale) : 0));
+      }
+      for (let i = 0; i < hd; i++) {
+        let spv = 0; for (let t = 0; t < nkv; t++) spv += p[t] * Math.abs(vv[t * stride + i]);
+        const tol = TOL.attentionTol(dsMax, nkv, spv);
+        assert.ok(Math.abs(A[i] - B[i]) <= tol, `attention nkv=${nkv} hd=${hd} softcap=${softcap} i=${i}: ${A[i]} vs ${B[i]} (tol ${tol})`);
+      }
+      if (softcap) {
+        // the reference's probabilities are softmax(cap tanh(s / cap)) of the f64 scores
+        const sc = []; for (let t = 0; t < nkv; t++) { let d = 0; for (let i = 0; i < hd; i++) d += q[i] * kk[t * stride + i]; sc.push(softcap * Math.tanh(f(f(d) * f(scale)) / softcap)); }
+        const mx = Math.max(...sc), ex = sc.map((v) => Math.exp(v - mx)), sum = ex.reduce((a, b) => a + b, 0);
+        for (let t = 0; t < nkv; t++) assert.ok(Math.abs(p[t] - ex[t] / sum) <= 1e-5 * (ex[t] / sum) + 1e-9, `softcapped probability t=${t}`);
+      }
     }
   });
 });
@@ -583,7 +610,8 @@ test('stack use per kernel call <= 16 KiB (guard below a 16 KiB stack stays inta
     for (const ref of [0, 1]) {
       X.kt_rmsnorm(ref, o, a, b, n, 1e-5); X.kt_softmax(ref, o, n); X.kt_silu_mul(ref, o, b, n); X.kt_gelu(ref, o, n);
       X.kt_add(ref, o, a, n); X.kt_argmax(ref, o, n);
-      X.kt_attention(ref, o, q, kv, kv, 300, 128, 128, 0.088, att);
+      X.kt_attention(ref, o, q, kv, kv, 300, 128, 128, 0.088, 0, att); X.kt_attention(ref, o, q, kv, kv, 300, 128, 128, 0.088, 50, att);
+      X.kt_gelu_mul(ref, o, b, n); X.kt_softcap(ref, o, n, 30);
       X.kt_rope_cos_sin(cs, 77, 128, 10000); X.kt_rope(ref, o, 4, 128, 128, cs, ref);
     }
   } finally { X.__stack_pointer.value = saved; }

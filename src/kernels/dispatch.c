@@ -54,9 +54,11 @@ void ae_rope(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, 
 void ae_softmax(float *x, int n) { ae_softmax_simd128(x, n); }
 void ae_silu_mul(float *g, const float *u, int n) { ae_silu_mul_simd128(g, u, n); }
 void ae_gelu(float *x, int n) { ae_gelu_simd128(x, n); }
+void ae_gelu_mul(float *g, const float *u, int n) { ae_gelu_mul_simd128(g, u, n); }
+void ae_softcap(float *x, int n, float cap) { ae_softcap_simd128(x, n, cap); }
 void ae_add(float *y, const float *x, int n) { ae_add_simd128(y, x, n); }
 void ae_attention(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                  int kv_stride, float scale, float *att) {
-  ae_attention_simd128(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
+                  int kv_stride, float scale, float softcap, float *att) {
+  ae_attention_simd128(out, q, k, v, n_kv, head_dim, kv_stride, scale, softcap, att);
 }
 int ae_argmax(const float *x, int n) { return ae_argmax_simd128(x, n); }

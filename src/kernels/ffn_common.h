@@ -52,6 +52,8 @@ static int ae_ffn_setup(ae_ffn_ctx *c, ae_model *m, int layer, int n, int ith, i
   if (!m || !m->initialised || layer < 0 || layer >= m->cfg.n_layers || n <= 0 || n > m->cfg.max_batch) return AE_ERR_INVALID_ARG;
   if (nth > m->cfg.max_threads) return AE_ERR_INVALID_ARG;
   ae_layer *L = &m->layers[layer];
+  /* SwiGLU with the residual add right after down only (no GeGLU, no post-FFN norm: the dense path does those) */
+  if (m->cfg.ffn_act != AE_ACT_SILU || L->ffn_post_norm.data) return AE_ERR_UNSUPPORTED;
   const ae_ffn_aux *a = (const ae_ffn_aux *)L->ffn_aux;
   c->m = m; c->L = L; c->a = a; c->n = n; c->mode = L->ffn_mode;
   c->chunk = n == 1 ? AE_FFN_CHUNK : AE_FFN_CHUNK_BATCH;

@@ -138,18 +138,25 @@ void ae_silu_mul_ref(float *g, const float *u, int n);
 /* x[i] = gelu(x[i]) (tanh approximation). */
 void ae_gelu(float *x, int n);
 void ae_gelu_ref(float *x, int n);
+/* g[i] = gelu(g[i]) * u[i] (GeGLU: Gemma's FFN, tanh-approximated gelu on the gate). */
+void ae_gelu_mul(float *g, const float *u, int n);
+void ae_gelu_mul_ref(float *g, const float *u, int n);
+/* x[i] = cap * tanh(x[i] / cap) (Gemma 2 attention / final-logit soft-capping); cap > 0. */
+void ae_softcap(float *x, int n, float cap);
+void ae_softcap_ref(float *x, int n, float cap);
 /* y[i] += x[i] */
 void ae_add(float *y, const float *x, int n);
 void ae_add_ref(float *y, const float *x, int n);
 
 /* ---- attention ----------------------------------------------------------------------------------
- * One query head over n_kv cached positions: out = softmax(scale * q.K^T) . V
+ * One query head over n_kv cached positions: out = softmax(cap(scale * q.K^T)) . V
  * k: K of position t at k + t * kv_stride (floats), head_dim values; same for v.
+ * softcap > 0: scores become softcap * tanh(score / softcap) before the softmax (ae_softcap); 0: none.
  * att: scratch of n_kv floats (host-allocated). */
 void ae_attention(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                  int kv_stride, float scale, float *att);
+                  int kv_stride, float scale, float softcap, float *att);
 void ae_attention_ref(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                      int kv_stride, float scale, float *att);
+                      int kv_stride, float scale, float softcap, float *att);
 
 /* ---- embeddings and sampling helpers -------------------------------------------------------------- */
 /* y[0..ncols) = row `row` of W (dtype t) as floats. */
@@ -225,9 +232,11 @@ void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const flo
 void ae_softmax_simd128(float *x, int n);
 void ae_silu_mul_simd128(float *g, const float *u, int n);
 void ae_gelu_simd128(float *x, int n);
+void ae_gelu_mul_simd128(float *g, const float *u, int n);
+void ae_softcap_simd128(float *x, int n, float cap);
 void ae_add_simd128(float *y, const float *x, int n);
 void ae_attention_simd128(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                          int kv_stride, float scale, float *att);
+                          int kv_stride, float scale, float softcap, float *att);
 int ae_argmax_simd128(const float *x, int n);
 /* y[i] = exp(x[i]) with the SIMD polynomial exp (tests measure its error). */
 void ae_vexp_simd128(float *y, const float *x, int n);

@@ -1,10 +1,66 @@
-/* Transformer decoder forward pass (llama, qwen2, phi3 families), run by every thread of the pool.
+/* Transformer decoder forward pass (llama / Llama 3 / SmolLM2, qwen2, qwen3, phi3, gemma 1/2/3 families),
+ * run by every thread of the pool.
  *
  * A batch of n tokens at positions pos..pos+n-1 goes through all layers at once (prefill), or one
  * token (decode). Work is split by (ith, nth) over matrix rows, (token, head) pairs or tokens, with a
  * barrier between dependent steps. Every output element is computed by the same code whatever nth
- * is, so 1 and N threads give identical bits. */
+ * is, so 1 and N threads give identical bits.
+ *
+ * Architecture variants are data, not code paths per arch: the config flags (embedding scale, FFN
+ * activation, attention scale and soft-caps, RoPE scaling, sliding window) and the optional tensors
+ * (q/k norms, post-attention / post-FFN norms, RoPE frequency factors) select the steps below; the small
+ * helpers in the next section are the only places that know about them. */
 #include "model/act.h"
+
+/* ---- architecture variants ---------------------------------------------------------------------- */
+
+/* RoPE cos/sin of one position: angle_i = pos * freq_scale * theta^(-2i/rd) / ff[i], cos and sin times
+ * mscale. ff = frequency divisors (llama3 rope_freqs, LongRoPE factors; ggml's freq_factors), NULL = 1.
+ * Without scaling this is ae_rope_cos_sin exactly. */
+static void rope_table(float *cs, int pos, int rd, float theta, float freq_scale, const float *ff, float mscale) {
+  if (!ff && freq_scale == 1.0f && mscale == 1.0f) { ae_rope_cos_sin(cs, pos, rd, theta); return; }
+  for (int i = 0; i < rd / 2; i++) {
+    const float e = (float)(2 * i) / (float)rd;
+    float freq = 1.0f / ae_powf(theta, e);
+    if (ff) freq /= ff[i];
+    const float a = (float)pos * freq * freq_scale;
+    cs[2 * i] = ae_cosf(a) * mscale;
+    cs[2 * i + 1] = ae_sinf(a) * mscale;
+  }
+}
+
+/* Whether SWA layers need their own RoPE table (Gemma 3: local base 10000, no linear scaling). */
+static int swa_rope_differs(const ae_config *c) {
+  const float th = c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta;
+  return th != c->rope_theta || c->rope_freq_scale_swa != c->rope_freq_scale;
+}
+
+/* Attention of one layer: which keys a query at position p sees, the q.k scale and soft-cap, the RoPE table. */
+typedef struct {
+  int window;        /* 0: all positions <= p; W: positions p-W+1 .. p */
+  float scale, softcap;
+  const float *cs;   /* RoPE cos/sin, rope_dim per token */
+} attn_cfg;
+
+static attn_cfg layer_attn(const ae_model *m, const ae_layer *L) {
+  const ae_config *c = &m->cfg;
+  attn_cfg a;
+  a.window = L->swa ? c->swa_window : 0;
+  a.scale = c->attn_scale > 0.0f ? c->attn_scale : 1.0f / __builtin_sqrtf((float)c->head_dim);
+  a.softcap = c->attn_softcap;
+  a.cs = L->swa ? m->rope_cs_swa : m->rope_cs;
+  return a;
+}
+
+/* RMSNorm of each of n_heads heads of x (head_dim values each) with one weight vector, in place (Qwen3, Gemma 3). */
+static AE_NOINLINE void head_norm(float *x, int n_heads, int hd, const float *w, float eps) {
+  for (int h = 0; h < n_heads; h++) ae_rmsnorm(x + (size_t)h * hd, x + (size_t)h * hd, w, hd, eps);
+}
+
+/* y = rmsnorm(y) * w in place when the (optional) norm is present. */
+static void post_norm(float *y, const ae_tensor *w, int dim, float eps) {
+  if (w->data) ae_rmsnorm(y, y, w->data, dim, eps);
+}
 
 /* Convert x for every activation dtype the given weights need, once per dtype (several matmuls share it). */
 static void prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
@@ -39,7 +95,7 @@ static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float e
   for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
 }
 
-/* ---- FFN (SwiGLU), dense path ---- */
+/* ---- FFN (SwiGLU / GeGLU), dense path ---- */
 static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
   const int D = m->cfg.dim, H = m->cfg.hidden_dim;
   {
@@ -53,7 +109,10 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   {
     int b0, b1;
     ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
+    if (m->cfg.ffn_act == AE_ACT_GELU_TANH)
+      for (int b = b0; b < b1; b++) ae_gelu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
+    else
+      for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
   }
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
@@ -67,7 +126,10 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   {
     int b0, b1;
     ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+    for (int b = b0; b < b1; b++) {
+      post_norm(m->tmp + (size_t)b * D, &L->ffn_post_norm, D, m->cfg.norm_eps);
+      ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+    }
   }
   ae_barrier(pool);
 }
@@ -110,21 +172,29 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   for (int b = 0; b < n; b++)
     if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
 
-  /* embeddings and RoPE tables, split by token */
+  /* embeddings (scaled: Gemma) and RoPE tables (full-attention layers, and SWA layers when theirs differs), split by token */
   {
     int b0, b1;
     ae_split(n, ith, nth, &b0, &b1);
+    const float *ff = (const float *)m->rope_freqs.data;
+    const int swa_own = swa_rope_differs(c);
+    const float theta_swa = c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta;
     for (int b = b0; b < b1; b++) {
-      ae_get_row((ae_type)m->tok_embd.type, m->tok_embd.data, a->tokens[b], D, m->x + (size_t)b * D);
-      ae_rope_cos_sin(m->rope_cs + (size_t)b * c->rope_dim, pos + b, c->rope_dim, c->rope_theta);
+      float *xr = m->x + (size_t)b * D;
+      ae_get_row((ae_type)m->tok_embd.type, m->tok_embd.data, a->tokens[b], D, xr);
+      if (c->embd_scale != 1.0f) for (int i = 0; i < D; i++) xr[i] *= c->embd_scale;
+      float *cs = m->rope_cs + (size_t)b * c->rope_dim, *cs_swa = m->rope_cs_swa + (size_t)b * c->rope_dim;
+      rope_table(cs, pos + b, c->rope_dim, c->rope_theta, c->rope_freq_scale, ff, c->rope_attn_factor);
+      if (swa_own) rope_table(cs_swa, pos + b, c->rope_dim, theta_swa, c->rope_freq_scale_swa, ff, c->rope_attn_factor);
+      else __builtin_memcpy(cs_swa, cs, (size_t)c->rope_dim * 4);
     }
   }
   ae_barrier(pool);
 
-  const float scale = 1.0f / __builtin_sqrtf((float)hd);
   const int group = c->n_heads / c->n_kv_heads;
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
+    const attn_cfg ac = layer_attn(m, L);
     float *kc = m->k_cache + (size_t)l * c->n_ctx * kvd;
     float *vc = m->v_cache + (size_t)l * c->n_ctx * kvd;
 
@@ -144,7 +214,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       matmul_rows(m, &L->wv, m->xb, D, n, m->qkv + qd + kvd, qkvd, ith, nth);
     }
     ae_barrier(pool);
-    /* biases, RoPE, K/V into the cache: split by token */
+    /* biases, q/k norms (per head), RoPE, K/V into the cache: split by token */
     {
       int b0, b1;
       ae_split(n, ith, nth, &b0, &b1);
@@ -153,7 +223,11 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         if (L->bq.data) ae_add(q, L->bq.data, qd);
         if (L->bk.data) ae_add(k, L->bk.data, kvd);
         if (L->bv.data) ae_add(v, L->bv.data, kvd);
-        const float *cs = m->rope_cs + (size_t)b * c->rope_dim;
+        if (L->q_norm.data) {
+          head_norm(q, c->n_heads, hd, L->q_norm.data, c->norm_eps);
+          head_norm(k, c->n_kv_heads, hd, L->k_norm.data, c->norm_eps);
+        }
+        const float *cs = ac.cs + (size_t)b * c->rope_dim;
         ae_rope(q, c->n_heads, hd, c->rope_dim, cs, c->rope_neox);
         ae_rope(k, c->n_kv_heads, hd, c->rope_dim, cs, c->rope_neox);
         __builtin_memcpy(kc + (size_t)(pos + b) * kvd, k, (size_t)kvd * 4);
@@ -161,16 +235,17 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       }
     }
     ae_barrier(pool);
-    /* attention: (token, head) pairs split over threads; causal */
+    /* attention: (token, head) pairs split over threads; causal, within the layer's window */
     {
       int i0, i1;
       ae_split(n * c->n_heads, ith, nth, &i0, &i1);
       float *att = m->att + (size_t)ith * c->n_ctx;
       for (int i = i0; i < i1; i++) {
-        int b = i / c->n_heads, h = i % c->n_heads, g = h / group;
+        const int b = i / c->n_heads, h = i % c->n_heads, g = h / group, p = pos + b;
+        const int t0 = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
         const float *q = m->qkv + (size_t)b * qkvd + (size_t)h * hd;
-        ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + (size_t)g * hd, vc + (size_t)g * hd,
-                     pos + b + 1, hd, kvd, scale, att);
+        const size_t o = (size_t)t0 * kvd + (size_t)g * hd;
+        ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + o, vc + o, p + 1 - t0, hd, kvd, ac.scale, ac.softcap, att);
       }
     }
     ae_barrier(pool);
@@ -185,13 +260,14 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       int b0, b1;
       ae_split(n, ith, nth, &b0, &b1);
       for (int b = b0; b < b1; b++) {
+        post_norm(m->tmp + (size_t)b * D, &L->attn_post_norm, D, c->norm_eps);
         ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
         ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, L->ffn_norm.data, D, c->norm_eps);
       }
     }
     ae_barrier(pool);
 
-    /* ---- FFN (SwiGLU): dense path in ffn_dense below, other modes in the FFN modules ---- */
+    /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above, other modes in the FFN modules ---- */
     {
       const int fst = ae_ffn_block(m, l, n, ith, nth, pool);
       if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
@@ -215,5 +291,11 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   }
   ae_barrier(pool);
   matmul_rows(m, out, m->xb, D, nout, m->logits, c->vocab, ith, nth);
+  if (c->final_softcap > 0.0f) {   /* Gemma 2 final-logit soft-capping, split over the logits */
+    ae_barrier(pool);
+    int i0, i1;
+    ae_split_aligned(nout * c->vocab, 4, ith, nth, &i0, &i1);
+    if (i1 > i0) ae_softcap(m->logits + i0, i1 - i0, c->final_softcap);
+  }
   if (ith == 0) m->n_past = pos + n;
 }

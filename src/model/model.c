@@ -9,6 +9,10 @@ AE_EXPORT int ae_model_reset(ae_model *m) {
   m->cfg.max_threads = 1;
   m->cfg.norm_eps = 1e-5f;
   m->cfg.rope_theta = 10000.0f;
+  m->cfg.embd_scale = 1.0f;
+  m->cfg.rope_freq_scale = 1.0f;
+  m->cfg.rope_attn_factor = 1.0f;
+  m->cfg.rope_freq_scale_swa = 1.0f;
   return AE_OK;
 }
 
@@ -30,6 +34,8 @@ AE_EXPORT int ae_model_set_config_i(ae_model *m, int key, int32_t v) {
     case AE_CFG_MAX_BATCH: c->max_batch = v; break;
     case AE_CFG_MAX_THREADS: c->max_threads = v; break;
     case AE_CFG_LOGITS_ALL: c->logits_all = v; break;
+    case AE_CFG_FFN_ACT: c->ffn_act = v; break;
+    case AE_CFG_SWA_WINDOW: c->swa_window = v; break;
     default: return AE_ERR_INVALID_ARG;
   }
   return AE_OK;
@@ -41,6 +47,14 @@ AE_EXPORT int ae_model_set_config_f(ae_model *m, int key, float v) {
   switch (key) {
     case AE_CFG_NORM_EPS: m->cfg.norm_eps = v; break;
     case AE_CFG_ROPE_THETA: m->cfg.rope_theta = v; break;
+    case AE_CFG_EMBD_SCALE: m->cfg.embd_scale = v; break;
+    case AE_CFG_ATTN_SCALE: m->cfg.attn_scale = v; break;
+    case AE_CFG_ATTN_SOFTCAP: m->cfg.attn_softcap = v; break;
+    case AE_CFG_FINAL_SOFTCAP: m->cfg.final_softcap = v; break;
+    case AE_CFG_ROPE_FREQ_SCALE: m->cfg.rope_freq_scale = v; break;
+    case AE_CFG_ROPE_ATTN_FACTOR: m->cfg.rope_attn_factor = v; break;
+    case AE_CFG_ROPE_THETA_SWA: m->cfg.rope_theta_swa = v; break;
+    case AE_CFG_ROPE_FREQ_SCALE_SWA: m->cfg.rope_freq_scale_swa = v; break;
     default: return AE_ERR_INVALID_ARG;
   }
   return AE_OK;
@@ -52,6 +66,7 @@ static ae_tensor *tensor_slot(ae_model *m, int layer, int role) {
       case AE_T_TOK_EMBD: return &m->tok_embd;
       case AE_T_OUTPUT_NORM: return &m->output_norm;
       case AE_T_OUTPUT: return &m->output;
+      case AE_T_ROPE_FREQS: return &m->rope_freqs;
       default: return NULL;
     }
   }
@@ -71,6 +86,10 @@ static ae_tensor *tensor_slot(ae_model *m, int layer, int role) {
     case AE_T_W_GATE: return &L->w_gate;
     case AE_T_W_UP: return &L->w_up;
     case AE_T_W_DOWN: return &L->w_down;
+    case AE_T_ATTN_Q_NORM: return &L->q_norm;
+    case AE_T_ATTN_K_NORM: return &L->k_norm;
+    case AE_T_ATTN_POST_NORM: return &L->attn_post_norm;
+    case AE_T_FFN_POST_NORM: return &L->ffn_post_norm;
     default: return NULL;
   }
 }
@@ -83,6 +102,13 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
   t->type = type;
   t->ne0 = ne0;
   t->ne1 = ne1;
+  return AE_OK;
+}
+
+/* Mark layer `layer` as a sliding-window layer (1) or full attention (0). */
+AE_EXPORT int ae_model_set_layer_swa(ae_model *m, int layer, int swa) {
+  if (m->initialised || layer < 0 || layer >= AE_MAX_LAYERS || (swa != 0 && swa != 1)) return AE_ERR_INVALID_ARG;
+  m->layers[layer].swa = swa;
   return AE_OK;
 }
 
@@ -125,8 +151,10 @@ static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne
   return AE_OK;
 }
 
+static int finite_pos(float v) { return v > 0.0f && v < 3.0e38f; }
+
 static int check_config(const ae_config *c) {
-  if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_PHI3) return AE_ERR_BAD_CONFIG;
+  if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_LAST) return AE_ERR_BAD_CONFIG;
   if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
   if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
   if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
@@ -135,6 +163,11 @@ static int check_config(const ae_config *c) {
   if (c->n_ctx <= 0 || c->n_ctx > (1 << 20) || c->max_batch <= 0 || c->max_batch > 4096) return AE_ERR_BAD_CONFIG;
   if (c->max_threads <= 0 || c->max_threads > 256) return AE_ERR_BAD_CONFIG;
   if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0f)) return AE_ERR_BAD_CONFIG;
+  if (c->ffn_act != AE_ACT_SILU && c->ffn_act != AE_ACT_GELU_TANH) return AE_ERR_BAD_CONFIG;
+  if (c->swa_window < 0) return AE_ERR_BAD_CONFIG;
+  if (!finite_pos(c->embd_scale) || !finite_pos(c->rope_freq_scale) || !finite_pos(c->rope_attn_factor) ||
+      !finite_pos(c->rope_freq_scale_swa)) return AE_ERR_BAD_CONFIG;
+  if (c->attn_scale < 0.0f || c->attn_softcap < 0.0f || c->final_softcap < 0.0f || c->rope_theta_swa < 0.0f) return AE_ERR_BAD_CONFIG;
   return AE_OK;
 }
 
@@ -157,6 +190,11 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
   if ((st = check_tensor(&m->tok_embd, -1, AE_T_TOK_EMBD, D, c->vocab, 1, 1))) return st;
   if ((st = check_tensor(&m->output_norm, -1, AE_T_OUTPUT_NORM, D, 1, 0, 1))) return st;
   if ((st = check_tensor(&m->output, -1, AE_T_OUTPUT, D, c->vocab, 1, 0))) return st;
+  if ((st = check_tensor(&m->rope_freqs, -1, AE_T_ROPE_FREQS, c->rope_dim / 2, 1, 0, 0))) return st;
+  if (m->rope_freqs.data) {
+    const float *f = (const float *)m->rope_freqs.data;
+    for (int i = 0; i < c->rope_dim / 2; i++) if (!finite_pos(f[i])) return bad(-1, AE_T_ROPE_FREQS, AE_BAD_VALUE);
+  }
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     if ((st = check_tensor(&L->attn_norm, l, AE_T_ATTN_NORM, D, 1, 0, 1))) return st;
@@ -174,6 +212,11 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->w_gate, l, AE_T_W_GATE, D, H, 1, 1))) return st;
     if ((st = check_tensor(&L->w_up, l, AE_T_W_UP, D, H, 1, 1))) return st;
     if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, 1))) return st;
+    if ((st = check_tensor(&L->q_norm, l, AE_T_ATTN_Q_NORM, c->head_dim, 1, 0, 0))) return st;
+    if ((st = check_tensor(&L->k_norm, l, AE_T_ATTN_K_NORM, c->head_dim, 1, 0, 0))) return st;
+    if (!L->q_norm.data != !L->k_norm.data) return bad(l, L->q_norm.data ? AE_T_ATTN_K_NORM : AE_T_ATTN_Q_NORM, AE_BAD_MISSING);
+    if ((st = check_tensor(&L->attn_post_norm, l, AE_T_ATTN_POST_NORM, D, 1, 0, 0))) return st;
+    if ((st = check_tensor(&L->ffn_post_norm, l, AE_T_FFN_POST_NORM, D, 1, 0, 0))) return st;
   }
   return AE_OK;
 }
@@ -203,6 +246,7 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
     TAKE(act[t], B * s);
   }
   TAKE(rope_cs, B * c->rope_dim * 4);
+  TAKE(rope_cs_swa, B * c->rope_dim * 4);
   TAKE(att, (uint64_t)c->max_threads * c->n_ctx * 4);
   TAKE(k_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
   TAKE(v_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);

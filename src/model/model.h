@@ -13,15 +13,40 @@
 
 #define AE_MAX_LAYERS 256
 
-/* Values of AE_CFG_ARCH (JS: the lower-case name). */
-enum ae_arch { AE_ARCH_LLAMA = 0, AE_ARCH_QWEN2 = 1, AE_ARCH_PHI3 = 2 };
+/* Values of AE_CFG_ARCH (JS: the lower-case name). Informational: the forward pass follows the config flags
+ * and tensors below, never the arch. */
+enum ae_arch {
+  AE_ARCH_LLAMA = 0, AE_ARCH_QWEN2 = 1, AE_ARCH_PHI3 = 2, AE_ARCH_QWEN3 = 3, AE_ARCH_GEMMA = 4,
+  AE_ARCH_GEMMA2 = 5, AE_ARCH_GEMMA3 = 6,
+};
+#define AE_ARCH_LAST AE_ARCH_GEMMA3
 
-/* Config keys for ae_model_set_config_i / _f. Values only grow. */
+/* Values of AE_CFG_FFN_ACT (JS: the quoted name). */
+enum ae_ffn_act {
+  AE_ACT_SILU = 0,        /* "silu": SwiGLU */
+  AE_ACT_GELU_TANH = 1,   /* "gelu_tanh": GeGLU with the tanh-approximated gelu (Gemma) */
+};
+
+/* Config keys for ae_model_set_config_i / _f. Values only grow.
+ * Float keys whose default is 0 mean "off" (soft-caps) or "derived" (attn_scale: 1/sqrt(head_dim),
+ * rope_theta_swa: rope_theta). */
 enum ae_config_key {
   AE_CFG_ARCH = 0, AE_CFG_DIM = 1, AE_CFG_N_LAYERS = 2, AE_CFG_N_HEADS = 3, AE_CFG_N_KV_HEADS = 4,
   AE_CFG_HEAD_DIM = 5, AE_CFG_HIDDEN_DIM = 6, AE_CFG_VOCAB = 7, AE_CFG_N_CTX = 8, AE_CFG_ROPE_DIM = 9,
   AE_CFG_ROPE_NEOX = 10, AE_CFG_MAX_BATCH = 11, AE_CFG_MAX_THREADS = 12, AE_CFG_NORM_EPS = 13,
   AE_CFG_ROPE_THETA = 14, AE_CFG_LOGITS_ALL = 15,
+  /* architecture variants (int) */
+  AE_CFG_FFN_ACT = 16,         /* ae_ffn_act */
+  AE_CFG_SWA_WINDOW = 17,      /* sliding window (positions a query sees, itself included) of SWA layers; 0 none */
+  /* architecture variants (float) */
+  AE_CFG_EMBD_SCALE = 18,      /* token embeddings are multiplied by this (Gemma: sqrt(dim)); default 1 */
+  AE_CFG_ATTN_SCALE = 19,      /* q.k scale; 0 = 1/sqrt(head_dim) (Gemma: query_pre_attn_scalar^-1/2) */
+  AE_CFG_ATTN_SOFTCAP = 20,    /* attention scores -> cap tanh(s / cap) (Gemma 2); 0 none */
+  AE_CFG_FINAL_SOFTCAP = 21,   /* logits -> cap tanh(l / cap) (Gemma 2); 0 none */
+  AE_CFG_ROPE_FREQ_SCALE = 22, /* linear RoPE scaling of full-attention layers: angle *= scale (1 / factor); default 1 */
+  AE_CFG_ROPE_ATTN_FACTOR = 23,/* cos and sin are multiplied by this (LongRoPE attention factor); default 1 */
+  AE_CFG_ROPE_THETA_SWA = 24,  /* RoPE base of SWA layers (Gemma 3 local layers: 10000); 0 = rope_theta */
+  AE_CFG_ROPE_FREQ_SCALE_SWA = 25, /* linear RoPE scaling of SWA layers; default 1 */
 };
 
 /* Tensor roles for ae_model_set_tensor, with the tensor's GGUF / .rknot name (per-layer roles: the name
@@ -43,7 +68,13 @@ enum ae_role {
   AE_T_W_GATE = 13,      /* "ffn_gate.weight" */
   AE_T_W_UP = 14,        /* "ffn_up.weight" */
   AE_T_W_DOWN = 15,      /* "ffn_down.weight" */
-  AE_T_ROLE_COUNT = 16,
+  AE_T_ATTN_Q_NORM = 16, /* "attn_q_norm.weight": [head_dim] RMSNorm of every q head before RoPE (Qwen3, Gemma 3) */
+  AE_T_ATTN_K_NORM = 17, /* "attn_k_norm.weight": [head_dim] same for k */
+  AE_T_ATTN_POST_NORM = 18, /* "post_attention_norm.weight": [dim] RMSNorm of the attention output before the residual add */
+  AE_T_FFN_POST_NORM = 19,  /* "post_ffw_norm.weight": [dim] RMSNorm of the FFN output before the residual add (Gemma 2/3) */
+  AE_T_ROPE_FREQS = 20,  /* global (layer -1), [rope_dim/2] RoPE frequency divisors; no fixed name: the host picks
+                            rope_freqs.weight (llama3) or rope_factors_long / _short.weight (LongRoPE) */
+  AE_T_ROLE_COUNT = 21,
 };
 /* Roles before this one are global (layer = -1), the others per layer. */
 #define AE_T_FIRST_LAYER_ROLE AE_T_ATTN_NORM
@@ -57,6 +88,7 @@ enum ae_bad_reason {
   AE_BAD_RANGE = 4,      /* "out of memory range" */
   AE_BAD_ALIGN = 5,      /* "misaligned" */
   AE_BAD_BLOCKS = 6,     /* "row is not a whole number of blocks" */
+  AE_BAD_VALUE = 7,      /* "a value is not finite and positive" */
 };
 
 typedef struct {
@@ -70,6 +102,10 @@ typedef struct {
   int32_t arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab, n_ctx, rope_dim,
       rope_neox, max_batch, max_threads, logits_all;
   float norm_eps, rope_theta;
+  /* architecture variants (see ae_config_key) */
+  int32_t ffn_act, swa_window;
+  float embd_scale, attn_scale, attn_softcap, final_softcap, rope_freq_scale, rope_attn_factor, rope_theta_swa,
+      rope_freq_scale_swa;
 } ae_config;
 
 /* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
@@ -83,15 +119,16 @@ enum ae_ffn_mode {
 
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
+  ae_tensor q_norm, k_norm, attn_post_norm, ffn_post_norm;  /* optional (absent: data NULL) */
+  int32_t swa;        /* 1: sliding-window layer (window cfg.swa_window, RoPE base rope_theta_swa) */
   int32_t ffn_mode;   /* ae_ffn_mode */
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
-  int32_t pad_;
 } ae_layer;
 
 typedef struct {
   ae_config cfg;
-  ae_tensor tok_embd, output_norm, output;
+  ae_tensor tok_embd, output_norm, output, rope_freqs;
   ae_layer layers[AE_MAX_LAYERS];
   int32_t initialised;
   int32_t q_dim, kv_dim, qkv_dim;  /* n_heads*head_dim, n_kv_heads*head_dim, q_dim + 2 kv_dim */
@@ -106,7 +143,8 @@ typedef struct {
    * act[t] is (max_batch, act_stride[t]) bytes, a row holding max(dim, hidden, q_dim) values in dtype t */
   void *act[AE_TYPE_COUNT];
   size_t act_stride[AE_TYPE_COUNT];
-  float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs */
+  float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs of full-attention layers */
+  float *rope_cs_swa; /* (max_batch, rope_dim) cos/sin pairs of SWA layers (= rope_cs when they share the RoPE) */
   float *att;      /* (max_threads, n_ctx) attention scores scratch */
   float *k_cache;  /* (n_layers, n_ctx, kv_dim) */
   float *v_cache;  /* (n_layers, n_ctx, kv_dim) */

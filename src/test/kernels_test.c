@@ -66,11 +66,13 @@ AE_EXPORT void kt_rope(int ref, float *x, int n_heads, int head_dim, int rot_dim
 AE_EXPORT void kt_softmax(int ref, float *x, int n) { if (ref) ae_softmax_ref(x, n); else ae_softmax(x, n); }
 AE_EXPORT void kt_silu_mul(int ref, float *g, const float *u, int n) { if (ref) ae_silu_mul_ref(g, u, n); else ae_silu_mul(g, u, n); }
 AE_EXPORT void kt_gelu(int ref, float *x, int n) { if (ref) ae_gelu_ref(x, n); else ae_gelu(x, n); }
+AE_EXPORT void kt_gelu_mul(int ref, float *g, const float *u, int n) { if (ref) ae_gelu_mul_ref(g, u, n); else ae_gelu_mul(g, u, n); }
+AE_EXPORT void kt_softcap(int ref, float *x, int n, float cap) { if (ref) ae_softcap_ref(x, n, cap); else ae_softcap(x, n, cap); }
 AE_EXPORT void kt_add(int ref, float *y, const float *x, int n) { if (ref) ae_add_ref(y, x, n); else ae_add(y, x, n); }
 AE_EXPORT void kt_attention(int ref, float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                            int kv_stride, float scale, float *att) {
-  if (ref) ae_attention_ref(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
-  else ae_attention(out, q, k, v, n_kv, head_dim, kv_stride, scale, att);
+                            int kv_stride, float scale, float softcap, float *att) {
+  if (ref) ae_attention_ref(out, q, k, v, n_kv, head_dim, kv_stride, scale, softcap, att);
+  else ae_attention(out, q, k, v, n_kv, head_dim, kv_stride, scale, softcap, att);
 }
 AE_EXPORT void kt_get_row(int ref, int type, const void *W, int row, int ncols, float *y) {
   if (ref) ae_get_row_ref((ae_type)type, W, row, ncols, y); else ae_get_row((ae_type)type, W, row, ncols, y);

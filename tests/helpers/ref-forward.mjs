@@ -36,10 +36,25 @@ export function quantizeActQ8(x) {
   return y;
 }
 
-/** @param cfg {arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size, norm_eps, rope_theta, rope_dim, rope_type}
- *  @param W Map name -> Float32Array
- *  @param opts.quantizedActs quantise activations to q8_0 before every weight matrix (what the wasm path
- *         does for q8_0/q4_0 weights) */
+/**
+ * @param cfg .rknot-style config: {arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size, norm_eps,
+ *        rope_theta, rope_dim, rope_type} and the optional architecture variants (js/src/formats/rknot.ts RknotConfig):
+ *        ffn_act, embd_scale, attn_scale, attn_softcap, final_softcap, rope_scaling, sliding_window, swa_layers,
+ *        rope_theta_swa. q/k norms and post norms follow from the tensors present in W.
+ * @param W Map name -> Float32Array (GGUF names; Gemma norms already hold 1 + w, as llama.cpp's converter writes them)
+ * @param opts.quantizedActs quantise activations to q8_0 before every weight matrix (what the wasm path
+ *        does for q8_0/q4_0 weights)
+ * @param opts.nCtx runtime context (picks LongRoPE's long factors when > rope_scaling.original_context)
+ *
+ * Written from the model definitions (Hugging Face transformers / llama.cpp graphs), in float64:
+ *   x = embd[token] * embd_scale
+ *   per layer: h = rmsnorm(x) ; q, k, v (+ biases) ; q, k per-head rmsnorm (if attn_q_norm) ; RoPE with angle
+ *   pos * freq_scale * theta^(-2i/rd) / ff[i] and cos/sin times attn_factor (SWA layers: rope_theta_swa, no scaling) ;
+ *   scores q.k * attn_scale, soft-capped, over positions within the window ; softmax ; o = Wo a ; o = rmsnorm(o)
+ *   (post_attention_norm) ; x += o ; f = rmsnorm(x) ; act(gate f) * up f ; d = down ; d = rmsnorm(d) (post_ffw_norm) ;
+ *   x += d
+ *   logits = out . rmsnorm(x), soft-capped.
+ */
 export function createRefModel(cfg, W, opts = {}) {
   const D = cfg.dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, H = cfg.hidden_dim;
   const qd = nh * hd, kvd = nkv * hd, rd = cfg.rope_dim ?? hd;
@@ -47,6 +62,14 @@ export function createRefModel(cfg, W, opts = {}) {
   for (let l = 0; l < cfg.n_layers; l++) { kcache.push([]); vcache.push([]); }
   const get = (n) => { const t = W.get(n); if (!t) throw new Error(`ref: missing tensor ${n}`); return t; };
   const opt = (n) => W.get(n);
+  const rs = cfg.rope_scaling;
+  const nCtx = opts.nCtx ?? cfg.n_ctx;
+  const ff = rs?.type === 'llama3' ? get('rope_freqs.weight')
+    : rs?.type === 'longrope' ? get(nCtx > rs.original_context ? 'rope_factors_long.weight' : 'rope_factors_short.weight') : null;
+  const mscale = rs?.type === 'longrope' ? rs.attn_factor : 1;
+  const freqScale = rs?.type === 'linear' ? 1 / rs.factor : 1;
+  const attnScale = cfg.attn_scale ?? 1 / Math.sqrt(hd);
+  const isSwa = (l) => !!(cfg.swa_layers?.[l] && cfg.sliding_window);
 
   function matvec(w, x, rows, cols) {
     if (opts.quantizedActs) x = quantizeActQ8(x);
@@ -54,17 +77,20 @@ export function createRefModel(cfg, W, opts = {}) {
     for (let r = 0; r < rows; r++) { let s = 0; const o = r * cols; for (let c = 0; c < cols; c++) s += w[o + c] * x[c]; y[r] = s; }
     return y;
   }
-  function rmsnorm(x, w) {
-    let ss = 0; for (let i = 0; i < x.length; i++) ss += x[i] * x[i];
-    const inv = 1 / Math.sqrt(ss / x.length + cfg.norm_eps);
-    return Float64Array.from(x, (v, i) => v * inv * w[i]);
+  function rmsnorm(x, w, off = 0, n = x.length) {
+    let ss = 0; for (let i = 0; i < n; i++) ss += x[off + i] * x[off + i];
+    const inv = 1 / Math.sqrt(ss / n + cfg.norm_eps);
+    for (let i = 0; i < n; i++) x[off + i] = x[off + i] * inv * w[i];
+    return x;
   }
-  function rope(v, nheads, pos) {
+  function rope(v, nheads, pos, swa) {
+    const theta = swa && cfg.rope_theta_swa !== undefined ? cfg.rope_theta_swa : cfg.rope_theta;
+    const scale = swa && cfg.rope_theta_swa !== undefined ? 1 : freqScale;
     for (let h = 0; h < nheads; h++) {
       const o = h * hd;
       for (let i = 0; i < rd / 2; i++) {
-        const freq = 1 / Math.pow(cfg.rope_theta, (2 * i) / rd);
-        const a = pos * freq, c = Math.cos(a), s = Math.sin(a);
+        const freq = Math.pow(theta, -(2 * i) / rd) / (ff ? ff[i] : 1) * scale;
+        const a = pos * freq, c = Math.cos(a) * mscale, s = Math.sin(a) * mscale;
         const i0 = cfg.rope_type === 'neox' ? o + i : o + 2 * i;
         const i1 = cfg.rope_type === 'neox' ? o + i + rd / 2 : o + 2 * i + 1;
         const x0 = v[i0], x1 = v[i1];
@@ -73,13 +99,17 @@ export function createRefModel(cfg, W, opts = {}) {
     }
   }
   const silu = (v) => v / (1 + Math.exp(-v));
+  const gelu = (v) => 0.5 * v * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (v + 0.044715 * v * v * v)));
+  const act = cfg.ffn_act === 'gelu_tanh' ? gelu : silu;
+  const cap = (v, c) => (c ? c * Math.tanh(v / c) : v);
 
   /** Feed one token at position pos; returns the logits (Float64Array). */
   function step(token, pos) {
     let x = Float64Array.from(get('token_embd.weight').subarray(token * D, token * D + D));
+    if (cfg.embd_scale !== undefined) for (let i = 0; i < D; i++) x[i] *= cfg.embd_scale;
     for (let l = 0; l < cfg.n_layers; l++) {
       const p = `blk.${l}.`;
-      const xb = rmsnorm(x, get(p + 'attn_norm.weight'));
+      const xb = rmsnorm(Float64Array.from(x), get(p + 'attn_norm.weight'));
       let q, k, v;
       if (opt(p + 'attn_qkv.weight')) {
         const qkv = matvec(get(p + 'attn_qkv.weight'), xb, qd + 2 * kvd, D);
@@ -93,36 +123,47 @@ export function createRefModel(cfg, W, opts = {}) {
       if (bq) for (let i = 0; i < qd; i++) q[i] += bq[i];
       if (bk) for (let i = 0; i < kvd; i++) k[i] += bk[i];
       if (bv) for (let i = 0; i < kvd; i++) v[i] += bv[i];
-      rope(q, nh, pos); rope(k, nkv, pos);
+      const qn = opt(p + 'attn_q_norm.weight'), kn = opt(p + 'attn_k_norm.weight');
+      if (qn) for (let h = 0; h < nh; h++) rmsnorm(q, qn, h * hd, hd);
+      if (kn) for (let h = 0; h < nkv; h++) rmsnorm(k, kn, h * hd, hd);
+      const swa = isSwa(l);
+      rope(q, nh, pos, swa); rope(k, nkv, pos, swa);
       kcache[l][pos] = k; vcache[l][pos] = v;
+      const t0 = swa ? Math.max(0, pos - cfg.sliding_window + 1) : 0;
       const att = new Float64Array(qd);
       const group = nh / nkv;
       for (let h = 0; h < nh; h++) {
         const g = Math.floor(h / group);
         const scores = new Float64Array(pos + 1);
         let mx = -Infinity;
-        for (let t = 0; t <= pos; t++) {
+        for (let t = t0; t <= pos; t++) {
           let s = 0; for (let i = 0; i < hd; i++) s += q[h * hd + i] * kcache[l][t][g * hd + i];
-          scores[t] = s / Math.sqrt(hd); if (scores[t] > mx) mx = scores[t];
+          scores[t] = cap(s * attnScale, cfg.attn_softcap); if (scores[t] > mx) mx = scores[t];
         }
-        let sum = 0; for (let t = 0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }
-        for (let t = 0; t <= pos; t++) {
+        let sum = 0; for (let t = t0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }
+        for (let t = t0; t <= pos; t++) {
           const a = scores[t] / sum;
           for (let i = 0; i < hd; i++) att[h * hd + i] += a * vcache[l][t][g * hd + i];
         }
       }
       const o = matvec(get(p + 'attn_output.weight'), att, D, qd);
+      const pan = opt(p + 'post_attention_norm.weight');
+      if (pan) rmsnorm(o, pan);
       for (let i = 0; i < D; i++) x[i] += o[i];
-      const xf = rmsnorm(x, get(p + 'ffn_norm.weight'));
+      const xf = rmsnorm(Float64Array.from(x), get(p + 'ffn_norm.weight'));
       const g = matvec(get(p + 'ffn_gate.weight'), xf, H, D);
       const u = matvec(get(p + 'ffn_up.weight'), xf, H, D);
-      const hb = Float64Array.from(g, (gv, i) => silu(gv) * u[i]);
+      const hb = Float64Array.from(g, (gv, i) => act(gv) * u[i]);
       const d = matvec(get(p + 'ffn_down.weight'), hb, D, H);
+      const pfn = opt(p + 'post_ffw_norm.weight');
+      if (pfn) rmsnorm(d, pfn);
       for (let i = 0; i < D; i++) x[i] += d[i];
     }
-    const xn = rmsnorm(x, get('output_norm.weight'));
+    const xn = rmsnorm(Float64Array.from(x), get('output_norm.weight'));
     const out = opt('output.weight') ?? get('token_embd.weight');
-    return matvec(out, xn, cfg.vocab_size, D);
+    const logits = matvec(out, xn, cfg.vocab_size, D);
+    if (cfg.final_softcap) for (let i = 0; i < logits.length; i++) logits[i] = cap(logits[i], cfg.final_softcap);
+    return logits;
   }
   return { step };
 }

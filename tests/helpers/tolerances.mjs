@@ -56,6 +56,12 @@ export const SILU_ABS = 1e-37;
 // (relative), which move the result by at most |x| * sigmoid'(2z) * 2|z| * 4 EPS <= ~2 EPS |x|.
 // Bound: 8 EPS |x| + 16 EPS |ref|.
 export function geluTol(x, ref) { return 8 * EPS * Math.abs(x) + 16 * EPS * Math.abs(ref) + 1e-37; }
+// gelu(g) * u: the gelu bound scaled by |u|, plus the rounding of the product.
+export function geluMulTol(g, u, ref) { return geluTol(g, ref / (u || 1)) * Math.abs(u) + 2 * EPS * Math.abs(ref) + 1e-37; }
+// softcap(x) = cap tanh(x / cap): the SIMD tanh is (1 - e) / (1 + e) with the <= 2 ulp exp for |y| >= 1/8
+// (absolute error in tanh <= ~6 EPS where 1 - e cancels) and an odd polynomial below (a few ulp of y);
+// the reference is tanh in double. Absolute bound in x: cap * 8 EPS + 4 EPS |x|.
+export function softcapTol(cap, x) { return cap * 8 * EPS + 4 * EPS * Math.abs(x) + 1e-37; }
 
 // RoPE and add: the SIMD kernels evaluate the reference's exact expressions: bit-exact.
 export const ROPE_EXACT = 0;

@@ -5,7 +5,7 @@ import { convertModel, QUANT_MODES, type QuantMode } from '../../src/formats/con
 import { createProgress } from '../progress.js';
 
 export const usage = `usage: aether convert IN -o OUT.rknot [options]
-  IN                 a GGUF file (llama, qwen2, phi3) or a Hugging Face folder (config.json + safetensors)
+  IN                 a GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3) or a Hugging Face folder (config.json + safetensors)
   -o, --output OUT   the .rknot file to write (written to OUT.tmp, then renamed; never the input)
   -q, --quant MODE   keep (default: keep dtypes, bf16 -> f16) | f32 | f16 | q8_0 | q4_0
                      (q8_0 / q4_0 quantise 2-D weights with ggml's reference quantisers; norms and biases stay f32)

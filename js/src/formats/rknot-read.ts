@@ -15,11 +15,30 @@ export const RKNOT_VERSION = 1;
 export const RKNOT_HEADER_SIZE = 32;
 export const RKNOT_ALIGNMENT = 64;
 export const RKNOT_MAX_JSON = 256 << 20;
-/** Required features this reader implements (none yet: any listed feature is refused). */
-export const RKNOT_KNOWN_FEATURES: ReadonlySet<string> = new Set<string>();
+/**
+ * Required features this reader implements. A writer lists in `format.required_features` every feature its
+ * config uses (writeRknot adds them from the config: `configFeatures`), so a reader that predates one refuses
+ * the file instead of ignoring, say, the RoPE scaling and producing garbage.
+ */
+export const RKNOT_FEATURES = ['rope_scaling', 'sliding_window', 'softcap', 'qk_norm', 'post_norms', 'gelu_ffn', 'embd_scale', 'attn_scale'] as const;
+export const RKNOT_KNOWN_FEATURES: ReadonlySet<string> = new Set<string>(RKNOT_FEATURES);
 
-export type RknotArch = 'llama' | 'qwen2' | 'phi3';
+export type RknotArch = 'llama' | 'qwen2' | 'phi3' | 'qwen3' | 'gemma' | 'gemma2' | 'gemma3';
 export type RopeType = 'norm' | 'neox';
+
+/**
+ * RoPE scaling (config.rope_scaling), with llama.cpp's semantics:
+ *  - linear: angles of full-attention layers times 1 / factor (Gemma 3 4B+ global layers);
+ *  - llama3: frequency divisors in tensor `rope_freqs.weight` [rope_dim / 2] (the optional other fields are
+ *    informational: a GGUF carries only the tensor);
+ *  - longrope: tensors `rope_factors_long.weight` / `rope_factors_short.weight` [rope_dim / 2]; the long factors are
+ *    used when the runtime context exceeds `original_context`, the short ones otherwise; cos / sin are multiplied
+ *    by `attn_factor` (Phi-3 / 3.5 128k).
+ */
+export type RopeScaling =
+  | { type: 'linear'; factor: number }
+  | { type: 'llama3'; factor?: number; low_freq_factor?: number; high_freq_factor?: number; original_context?: number }
+  | { type: 'longrope'; original_context: number; attn_factor: number };
 
 export interface RknotConfig {
   arch: RknotArch;
@@ -43,6 +62,43 @@ export interface RknotConfig {
   fused_qkv: boolean;
   bos_token_id: number | null;
   eos_token_id: number | null;
+  // ---- architecture variants (absent = the llama default in brackets) ----
+  /** FFN gate activation ['silu']: 'gelu_tanh' = GeGLU (Gemma) */
+  ffn_act?: 'silu' | 'gelu_tanh';
+  /** token embeddings are multiplied by this [1] (Gemma: sqrt(dim)) */
+  embd_scale?: number;
+  /** q.k scale [1 / sqrt(head_dim)] (Gemma 2/3: query_pre_attn_scalar^-1/2) */
+  attn_scale?: number;
+  /** attention scores -> cap tanh(s / cap) [none] (Gemma 2: 50) */
+  attn_softcap?: number;
+  /** logits -> cap tanh(l / cap) [none] (Gemma 2: 30) */
+  final_softcap?: number;
+  /** RMSNorm of each q / k head before RoPE: tensors attn_q_norm / attn_k_norm [head_dim] [false] (Qwen3, Gemma 3) */
+  qk_norm?: boolean;
+  /** RMSNorm of the attention and FFN outputs before their residual adds: post_attention_norm / post_ffw_norm [dim] [false] (Gemma 2/3) */
+  post_norms?: boolean;
+  /** [none] */
+  rope_scaling?: RopeScaling;
+  /** window of the SWA layers: a query at position p sees positions p - sliding_window + 1 .. p [none] */
+  sliding_window?: number;
+  /** per layer: true = sliding-window layer (length n_layers; needs sliding_window) [all false] */
+  swa_layers?: boolean[];
+  /** RoPE base of the SWA layers, which then use no linear scaling (Gemma 3 local layers: 10000) [rope_theta, same scaling] */
+  rope_theta_swa?: number;
+}
+
+/** Features (RKNOT_FEATURES) a config uses. */
+export function configFeatures(c: Partial<RknotConfig>): string[] {
+  const f: string[] = [];
+  if (c.rope_scaling) f.push('rope_scaling');
+  if (c.sliding_window || c.rope_theta_swa !== undefined || c.swa_layers?.some(Boolean)) f.push('sliding_window');
+  if (c.attn_softcap || c.final_softcap) f.push('softcap');
+  if (c.qk_norm) f.push('qk_norm');
+  if (c.post_norms) f.push('post_norms');
+  if (c.ffn_act !== undefined && c.ffn_act !== 'silu') f.push('gelu_ffn');
+  if (c.embd_scale !== undefined && c.embd_scale !== 1) f.push('embd_scale');
+  if (c.attn_scale !== undefined) f.push('attn_scale');
+  return f;
 }
 
 export interface RknotTensor {
@@ -153,7 +209,7 @@ export function parseRknotJson(bytes: Uint8Array, fileName: string): unknown {
 // ---------------------------------------------------------------------------------------------
 // validation
 
-const ARCHS = ['llama', 'qwen2', 'phi3'];
+const ARCHS = ['llama', 'qwen2', 'phi3', 'qwen3', 'gemma', 'gemma2', 'gemma3'];
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -211,6 +267,36 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
   }
   if (nHeads % nKv !== 0) throw C('config.n_kv_heads', `n_heads ${nHeads} is not a multiple of n_kv_heads ${nKv}`);
   if (ropeDim > headDim || ropeDim % 2 !== 0) throw C('config.rope_dim', `rope_dim ${ropeDim} must be even and <= head_dim ${headDim}`);
+  // architecture variants
+  const posNum = (k: string, v: unknown, allowZero = false) => {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (!allowZero && v === 0) || v > 3e38) {
+      throw F(k, `expected a finite ${allowZero ? 'non-negative' : 'positive'} number, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  if (c.ffn_act !== undefined && c.ffn_act !== 'silu' && c.ffn_act !== 'gelu_tanh') throw F('config.ffn_act', `expected 'silu' or 'gelu_tanh', got ${JSON.stringify(c.ffn_act)}`);
+  for (const k of ['embd_scale', 'attn_scale', 'rope_theta_swa']) if (c[k] !== undefined) posNum(`config.${k}`, c[k]);
+  for (const k of ['attn_softcap', 'final_softcap']) if (c[k] !== undefined) posNum(`config.${k}`, c[k], true);
+  for (const k of ['qk_norm', 'post_norms']) if (c[k] !== undefined && typeof c[k] !== 'boolean') throw F(`config.${k}`, `expected a boolean, got ${JSON.stringify(c[k])}`);
+  const rs = c.rope_scaling;
+  if (rs !== undefined) {
+    if (!isObj(rs)) throw F('config.rope_scaling', 'expected an object');
+    if (rs.type === 'linear') posNum('config.rope_scaling.factor', rs.factor);
+    else if (rs.type === 'llama3') { for (const k of ['factor', 'low_freq_factor', 'high_freq_factor', 'original_context']) if (rs[k] !== undefined) posNum(`config.rope_scaling.${k}`, rs[k]); }
+    else if (rs.type === 'longrope') {
+      posNum('config.rope_scaling.attn_factor', rs.attn_factor);
+      if (!Number.isSafeInteger(rs.original_context) || (rs.original_context as number) <= 0) throw F('config.rope_scaling.original_context', `expected a positive integer, got ${JSON.stringify(rs.original_context)}`);
+    } else throw fmtErr(fileName, 'config.rope_scaling.type', undefined, `RoPE scaling ${JSON.stringify(rs.type)} is not supported (expected 'linear', 'llama3' or 'longrope')`, 'unsupported');
+  }
+  if (c.sliding_window !== undefined && (!Number.isSafeInteger(c.sliding_window) || (c.sliding_window as number) < 0 || (c.sliding_window as number) > 0x7fffffff)) {
+    throw F('config.sliding_window', `expected a non-negative integer, got ${JSON.stringify(c.sliding_window)}`);
+  }
+  if (c.swa_layers !== undefined) {
+    if (!Array.isArray(c.swa_layers) || c.swa_layers.length !== nLayers || !c.swa_layers.every((x) => typeof x === 'boolean')) {
+      throw F('config.swa_layers', `expected an array of ${nLayers} booleans (one per layer)`);
+    }
+    if (c.swa_layers.some(Boolean) && !c.sliding_window) throw C('config.swa_layers', 'marks sliding-window layers but config.sliding_window is not set');
+  }
 
   // tokenizer
   const tk = meta.tokenizer;
@@ -305,6 +391,18 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
     want(p + 'ffn_gate.weight', [dim, hidden]);
     want(p + 'ffn_up.weight', [dim, hidden]);
     want(p + 'ffn_down.weight', [hidden, dim]);
+    for (const [flag, names, shape] of [['qk_norm', ['attn_q_norm.weight', 'attn_k_norm.weight'], [headDim]], ['post_norms', ['post_attention_norm.weight', 'post_ffw_norm.weight'], [dim]]] as const) {
+      for (const n of names) {
+        if (c[flag]) want(p + n, [...shape]);
+        else forbid(p + n, `config.${flag} is not true`);
+      }
+    }
+  }
+  const ropeFactorTensors: Record<string, string[]> = { llama3: ['rope_freqs.weight'], longrope: ['rope_factors_long.weight', 'rope_factors_short.weight'] };
+  const needRope = ropeFactorTensors[(rs as { type?: string } | undefined)?.type ?? ''] ?? [];
+  for (const n of ['rope_freqs.weight', 'rope_factors_long.weight', 'rope_factors_short.weight']) {
+    if (needRope.includes(n)) want(n, [ropeDim / 2]);
+    else forbid(n, `config.rope_scaling is not ${n === 'rope_freqs.weight' ? "'llama3'" : "'longrope'"}`);
   }
   if (byName.has(`blk.${nLayers}.attn_norm.weight`)) throw C(`blk.${nLayers}.attn_norm.weight`, `present but config.n_layers is ${nLayers}`);
 

@@ -7,8 +7,8 @@ import { crc32, formatChecksum } from './checksum.js';
 import { isDTypeName, tensorBytes, type DTypeName } from './dtypes.js';
 import { nodeFs } from './fileio.js';
 import {
-  align64, RKNOT_HEADER_SIZE, RKNOT_MAGIC, RKNOT_VERSION, validateRknotMetadata,
-  type RknotFormatInfo, type RknotHeader, type RknotMetadata, type RknotTensor,
+  align64, configFeatures, RKNOT_HEADER_SIZE, RKNOT_MAGIC, RKNOT_VERSION, validateRknotMetadata,
+  type RknotConfig, type RknotFormatInfo, type RknotHeader, type RknotMetadata, type RknotTensor,
 } from './rknot-read.js';
 
 /** Encode the fixed header. */
@@ -85,7 +85,7 @@ export async function writeRknot(path: string, meta: RknotWriteMetadata, tensors
     ...(meta as unknown as RknotMetadata),
     format: {
       version: RKNOT_VERSION,
-      required_features: meta.format?.required_features ?? [],
+      required_features: [...new Set([...(meta.format?.required_features ?? []), ...configFeatures(meta.config as Partial<RknotConfig>)])],
       optional_features: meta.format?.optional_features ?? [],
     },
     tensors: table,

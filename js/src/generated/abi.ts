@@ -38,18 +38,20 @@ export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4
 export const Status = { OK: 0, INVALID_ARG: 1, BAD_TENSOR: 2, BAD_CONFIG: 3, CTX_FULL: 4, UNSUPPORTED: 5, NO_MEMORY: 6, NONFINITE: 7 } as const;
 export const STATUS_NAMES: readonly string[] = ['ok', 'invalid argument', 'bad tensor', 'bad config', 'context full', 'unsupported', 'no memory', 'non-finite value'];
 /** enum ae_arch (src/model/model.h) */
-export const Arch = { llama: 0, qwen2: 1, phi3: 2 } as const;
+export const Arch = { llama: 0, qwen2: 1, phi3: 2, qwen3: 3, gemma: 4, gemma2: 5, gemma3: 6 } as const;
+/** enum ae_ffn_act (values of Cfg.FFN_ACT) */
+export const FfnAct = { silu: 0, gelu_tanh: 1 } as const;
 /** enum ae_config_key */
-export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15 } as const;
+export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25 } as const;
 /** enum ae_role */
-export const Role = { TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10, WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ROLE_COUNT: 16 } as const;
+export const Role = { TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10, WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ATTN_Q_NORM: 16, ATTN_K_NORM: 17, ATTN_POST_NORM: 18, FFN_POST_NORM: 19, ROPE_FREQS: 20, ROLE_COUNT: 21 } as const;
 /** Global tensor name -> role (layer -1). */
 export const GLOBAL_TENSOR_ROLES: Readonly<Record<string, number>> = { 'token_embd.weight': 0, 'output_norm.weight': 1, 'output.weight': 2 };
 /** Per-layer tensor name (after `blk.N.`) -> role. */
-export const LAYER_TENSOR_ROLES: Readonly<Record<string, number>> = { 'attn_norm.weight': 3, 'attn_q.weight': 4, 'attn_k.weight': 5, 'attn_v.weight': 6, 'attn_qkv.weight': 7, 'attn_q.bias': 8, 'attn_k.bias': 9, 'attn_v.bias': 10, 'attn_output.weight': 11, 'ffn_norm.weight': 12, 'ffn_gate.weight': 13, 'ffn_up.weight': 14, 'ffn_down.weight': 15 };
+export const LAYER_TENSOR_ROLES: Readonly<Record<string, number>> = { 'attn_norm.weight': 3, 'attn_q.weight': 4, 'attn_k.weight': 5, 'attn_v.weight': 6, 'attn_qkv.weight': 7, 'attn_q.bias': 8, 'attn_k.bias': 9, 'attn_v.bias': 10, 'attn_output.weight': 11, 'ffn_norm.weight': 12, 'ffn_gate.weight': 13, 'ffn_up.weight': 14, 'ffn_down.weight': 15, 'attn_q_norm.weight': 16, 'attn_k_norm.weight': 17, 'post_attention_norm.weight': 18, 'post_ffw_norm.weight': 19 };
 /** enum ae_bad_reason (ae_model_bad_reason) */
-export const BadReason = { NONE: 0, MISSING: 1, DTYPE: 2, SHAPE: 3, RANGE: 4, ALIGN: 5, BLOCKS: 6 } as const;
-export const BAD_TENSOR_REASONS: readonly string[] = ['', 'missing', 'unsupported dtype', 'shape does not match the config', 'out of memory range', 'misaligned', 'row is not a whole number of blocks'];
+export const BadReason = { NONE: 0, MISSING: 1, DTYPE: 2, SHAPE: 3, RANGE: 4, ALIGN: 5, BLOCKS: 6, VALUE: 7 } as const;
+export const BAD_TENSOR_REASONS: readonly string[] = ['', 'missing', 'unsupported dtype', 'shape does not match the config', 'out of memory range', 'misaligned', 'row is not a whole number of blocks', 'a value is not finite and positive'];
 /** enum ae_rknot_error (src/format/rknot.h) */
 export const RknotCheck = { OK: 0, BAD_DTYPE: 7, BAD_SHAPE: 8, BAD_OFFSET: 9, BAD_BYTES: 10 } as const;
 export const RKNOT_CHECK_NAMES: readonly string[] = ['', '', '', '', '', '', '', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range', 'byte count does not match dtype and shape'];

@@ -6,7 +6,7 @@
 import { DTYPE_ROWS, HOST_BASE, LAYER_TENSOR_ROLES, GLOBAL_TENSOR_ROLES, POOL, Role } from '../generated/abi.js';
 
 export {
-  Arch, BAD_TENSOR_REASONS, BadReason, Cfg, FfnMode, FWD, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, MODULE_SLOTS,
+  Arch, BAD_TENSOR_REASONS, BadReason, Cfg, FfnAct, FfnMode, FWD, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, MODULE_SLOTS,
   RKNOT_CHECK_NAMES, RknotCheck, Role, SMP, STATUS_NAMES, Status,
 } from '../generated/abi.js';
 
@@ -18,6 +18,8 @@ export const HEAP_BASE = HOST_BASE;
 export const ROLE_NAMES: readonly string[] = (() => {
   const names: string[] = new Array(Role.ROLE_COUNT).fill('');
   for (const [n, r] of [...Object.entries(GLOBAL_TENSOR_ROLES), ...Object.entries(LAYER_TENSOR_ROLES)]) names[r] = n.replace(/\.weight$/, '');
+  // the one role without a fixed tensor name (the engine picks rope_freqs / rope_factors_long / _short)
+  names[Role.ROPE_FREQS] = 'RoPE frequency factors (rope_freqs / rope_factors_long / rope_factors_short)';
   return names;
 })();
 

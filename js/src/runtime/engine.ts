@@ -4,8 +4,8 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import {
-  Arch, Cfg, DTYPE_IDS, FWD, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
-  ROLE_NAMES, SMP, Status,
+  Arch, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
+  ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
 import { checkStatus } from './status.js';
 import { compileModule, probeFeatures, requireSimd } from './env.js';
@@ -14,12 +14,28 @@ import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
 import type { WorkerInit } from './worker.js';
 
-/** The subset of .rknot metadata the engine needs. */
+/** The subset of .rknot metadata the engine needs (js/src/formats/rknot.ts RknotConfig documents the fields). */
 export interface ModelConfig {
-  arch: 'llama' | 'qwen2' | 'phi3';
+  arch: 'llama' | 'qwen2' | 'phi3' | 'qwen3' | 'gemma' | 'gemma2' | 'gemma3';
   dim: number; n_layers: number; n_heads: number; n_kv_heads: number; head_dim: number; hidden_dim: number;
   vocab_size: number; n_ctx: number; norm_eps: number; rope_theta: number; rope_dim?: number;
   rope_type: 'norm' | 'neox';
+  ffn_act?: 'silu' | 'gelu_tanh';
+  embd_scale?: number; attn_scale?: number; attn_softcap?: number; final_softcap?: number;
+  qk_norm?: boolean; post_norms?: boolean;
+  rope_scaling?: { type: 'linear'; factor: number } | { type: 'llama3' } | { type: 'longrope'; original_context: number; attn_factor: number };
+  sliding_window?: number; swa_layers?: boolean[]; rope_theta_swa?: number;
+}
+
+/**
+ * Which RoPE frequency-factor tensor the forward uses (llama.cpp's rule): llama3 -> rope_freqs; LongRoPE ->
+ * the long factors when the context exceeds the original one, else the short ones; none otherwise.
+ */
+export function ropeFactorsTensor(cfg: ModelConfig, nCtx: number): string | undefined {
+  const rs = cfg.rope_scaling;
+  if (rs?.type === 'llama3') return 'rope_freqs.weight';
+  if (rs?.type === 'longrope') return nCtx > rs.original_context ? 'rope_factors_long.weight' : 'rope_factors_short.weight';
+  return undefined;
 }
 export interface TensorInfo { name: string; dtype: string; shape: number[]; offset: number; bytes: number }
 
@@ -136,30 +152,55 @@ export class Engine {
   private setConfig(cfg: ModelConfig): void {
     const c = this.core, m = this.model;
     const arch = (Arch as Record<string, number>)[cfg.arch];
-    if (arch === undefined) throw new AetherError('unsupported', `architecture '${cfg.arch}' is not supported (llama, qwen2, phi3)`);
+    if (arch === undefined) throw new AetherError('unsupported', `architecture '${cfg.arch}' is not supported (${Object.keys(Arch).join(', ')})`);
+    const act = (FfnAct as Record<string, number>)[cfg.ffn_act ?? 'silu'];
+    if (act === undefined) throw new AetherError('unsupported', `FFN activation '${cfg.ffn_act}' is not supported (${Object.keys(FfnAct).join(', ')})`);
+    const swaLayers = cfg.swa_layers ?? [];
+    const window = swaLayers.some(Boolean) ? cfg.sliding_window ?? 0 : 0;
     const ints: [number, number][] = [
       [Cfg.ARCH, arch], [Cfg.DIM, cfg.dim], [Cfg.N_LAYERS, cfg.n_layers], [Cfg.N_HEADS, cfg.n_heads],
       [Cfg.N_KV_HEADS, cfg.n_kv_heads], [Cfg.HEAD_DIM, cfg.head_dim], [Cfg.HIDDEN_DIM, cfg.hidden_dim],
       [Cfg.VOCAB, cfg.vocab_size], [Cfg.N_CTX, this.nCtx], [Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
       [Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], [Cfg.MAX_BATCH, this.maxBatch],
       [Cfg.MAX_THREADS, this.threads], [Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
+      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window],
     ];
     for (const [k, v] of ints) {
       if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
       checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `key ${k} = ${v}` });
     }
-    for (const [k, name, v] of [[Cfg.NORM_EPS, 'norm_eps', cfg.norm_eps], [Cfg.ROPE_THETA, 'rope_theta', cfg.rope_theta]] as const) {
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw new AetherError('config_error', `config norm_eps=${cfg.norm_eps} / rope_theta=${cfg.rope_theta} must be finite`);
+    const rs = cfg.rope_scaling;
+    const freqScale = rs?.type === 'linear' ? 1 / rs.factor : 1;
+    const floats: [string, number, number | undefined][] = [
+      ['norm_eps', Cfg.NORM_EPS, cfg.norm_eps], ['rope_theta', Cfg.ROPE_THETA, cfg.rope_theta],
+      ['embd_scale', Cfg.EMBD_SCALE, cfg.embd_scale ?? 1], ['attn_scale', Cfg.ATTN_SCALE, cfg.attn_scale ?? 0],
+      ['attn_softcap', Cfg.ATTN_SOFTCAP, cfg.attn_softcap ?? 0], ['final_softcap', Cfg.FINAL_SOFTCAP, cfg.final_softcap ?? 0],
+      ['rope_scaling.factor', Cfg.ROPE_FREQ_SCALE, freqScale],
+      ['rope_scaling.attn_factor', Cfg.ROPE_ATTN_FACTOR, rs?.type === 'longrope' ? rs.attn_factor : 1],
+      // SWA layers with their own base (Gemma 3 local layers) use no linear scaling; otherwise they share the global RoPE
+      ['rope_theta_swa', Cfg.ROPE_THETA_SWA, cfg.rope_theta_swa ?? 0],
+      ['rope_theta_swa', Cfg.ROPE_FREQ_SCALE_SWA, cfg.rope_theta_swa !== undefined ? 1 : freqScale],
+    ];
+    for (const [name, k, v] of floats) {
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new AetherError('config_error', `config ${name} = ${v} must be a finite number`);
       checkStatus(c.ae_model_set_config_f(m, k, v), { op: 'set config', subject: `${name} = ${v}` });
+    }
+    for (let l = 0; l < swaLayers.length; l++) {
+      if (swaLayers[l]) checkStatus(c.ae_model_set_layer_swa(m, l, 1), { op: 'set config', subject: `swa_layers[${l}]` });
     }
   }
 
   private setTensors(tensors: TensorInfo[]): void {
+    const ropeFactors = ropeFactorsTensor(this.config, this.nCtx);
+    if (ropeFactors && !tensors.some((t) => t.name === ropeFactors)) {
+      throw new AetherError('format_error', `tensor '${ropeFactors}' is missing (config.rope_scaling ${this.config.rope_scaling?.type} needs it)`);
+    }
     for (const t of tensors) {
       this.tensorTable.set(t.name, t);
       let layer = -1, role: number | undefined;
       const mm = /^blk\.(\d+)\.(.+)$/.exec(t.name);
-      if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; } else role = GLOBAL_TENSOR_ROLES[t.name];
+      if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; }
+      else role = t.name === ropeFactors ? Role.ROPE_FREQS : GLOBAL_TENSOR_ROLES[t.name];
       if (role === undefined) continue; // tensors the forward does not use
       if (layer >= this.config.n_layers) throw new AetherError('format_error', `tensor '${t.name}': layer ${layer} >= n_layers ${this.config.n_layers}`);
       const type = DTYPE_IDS[t.dtype];
@@ -253,8 +294,14 @@ export class Engine {
     return BigInt.asUintN(64, BigInt(this.core.ae_seed_rng(lo, hi)));
   }
 
+  /** Whether the FFN modules (fused, saturated, profile) can run this model: SwiGLU without post-FFN norms. */
+  get ffnModulesSupported(): boolean { return (this.config.ffn_act ?? 'silu') === 'silu' && !this.config.post_norms; }
+
   /** Per-layer FFN mode switch (dense / fused / static / dynamic). */
   setFfnMode(layer: number, mode: keyof typeof FfnMode, aux = 0): void {
+    if (mode !== 'dense' && !this.ffnModulesSupported) {
+      throw new AetherError('unsupported', `FFN mode '${mode}' needs a SwiGLU FFN without post-FFN norms; ${this.config.arch} (ffn_act ${this.config.ffn_act ?? 'silu'}${this.config.post_norms ? ', post_norms' : ''}) runs the dense FFN only`);
+    }
     checkStatus(this.core.ae_model_set_ffn_mode(this.model, layer, FfnMode[mode], aux),
       { op: `set FFN mode '${mode}'`, subject: `layer ${layer}`, details: { layer, mode } });
   }

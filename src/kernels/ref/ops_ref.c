@@ -63,19 +63,30 @@ void ae_gelu_ref(float *x, int n) {
   }
 }
 
+void ae_gelu_mul_ref(float *g, const float *u, int n) {
+  ae_gelu_ref(g, n);
+  for (int i = 0; i < n; i++) g[i] *= u[i];
+}
+
+void ae_softcap_ref(float *x, int n, float cap) {
+  for (int i = 0; i < n; i++) x[i] = cap * ae_tanhf(x[i] / cap);
+}
+
 void ae_add_ref(float *y, const float *x, int n) {
   for (int i = 0; i < n; i++) y[i] += x[i];
 }
 
-/* score[t] = float(q.k_t) * scale (dot in double), softmax (ae_softmax_ref), out = sum_t p_t v_t in double. */
+/* score[t] = float(q.k_t) * scale (dot in double), soft-capped when softcap > 0 (ae_softcap_ref), softmax
+ * (ae_softmax_ref), out = sum_t p_t v_t in double. */
 void ae_attention_ref(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                      int kv_stride, float scale, float *att) {
+                      int kv_stride, float scale, float softcap, float *att) {
   for (int t = 0; t < n_kv; t++) {
     const float *kt = k + (size_t)t * kv_stride;
     double dot = 0.0;
     for (int i = 0; i < head_dim; i++) dot += (double)q[i] * (double)kt[i];
     att[t] = (float)dot * scale;
   }
+  if (softcap > 0.0f) ae_softcap_ref(att, n_kv, softcap);
   ae_softmax_ref(att, n_kv);
   for (int i = 0; i < head_dim; i++) {
     double acc = 0.0;

@@ -1,4 +1,4 @@
-/* One query head: att[t] = (q . k_t) * scale, softmax, out = sum_t att[t] v_t.
+/* One query head: att[t] = (q . k_t) * scale, soft-capped when softcap > 0, softmax, out = sum_t att[t] v_t.
  * Scores: 4 positions at a time (q loaded once), per position one f32x4 accumulator over head_dim,
  * reduced as (v0 + v2) + (v1 + v3) plus the head_dim % 4 tail in order (same arithmetic in the
  * 1-position tail). Output: 16 dims at a time in registers, positions in order. */
@@ -14,7 +14,7 @@ AE_INLINE float dot1(const float *q, const float *k, int hd) {
 }
 
 void ae_attention_simd128(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
-                          int kv_stride, float scale, float *att) {
+                          int kv_stride, float scale, float softcap, float *att) {
   const size_t ks = (size_t)kv_stride;
   int t = 0;
   for (; t + 4 <= n_kv; t += 4) {
@@ -40,6 +40,7 @@ void ae_attention_simd128(float *out, const float *q, const float *k, const floa
     ae_store(att + t, wasm_f32x4_mul(s, wasm_f32x4_splat(scale)));
   }
   for (; t < n_kv; t++) att[t] = dot1(q, k + t * ks, head_dim) * scale;
+  if (softcap > 0.0f) ae_softcap_simd128(att, n_kv, softcap);
 
   ae_softmax_simd128(att, n_kv);
 
