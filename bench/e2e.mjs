@@ -3,17 +3,16 @@
 // models, run side by side (interleaved, same process tree) so machine noise hits all alike.
 //   node bench/e2e.mjs [--json] [--reps R] [MODEL...]
 import { execFileSync } from 'node:child_process';
-import os from 'node:os';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { args, machine } from './lib/common.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = process.argv.slice(2);
-const json = args.includes('--json');
-const reps = Number(args[args.indexOf('--reps') + 1]) || 3;
-const { tiny } = await import('../tests/helpers/paths.mjs'); // shipped f32 GGUF, derived f16 (sha256-checked)
-let models = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--reps');
+const { argv, has, opt } = args();
+const json = has('--json');
+const reps = Number(opt('--reps')) || 3;
+const { tiny } = await import('./lib/tiny-model.mjs'); // shipped f32 GGUF, derived f16 (sha256-checked)
+let models = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--reps');
 if (!models.length) {
   models = [path.join(root, 'models/tiny-llama-a-q8_0.rknot'),
     tiny('tiny-llama-a-f16.gguf'), tiny('tiny-llama-a-f32.gguf')];
@@ -27,10 +26,10 @@ for (const model of models) {
     rows.push(JSON.parse(out));
   }
 }
-const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) ?? [])[1] ?? os.cpus()[0]?.model;
-const machine = { cpu, nproc: os.cpus().length, node: process.version, date: new Date().toISOString() };
-if (json) { process.stdout.write(JSON.stringify({ machine, rows }, null, 1) + '\n'); process.exit(0); }
-console.log(`machine: ${machine.cpu}, ${machine.nproc} cores, node ${machine.node}, ${machine.date}`);
+const { cpu, nproc, node, date } = machine();
+const host = { cpu, nproc, node, date };
+if (json) { process.stdout.write(JSON.stringify({ machine: host, rows }, null, 1) + '\n'); process.exit(0); }
+console.log(`machine: ${host.cpu}, ${host.nproc} cores, node ${host.node}, ${host.date}`);
 console.log('| model | threads | prefill tok/s (128) | decode tok/s (96) | decode 2T/1T |');
 console.log('|---|---|---|---|---|');
 for (let i = 0; i < rows.length; i++) {

@@ -16,12 +16,11 @@ import { encodeFromF32 } from '../dist/src/formats/quantize.js';
 import { DTYPES } from '../dist/src/formats/dtypes.js';
 import { histQuantile } from '../dist/src/profile/profile.js';
 import { load } from '../dist/src/index.js';
+import { args, machine, median } from './lib/common.mjs';
 
 v8.setFlagsFromString('--no-liftoff');   // TurboFan only, as bench/kernels.mjs: no tier-up during the timing
 const SHAPE_NAMES = ['tiny', 'phi3'];
-const argv = process.argv.slice(2);
-const flag = (f) => argv.includes(f);
-const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };
+const { has: flag, opt } = args();
 const JSON_OUT = flag('--json'), QUICK = flag('--quick');
 const THREADS = opt('--threads', '1,2').split(',').map(Number);
 const SHAPES = opt('--shapes', 'tiny,phi3').split(',').filter((x) => SHAPE_NAMES.includes(x));
@@ -66,7 +65,6 @@ async function makeEngine(shape, dtype, threads, maxBatch) {
   return engine;
 }
 
-function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; }
 
 async function ffnBench(shape, threads) {
   const { dim: D, hidden: H } = SHAPE[shape];
@@ -174,7 +172,8 @@ async function e2eBench(file, threads) {
   return { rows, auxBytes: aux };
 }
 
-const result = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, loadavg_start: os.loadavg(), rounds: ROUNDS, ffn: [], e2e: [], aux_bytes: {} };
+const { date, node, nproc, cpu, loadavg } = machine();
+const result = { date, node, cpus: nproc, cpu, loadavg_start: loadavg, rounds: ROUNDS, ffn: [], e2e: [], aux_bytes: {} };
 for (const shape of SHAPES) {
   for (const t of THREADS) {
     const r = await ffnBench(shape, t);

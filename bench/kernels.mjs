@@ -7,14 +7,12 @@
 // --quick), as in inference where every weight comes from DRAM once per token; --hot uses one copy.
 import os from 'node:os';
 import v8 from 'node:v8';
-import { readFileSync } from 'node:fs';
-import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, rng } from '../tests/kernels-harness.mjs';
+import { args as cliArgs, machine } from './lib/common.mjs';
+import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, rng } from './lib/kernels.mjs';
 
 // Measure optimised code from the first call: compile with TurboFan only (no Liftoff baseline tier).
 v8.setFlagsFromString('--no-liftoff');
-const argv = process.argv.slice(2);
-const flag = (f) => argv.includes(f);
-const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };
+const { has: flag, opt } = cliArgs();
 const QUICK = flag('--quick'), JSON_OUT = flag('--json'), HOT = flag('--hot');
 const REPEAT = Math.max(1, +opt('--repeat', 1));
 const loadStart = os.loadavg();
@@ -157,9 +155,9 @@ if (!JSON_OUT) {
 }
 if (workers) await workers.quit();
 
-const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) || [])[1] ?? os.cpus()[0]?.model;
+const { loadavg: _now, ...host } = machine();
 const report = {
-  date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu,
+  ...host,
   quick: QUICK, hot: HOT, repeat: REPEAT, footprint_bytes: FOOTPRINT, probe_bytes: PROBE_BYTES,
   loadavg_start: loadStart, loadavg_end: os.loadavg(), probes, results,
 };

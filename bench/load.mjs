@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { args } from './lib/common.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.resolve(here, '../dist/src');
@@ -29,7 +30,7 @@ function freshPlan() {
 }
 
 // ------------------------------------------------------------------ child modes
-const argv = process.argv.slice(2);
+const { argv, opt: optStr } = args();
 if (argv[0] === '--child') {
   const [, mode, file] = argv;
   let extra = {};
@@ -50,13 +51,13 @@ if (argv[0] === '--child') {
 }
 
 // ------------------------------------------------------------------ options
-const opt = (name, def) => { const i = argv.indexOf(`--${name}`); return i >= 0 ? Number(argv[i + 1]) : def; };
+const opt = (name, def) => { const v = optStr(`--${name}`); return v === undefined ? def : Number(v); };
 const json = argv.includes('--json');
 const runs = opt('runs', 7);
 const synthMB = opt('synthetic-mb', 200);
 const log = (...a) => { if (!json) console.log(...a); };
 
-const { tiny } = await import('../tests/helpers/paths.mjs'); // shipped f32 GGUF, derived q8_0 (sha256-checked)
+const { tiny } = await import('./lib/tiny-model.mjs'); // shipped f32 GGUF, derived q8_0 (sha256-checked)
 const outDirArg = argv.includes('--out-dir') ? argv[argv.indexOf('--out-dir') + 1] : undefined;
 const tmp = outDirArg ?? fs.mkdtempSync(path.join(os.tmpdir(), 'aether-bench-load-'));
 if (outDirArg) fs.mkdirSync(outDirArg, { recursive: true });

@@ -5,9 +5,9 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { args } from './lib/common.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (f, d) => { const i = argv.indexOf(f); return i >= 0 ? argv[i + 1] : d; };
+const { argv, opt } = args();
 const MAXTOK = opt('--max-tokens', '20000');
 const OUT = opt('--out', '/tmp/aether-quality');
 const MODELS = opt('--models', 'f32,q8_0').split(',');

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { convertModel } from '../dist/src/formats/convert.js';
 import { openRknot, readRknotTensor } from '../dist/src/formats/rknot.js';
 import { encodeF16, decodeToF32, quantizeQ8_0 } from '../dist/src/formats/quantize.js';
-import { tinyModel, makeTmpDir, buildGGUF, GGUF_T as T, assertAetherError } from './fixtures/formats-helpers.mjs';
+import { tinyModel, makeTmpDir, buildGGUF, GGUF_T as T, assertAetherError } from './helpers/formats.mjs';
 
 const M = tinyModel();
 const tmp = makeTmpDir('archs');

@@ -18,7 +18,7 @@ import { convertModel, planConversion } from '../dist/src/formats/convert.js';
 import {
   tinyModel, makeTmpDir, sha256, assertAetherError, buildGGUF, GGUF_T as T, tinySyntheticMeta, syntheticData,
   writeSyntheticRknot, rawRknot, splitRknot,
-} from './fixtures/formats-helpers.mjs';
+} from './helpers/formats.mjs';
 
 const M = tinyModel(); // throws (fails every test) when the shared model is missing
 const tmp = makeTmpDir('formats');

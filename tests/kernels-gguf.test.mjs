@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { tiny } from './helpers/paths.mjs';
-import { loadKernels, T, halfBitsToF32Bits, floatToHalfBits, bitsF32 } from './kernels-harness.mjs';
+import { loadKernels, T, halfBitsToF32Bits, floatToHalfBits, bitsF32 } from './helpers/kernels.mjs';
 
 
 // Minimal GGUF (v2/v3) reader: tensor name -> { type, dims, offset (absolute) }.

@@ -3,7 +3,7 @@
 // Results must equal the 1-thread run bit for bit. Then the -st build with a non-shared memory.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { loadKernels, startWorkers, rng, T, TYPE_NAMES, randomRow } from './kernels-harness.mjs';
+import { loadKernels, startWorkers, rng, T, TYPE_NAMES, randomRow } from './helpers/kernels.mjs';
 
 const TYPES = [T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q4_K, T.Q6_K];
 const ROWS = 1002, COLS = 1024;   // 1002: the 4-row split leaves a partial group

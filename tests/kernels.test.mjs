@@ -1,12 +1,12 @@
 // SIMD128 kernels vs their scalar references (src/kernels/ref), through wasm/kernels-test.wasm.
-// Tolerances: tests/tolerances.mjs. Run: node --test tests/kernels.test.mjs
+// Tolerances: tests/helpers/tolerances.mjs. Run: node --test tests/kernels.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import * as TOL from './tolerances.mjs';
+import * as TOL from './helpers/tolerances.mjs';
 import {
   loadKernels, rng, T, TYPE_NAMES, BLOCK, ROW, DTYPE_ROWS, WEIGHT_TYPES, QUANT_TYPES, FLOAT_TYPES, ACT_TYPES,
   f32bits, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
-} from './kernels-harness.mjs';
+} from './helpers/kernels.mjs';
 import { decodeToF32, encodeFromF32 } from '../dist/src/formats/quantize.js';
 
 const k = await loadKernels({ pages: 2048 });
@@ -169,7 +169,7 @@ test('quantisers of the quantised weight dtypes: SIMD == reference, round trip e
   const r = rng(22);
   for (const type of QTYPES) withMark(() => {
     const relRms = TOL.ROUND_TRIP_REL_RMS[TYPE_NAMES[type]];
-    assert.ok(relRms > 0, `${TYPE_NAMES[type]}: add its round-trip bound to ROUND_TRIP_REL_RMS (tests/tolerances.mjs)`);
+    assert.ok(relRms > 0, `${TYPE_NAMES[type]}: add its round-trip bound to ROUND_TRIP_REL_RMS (tests/helpers/tolerances.mjs)`);
     const n = 256 * 12, x = new Float32Array(n);
     for (let i = 0; i < n; i++) x[i] = r.normal();
     const xp = k.putF32(x), rs = k.rowSize(type, n), ys = k.alloc(rs), yr = k.alloc(rs), back = k.alloc(n * 4);

@@ -13,7 +13,7 @@ import { openSource } from '../dist/src/loader/source.js';
 import { openRknot, readRknotTensor } from '../dist/src/formats/rknot.js';
 import { convertModel } from '../dist/src/formats/convert.js';
 import { crc32, formatChecksum } from '../dist/src/formats/checksum.js';
-import { tinyModel, makeTmpDir, assertAetherError, rawRknot, splitRknot, writeSyntheticRknot } from './fixtures/formats-helpers.mjs';
+import { tinyModel, makeTmpDir, assertAetherError, rawRknot, splitRknot, writeSyntheticRknot } from './helpers/formats.mjs';
 
 const M = tinyModel();
 const tmp = makeTmpDir('loader');

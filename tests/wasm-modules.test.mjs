@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { ROOT, DTYPE_ROWS } from './kernels-harness.mjs';
+import { ROOT, DTYPE_ROWS } from './helpers/kernels.mjs';
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN
@@ -103,7 +103,13 @@ for (const m of built) {
         KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);
       });
     }
-    KERNELS.push(['attention', ['f32x4.mul', 'f32x4.add', 'v128.load'], inst.exports.kt_kernel_fn(0)]);
+    const OTHER = [
+      ['attention', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['axpy_rows f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['axpy_rows f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['axpy_rows q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['axpy_rows q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
+      ['gather_dot', ['i32x4.dot_i16x8_s', 'v128.load']],
+    ];
+    OTHER.forEach(([what, ops], i) => KERNELS.push([what, ops, inst.exports.kt_kernel_fn(i)]));
     for (let i = 0; i < KERNELS.length; i++) {
       const [what, ops, ti] = KERNELS[i];
       assert.ok(table.has(ti), `${what}: table index ${ti} not in the element section`);
@@ -118,6 +124,6 @@ for (const m of built) {
       const body = code(table.get(ti));
       for (const op of ops) assert.ok(body.includes(op), `${what} (func[${table.get(ti)}]) has no ${op}`);
     }
-    assert.equal(inst.exports.kt_kernel_fn(1), -1, 'kt_kernel_fn: attention only');
+    assert.equal(inst.exports.kt_kernel_fn(OTHER.length), -1, 'kernel list in sync with kt_kernel_fn');
   });
 }

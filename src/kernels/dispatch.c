@@ -37,6 +37,16 @@ void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y) {
   tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);
 }
 
+static const ae_axpy_rows_fn k_axpy[AE_TYPE_COUNT] = {
+  [AE_F32] = ae_axpy_rows_f32_simd128, [AE_F16] = ae_axpy_rows_f16_simd128,
+  [AE_Q8_0] = ae_axpy_rows_q8_0_simd128, [AE_Q4_0] = ae_axpy_rows_q4_0_simd128,
+};
+int ae_axpy_rows_supported(int t) { return t >= 0 && t < AE_TYPE_COUNT && k_axpy[t] != 0; }
+void ae_axpy_rows(ae_type t, const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt,
+                  int d0, int d1, float *y) {
+  if (ae_axpy_rows_supported(t)) k_axpy[t](base, rs, idx, coef, cnt, d0, d1, y);
+}
+
 void ae_rmsnorm(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_simd128(y, x, w, n, eps); }
 void ae_rope(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) {
   ae_rope_simd128(x, n_heads, head_dim, rot_dim, cs, neox);

@@ -3,7 +3,7 @@
  *
  * Each kernel `ae_X` has a scalar reference `ae_X_ref` (src/kernels/ref/, the specification) and a
  * SIMD128 version `ae_X_simd128` (src/kernels/simd128/); `ae_X` is the one the model calls (the SIMD
- * version). Tolerances of SIMD vs reference per dtype: tests/tolerances.mjs (one place).
+ * version). Tolerances of SIMD vs reference per dtype: tests/helpers/tolerances.mjs (one place).
  * Pointers are byte offsets into linear memory; nothing here allocates. */
 #ifndef AE_KERNELS_H
 #define AE_KERNELS_H
@@ -198,6 +198,33 @@ float ae_cosf(float x);
 #undef AE_DT_DECL_A
 #undef AE_DT_DECL_W
 #undef AE_DT_DECL_WM
+
+/* ---- kernels of the ffn-saturated module ---------------------------------------------------------
+ * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
+ * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1
+ * multiples of 32). Per element y = y + coef_k * w_k (q8_0 / q4_0: (coef_k * d) * q), so SIMD equals the
+ * reference bit for bit and the result does not depend on the column split or the neuron grouping.
+ * ae_axpy_rows_supported(t): whether dtype t has it. */
+typedef void (*ae_axpy_rows_fn)(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt,
+                                int d0, int d1, float *y);
+int ae_axpy_rows_supported(int t);
+void ae_axpy_rows(ae_type t, const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt,
+                  int d0, int d1, float *y);
+void ae_axpy_rows_ref(ae_type t, const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt,
+                      int d0, int d1, float *y);
+#define AE_DECL_AXPY(T)                                                                                      \
+  void ae_axpy_rows_##T##_simd128(const uint8_t *base, size_t rs, const int32_t *idx, const float *coef, int cnt, \
+                                  int d0, int d1, float *y);
+AE_DECL_AXPY(f32) AE_DECL_AXPY(f16) AE_DECL_AXPY(q8_0) AE_DECL_AXPY(q4_0)
+#undef AE_DECL_AXPY
+/* ae_gather_dot: y[k] = dot(rows[k], x) for k < cnt, rows of nb blocks of dtype t (q8_0 or q4_0) at any
+ * addresses, x nb q8_0 blocks; per row bit for bit ae_vec_dot_<t>_ref. The SIMD version reads x prepared
+ * once by ae_gather_prep_simd128 (AE_GATHER_BLK_BYTES per block into prep, 16-byte aligned, and nb
+ * scales into dx). */
+#define AE_GATHER_BLK_BYTES 64
+void ae_gather_prep_simd128(const void *xq, int nb, void *prep, float *dx);
+void ae_gather_dot_simd128(ae_type t, const uint8_t *const *rows, int cnt, int nb, const void *prep, const float *dx, float *y);
+void ae_gather_dot_ref(ae_type t, const uint8_t *const *rows, int cnt, int nb, const void *xq, float *y);
 
 /* SIMD versions of the row ops (ae_X calls ae_X_simd128). */
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps);

@@ -166,7 +166,7 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
 /* Table indices (function pointers) of the hot SIMD kernels, so tests/wasm-modules.test.mjs can find them
  * in `wasm-objdump -d` output (the linked modules carry no name section); -1 when there is none.
  * kt_dtype_fn: a dtype's kernels from the traits table, which = 0 vec_dot, 1 matvec rows, 2 batched matmul.
- * kt_kernel_fn: other kernels, 0 attention; -1 past the end. */
+ * kt_kernel_fn: other kernels: 0 attention, 1..4 axpy_rows f32 / f16 / q8_0 / q4_0, 5 gather_dot; -1 past the end. */
 typedef void (*kt_any_fn)(void);
 AE_EXPORT int kt_dtype_fn(int type, int which) {
   const ae_type_traits *tr = ae_traits((ae_type)type);
@@ -176,7 +176,25 @@ AE_EXPORT int kt_dtype_fn(int type, int which) {
   return f ? (int)(uintptr_t)f : -1;
 }
 AE_EXPORT int kt_kernel_fn(int i) {
-  static const kt_any_fn fns[] = { (kt_any_fn)ae_attention_simd128 };
+  static const kt_any_fn fns[] = {
+    (kt_any_fn)ae_attention_simd128, (kt_any_fn)ae_axpy_rows_f32_simd128, (kt_any_fn)ae_axpy_rows_f16_simd128,
+    (kt_any_fn)ae_axpy_rows_q8_0_simd128, (kt_any_fn)ae_axpy_rows_q4_0_simd128, (kt_any_fn)ae_gather_dot_simd128,
+  };
   if (i < 0 || i >= (int)(sizeof fns / sizeof fns[0])) return -1;
   return (int)(uintptr_t)fns[i];
+}
+
+/* ffn-saturated kernels (kernels.h): SIMD (ref = 0) or reference (ref = 1). kt_gather_dot's SIMD path
+ * prepares x into prep (nb * AE_GATHER_BLK_BYTES, 16-byte aligned) and dx (nb floats) first. */
+AE_EXPORT void kt_axpy_rows(int ref, int type, const uint8_t *base, int rs, const int32_t *idx, const float *coef, int cnt,
+                            int d0, int d1, float *y) {
+  if (ref) ae_axpy_rows_ref((ae_type)type, base, (size_t)rs, idx, coef, cnt, d0, d1, y);
+  else ae_axpy_rows((ae_type)type, base, (size_t)rs, idx, coef, cnt, d0, d1, y);
+}
+AE_EXPORT int kt_axpy_supported(int type) { return ae_axpy_rows_supported(type); }
+AE_EXPORT void kt_gather_dot(int ref, int type, const uint8_t *const *rows, int cnt, int nb, const void *xq, void *prep,
+                             float *dx, float *y) {
+  if (ref) { ae_gather_dot_ref((ae_type)type, rows, cnt, nb, xq, y); return; }
+  ae_gather_prep_simd128(xq, nb, prep, dx);
+  ae_gather_dot_simd128((ae_type)type, rows, cnt, nb, prep, dx, y);
 }

@@ -27,7 +27,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { buildGGUF, GGUF_T as T } from '../fixtures/formats-helpers.mjs';
+import { buildGGUF, GGUF_T as T } from './formats.mjs';
 import { encodeFromF32, decodeToF32 } from '../../dist/src/formats/quantize.js';
 import { BYTE_TO_UNICODE } from '../../dist/src/tokenizer/bpe.js';
 import { rng, tinyTokenizer } from './gen-model.mjs';

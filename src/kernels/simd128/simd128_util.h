@@ -109,7 +109,7 @@ AE_INLINE v128 ae_reduce4_f32(v128 a, v128 b, v128 c, v128 d) {
  * subnormal range and up to FLT_MAX are formed correctly; x is clamped to [-104, 88.75] (exp underflows
  * to 0 / overflows to inf there) with NaN propagated. Measured error: at most 1 ulp against
  * fround(Math.exp(x)) over 12.6 million inputs spread over [-87.3, 88.72], [-1, 1] and [-1e-3, 1e-3]
- * (93% exact); tests/kernels.test.mjs allows 2 ulp (tests/tolerances.mjs EXP_MAX_ULP). */
+ * (93% exact); tests/kernels.test.mjs allows 2 ulp (tests/helpers/tolerances.mjs EXP_MAX_ULP). */
 AE_INLINE v128 ae_v_exp(v128 x) {
   x = wasm_f32x4_pmax(x, wasm_f32x4_splat(-104.0f));   /* pmax(x, lo) = x < lo ? lo : x (NaN kept) */
   x = wasm_f32x4_pmin(x, wasm_f32x4_splat(88.75f));    /* pmin(x, hi) = hi < x ? hi : x (NaN kept) */

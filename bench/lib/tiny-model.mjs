@@ -3,7 +3,7 @@
 // (js/src/formats/quantize.ts), then checked byte for byte (sha256) against the originals published in
 // the model's folder (tests/fixtures/tiny-llama-a/derived.json). The checksum makes the derivation an
 // assertion, not a copy: if our f16 rounding or q8_0 quantiser drifted from ggml's, every test using
-// these files fails here.
+// these files fails here. `tiny(name)` gives the path of a shipped or derived file (tests and benches).
 //
 // - tiny-llama-a-q8_0.gguf: 2-D weights Q8_0 (ggml quantize_row_q8_0_ref), norms F32, file_type 7
 // - tiny-llama-a-f16.gguf : 2-D weights F16 (round to nearest even), norms F32, file_type 1
@@ -13,7 +13,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { encodeF16, quantizeQ8_0 } from '../../dist/src/formats/quantize.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The shipped files (data) and where derived ones are written (git-ignored). */
+export const tinyDir = path.join(repoRoot, 'tests/fixtures/tiny-llama-a');
+export const derivedDir = path.join(repoRoot, 'build/test-fixtures/tiny-llama-a');
 
 const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
 
@@ -157,4 +163,28 @@ export function derive(name, fixtureDir, cacheDir) {
   fs.writeFileSync(tmp, bytes);
   fs.renameSync(tmp, out);
   return out;
+}
+
+const DERIVED = new Set(['tiny-llama-a-q8_0.gguf', 'tiny-llama-a-f16.gguf', 'hf/model.safetensors']);
+
+/** The HF folder: the shipped json files, tokenizer.model and the derived model.safetensors. */
+function hfFolder() {
+  const dir = path.join(derivedDir, 'hf');
+  derive('hf/model.safetensors', tinyDir, derivedDir);
+  for (const f of fs.readdirSync(path.join(tinyDir, 'hf'))) fs.copyFileSync(path.join(tinyDir, 'hf', f), path.join(dir, f));
+  fs.copyFileSync(path.join(tinyDir, 'tokenizer.model'), path.join(dir, 'tokenizer.model'));
+  return dir;
+}
+
+/**
+ * Path of a file of tiny-llama-a ('tiny-llama-a-f32.gguf', 'tiny-llama-a-q8_0.gguf', 'hf', 'val.txt', ...):
+ * shipped or derived; throws (the test fails, never skips) when it is neither.
+ */
+export function tiny(file) {
+  if (file === 'hf' || file === 'hf/') return hfFolder();
+  if (file.startsWith('hf/') && file !== 'hf/model.safetensors') return path.join(hfFolder(), file.slice(3));
+  if (DERIVED.has(file)) return derive(file, tinyDir, derivedDir);
+  const p = path.join(tinyDir, file);
+  if (!fs.existsSync(p)) throw new Error(`missing ${p}: not a file of tests/fixtures/tiny-llama-a/ nor one derived from it`);
+  return p;
 }

@@ -13,6 +13,10 @@ export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_K: 0, q6_K: 0 };
 // (format resolution, not SIMD error: q4 ~ 1/2^4 steps, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
 export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_K: 0.12, q6_K: 0.03, q8_0: 0.01 };
 
+// ffn-saturated kernels (neuron-major down axpy, gathered-row dots): the SIMD code performs the
+// reference's float operations per element in the same order: bit-exact.
+export const SPARSE_EXACT = 0;
+
 // Quantisers (q8_0 roundf, q8_K nearest-even, fp16 RNE) and all dequantisers: identical operations
 // per element, so bit-exact.
 export const QUANTIZE_EXACT = 0;

@@ -1,0 +1,33 @@
+// Shared by the benchmarks: command-line options, the machine description every report carries, and a
+// median. Figures from these benches go into docs/PERFORMANCE.md with the command that produced them.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** `--flag value` options and bare flags of the command line. */
+export function args(argv = process.argv.slice(2)) {
+  return {
+    argv,
+    has: (flag) => argv.includes(flag),
+    opt: (flag, def) => { const i = argv.indexOf(flag); return i >= 0 ? argv[i + 1] : def; },
+  };
+}
+
+/** CPU model name (from /proc/cpuinfo where there is one). */
+export function cpuName() {
+  try {
+    const m = fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/);
+    if (m) return m[1];
+  } catch { /* not Linux */ }
+  return os.cpus()[0]?.model;
+}
+
+/** What a report records about the run: date, Node, cores, CPU, load average now. */
+export function machine() {
+  return { date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu: cpuName(), loadavg: os.loadavg() };
+}
+
+export function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; }
