@@ -3,9 +3,9 @@
 // Results must equal the 1-thread run bit for bit. Then the -st build with a non-shared memory.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { loadKernels, startWorkers, rng, T, TYPE_NAMES, randomRow } from './helpers/kernels.mjs';
+import { loadKernels, startWorkers, rng, T, TYPE_NAMES, randomRow, WEIGHT_TYPES, ACT_TYPES } from './helpers/kernels.mjs';
 
-const TYPES = [T.F32, T.F16, T.Q8_0, T.Q4_0, T.Q4_K, T.Q6_K];
+const TYPES = WEIGHT_TYPES;   // every weight dtype of the registry
 const ROWS = 1002, COLS = 1024;   // 1002: the 4-row split leaves a partial group
 
 function setupMatvec(k, type, r) {
@@ -13,7 +13,7 @@ function setupMatvec(k, type, r) {
   const xf = new Float32Array(COLS);
   for (let i = 0; i < COLS; i++) xf[i] = r.normal();
   const x = k.putF32(xf);
-  const xq = k.alloc(Math.max(k.rowSize(T.Q8_K, COLS), COLS * 4));
+  const xq = k.alloc(Math.max(...ACT_TYPES.map((t) => k.rowSize(t, COLS)), COLS * 4));
   k.x.kt_quantize(type, 0, x, xq, COLS);
   return { W, x, xq, xf };
 }
@@ -38,7 +38,7 @@ test('pool: 2 threads == 1 thread bit for bit (matvec of every dtype, quantise+b
       k.f32(y2, ROWS).fill(NaN);
       X.ae_pool_run(pool, 1, argsMatvec(k, type, W, xq, y2));
       assert.deepEqual(k.u32(y2, ROWS), k.u32(y1, ROWS), `${TYPE_NAMES[type]}: job 1 (matvec) 2 threads`);
-      const xq2 = k.alloc(k.rowSize(T.Q8_K, COLS) + COLS * 4);
+      const xq2 = k.alloc(Math.max(...ACT_TYPES.map((t) => k.rowSize(t, COLS))) + COLS * 4);
       k.f32(y3, ROWS).fill(NaN);
       X.ae_pool_run(pool, 4, argsMatvec(k, type, W, xq2, y3, x));
       assert.deepEqual(k.u32(y3, ROWS), k.u32(y1, ROWS), `${TYPE_NAMES[type]}: job 4 (quantise, barrier, matvec)`);
