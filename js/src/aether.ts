@@ -102,6 +102,8 @@ export class AetherModel {
   }
 
   get threads(): number { return this.engine.threads; }
+  /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
+  get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }
   get warnings(): readonly string[] { return this.engine.warnings; }
 

@@ -2,6 +2,7 @@
 import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
+import type { SimdMode } from '../../src/runtime/env.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
 
 export const usage = `usage: aether run MODEL -p TEXT [options]
@@ -18,6 +19,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --seed S              RNG seed (default random)
   -t, --threads T       compute threads (default 1)
   --ctx N               context length (default: the model's)
+  --simd MODE           wasm build: auto (default: relaxed SIMD where available), relaxed, plain
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
   --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...`;
@@ -27,7 +29,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      ctx: 'number', chat: 'boolean', json: 'boolean', 'max-batch': 'number', ...FFN_OPTION_SPEC,
+      ctx: 'number', simd: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', ...FFN_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -38,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
     threads: (v.threads as number) ?? 1, nCtx: v.ctx as number | undefined, maxBatch: v['max-batch'] as number | undefined,
-    modules: ffn.modules,
+    modules: ffn.modules, simd: v.simd as SimdMode | undefined,
   });
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
@@ -63,12 +65,12 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify({
         model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
         finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
-        decode_ms: s.decodeMs, threads: model.threads,
+        decode_ms: s.decodeMs, threads: model.threads, simd: model.simd,
       }) + '\n');
     } else {
       process.stdout.write('\n');
       process.stderr.write(`\n[prompt ${s.promptTokens} tok, ${s.prefillTps.toFixed(1)} tok/s | generated ${s.generatedTokens} tok, ` +
-        `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${s.finishReason}]\n`);
+        `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${model.simd} SIMD | ${s.finishReason}]\n`);
     }
     return 0;
   } finally {

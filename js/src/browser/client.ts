@@ -30,6 +30,8 @@ export interface BrowserLoadOptions {
   modules?: string[];
   /** Verify tensor checksums while loading (default true; always on for cached copies). */
   verify?: boolean;
+  /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
+  simd?: 'auto' | 'relaxed' | 'plain';
   /** Cache URL downloads (Cache API): true (default) / false / a cache name. */
   cache?: boolean | string;
   /** Progress: bytes read, and cache hits / misses / evictions. */
@@ -131,6 +133,8 @@ export class BrowserModel {
   /** .rknot metadata without the tokenizer and tensor tables */
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
+  /** The wasm build in use ('relaxed' SIMD or 'plain'). */
+  readonly simd: 'relaxed' | 'plain';
   readonly nCtx: number;
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
@@ -143,6 +147,7 @@ export class BrowserModel {
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.simd = info.simd;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
   }
@@ -286,7 +291,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
       source: wire,
       options: {
         threads: opts.threads, nCtx: opts.nCtx, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
-        verify: opts.verify, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
+        verify: opts.verify, simd: opts.simd, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;
     for (const w of info.warnings) console.warn(`aether: ${w}`);

@@ -43,6 +43,7 @@ export interface WireLoadOptions {
   spin?: number;
   modules?: string[];
   verify?: boolean;
+  simd?: 'auto' | 'relaxed' | 'plain';
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -56,6 +57,8 @@ export interface ModelInfo {
   /** Metadata without the tokenizer and tensor tables (which can be megabytes). */
   metadata: Record<string, unknown>;
   threads: number;
+  /** The wasm build in use. */
+  simd: 'relaxed' | 'plain';
   nCtx: number;
   warnings: string[];
   crossOriginIsolated: boolean;

@@ -8,7 +8,7 @@ import {
   ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
 import { checkStatus } from './status.js';
-import { compileModule, probeFeatures, requireSimd } from './env.js';
+import { compileModule, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
@@ -52,6 +52,13 @@ export interface EngineOptions {
   spin?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
+  /**
+   * Build of the wasm modules: 'relaxed' (relaxed SIMD: i8 dot products for the quantised dtypes, bit-identical
+   * to the plain build; fused multiply-add for f32 / f16, which may differ in the last bits), 'plain', or
+   * 'auto' (default: relaxed where the engine validates it, see docs/PERFORMANCE.md). Node 20 validates relaxed
+   * SIMD only with --experimental-wasm-relaxed-simd (the aether CLI sets it).
+   */
+  simd?: SimdMode;
 }
 
 const STACK_SIZE = 1 << 20;
@@ -66,6 +73,8 @@ export class Engine {
   readonly config: ModelConfig;
   readonly threads: number;
   readonly threaded: boolean;
+  /** The module build in use ('relaxed' or 'plain'). */
+  simd: 'relaxed' | 'plain' = 'plain';
   readonly maxBatch: number;
   readonly nCtx: number;
   readonly logitsAll: boolean;
@@ -90,7 +99,7 @@ export class Engine {
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
-  static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
+  static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; simd: 'relaxed' | 'plain'; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
     requireSimd();
     const want = Math.max(1, Math.floor(opts.threads ?? 1));
     const feats = probeFeatures();
@@ -103,10 +112,20 @@ export class Engine {
     }
     const threaded = threads > 1;
     const names = ['core', ...(opts.modules ?? [])];
-    const mods = await Promise.all(names.map((n) => compileModule(n, threaded)));
+    let simd = resolveSimd(opts.simd);
+    let mods: WebAssembly.Module[];
+    try {
+      mods = await Promise.all(names.map((n) => compileModule(n, threaded, simd === 'relaxed')));
+    } catch (e) {
+      // 'auto' with a relaxed build that is missing (built without a clang >= 16) or rejected: the plain one
+      if (simd !== 'relaxed' || (opts.simd ?? 'auto') !== 'auto') throw e;
+      warnings.push(`relaxed-SIMD modules unavailable (${(e as Error).message}); using the plain build`);
+      simd = 'plain';
+      mods = await Promise.all(names.map((n) => compileModule(n, threaded, false)));
+    }
     const modules: Record<string, WebAssembly.Module> = {};
     names.forEach((n, i) => { modules[n] = mods[i]; });
-    return { threads, threaded, modules, warnings };
+    return { threads, threaded, simd, modules, warnings };
   }
 
   /**
@@ -118,6 +137,7 @@ export class Engine {
     const heap = new Heap(prep.threaded);
     const e = new Engine(heap, config, prep.threads, prep.threaded, opts);
     e.warnings.push(...prep.warnings);
+    e.simd = prep.simd;
     e.modules = prep.modules;
     for (let t = 0; t < prep.threads; t++) {
       const tops: Record<string, number> = {};
