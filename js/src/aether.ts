@@ -31,6 +31,12 @@ export interface LoadOptions extends EngineOptions {
   signal?: AbortSignal;
   /** Verify tensor checksums while loading (default true). */
   verify?: boolean;
+  /**
+   * Warm up after loading (Engine.warmup) so that the first generation runs at full speed: true, false, or the
+   * time limit in ms (default 3000). Default: on in browsers, off in Node (where `node --no-liftoff`, which the
+   * aether CLI sets, has the same effect without the warm-up's cost).
+   */
+  warmup?: boolean | number;
 }
 
 export interface GenerateOptions extends SamplerParams {
@@ -102,6 +108,8 @@ export class AetherModel {
   }
 
   get threads(): number { return this.engine.threads; }
+  /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
+  warmupStats: { rounds: number; ms: number; roundMs: number[] } | null = null;
   /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
   get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }
@@ -317,7 +325,16 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     await eng.finishLoad();
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
-    return new AetherModel(eng, tokenizer, meta);
+    const model = new AetherModel(eng, tokenizer, meta);
+    const warm = opts.warmup ?? !isNode;
+    if (warm !== false) {
+      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined);
+      // and the JS side of a generation (sampler, decoder) once
+      for await (const _ of model.generate([0], { maxTokens: 2, greedy: true })) { /* discard */ }
+      model.reset();
+      model.stats = emptyStats();
+    }
+    return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();
     throw e;

@@ -32,6 +32,8 @@ export interface BrowserLoadOptions {
   verify?: boolean;
   /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
   simd?: 'auto' | 'relaxed' | 'plain';
+  /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
+  warmup?: boolean | number;
   /** Cache URL downloads (Cache API): true (default) / false / a cache name. */
   cache?: boolean | string;
   /** Progress: bytes read, and cache hits / misses / evictions. */
@@ -135,6 +137,8 @@ export class BrowserModel {
   readonly threads: number;
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   readonly nCtx: number;
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
@@ -148,6 +152,7 @@ export class BrowserModel {
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
     this.simd = info.simd;
+    this.warmup = info.warmup;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
   }
@@ -291,7 +296,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
       source: wire,
       options: {
         threads: opts.threads, nCtx: opts.nCtx, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
-        verify: opts.verify, simd: opts.simd, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
+        verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;
     for (const w of info.warnings) console.warn(`aether: ${w}`);

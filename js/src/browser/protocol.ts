@@ -44,6 +44,7 @@ export interface WireLoadOptions {
   modules?: string[];
   verify?: boolean;
   simd?: 'auto' | 'relaxed' | 'plain';
+  warmup?: boolean | number;
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -59,6 +60,8 @@ export interface ModelInfo {
   threads: number;
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   nCtx: number;
   warnings: string[];
   crossOriginIsolated: boolean;

@@ -261,6 +261,36 @@ export class Engine {
   }
 
   /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
+  /**
+   * Warm-up: V8 runs wasm first in its baseline tier (Liftoff) and optimises a function once it has run
+   * enough, in the background; without this the first generation after a load is several times slower than
+   * later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a small prefill batch plus a few decode
+   * steps on dummy tokens (the same kernels a generation runs, on every thread) until a round takes at most half
+   * the first one (the optimised code is in use; then one more round), or 8 rounds (nothing to gain: already
+   * optimised), or `maxMs` is spent. The KV cache rows it wrote are overwritten by the next prompt (the caller
+   * forgets its cached tokens). Returns the rounds, the time spent and each round's time.
+   */
+  warmup(maxMs = 3000): { rounds: number; ms: number; roundMs: number[] } {
+    this.check();
+    const now = () => performance.now();
+    const t0 = now();
+    const D = 4, B = Math.min(this.maxBatch, 8, this.nCtx - D);
+    if (B < 1) return { rounds: 0, ms: 0, roundMs: [] };
+    const toks = new Array<number>(B).fill(0);
+    const roundMs: number[] = [];
+    for (;;) {
+      const s = now();
+      this.forward(toks, 0);
+      for (let i = 0; i < D; i++) this.forward([0], B + i);
+      const dt = now() - s;
+      roundMs.push(Math.round(dt * 10) / 10);
+      const n = roundMs.length;
+      if (n >= 3 && roundMs[n - 2] <= 0.5 * roundMs[0]) break;
+      if (n >= 8 || now() - t0 + dt > maxMs) break;
+    }
+    return { rounds: roundMs.length, ms: now() - t0, roundMs };
+  }
+
   forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
     this.check();
     const n = tokens.length;
