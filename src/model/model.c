@@ -144,6 +144,17 @@ AE_EXPORT int ae_model_set_timing(ae_model *m, double *buf) {
   return AE_OK;
 }
 
+/* Attention statistics for head profiling: buf holds max_threads * n_layers * n_heads * AE_HS_N doubles (zeroed
+ * here), NULL = off. Set between forwards only. */
+AE_EXPORT int ae_model_set_head_stats(ae_model *m, double *buf, int sinks, int window) {
+  if ((buf && ((uintptr_t)buf & 7u)) || sinks < 0 || window < 1) return AE_ERR_INVALID_ARG;
+  m->head_stats = buf;
+  m->hs_sinks = sinks;
+  m->hs_window = window;
+  if (buf) __builtin_memset(buf, 0, (size_t)m->cfg.max_threads * m->cfg.n_layers * m->cfg.n_heads * AE_HS_N * sizeof(double));
+  return AE_OK;
+}
+
 /* Where validation failed: (layer, role, reason) for the host's error message. */
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }
