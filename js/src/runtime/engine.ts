@@ -378,13 +378,13 @@ export class Engine {
 
   /** K (which 0) or V (1) of KV head `g` of `layer` at positions 0..n-1 as floats, row-major (n, head_dim). */
   readKv(layer: number, which: 0 | 1, g: number, n: number): Float32Array {
-    const c = this.config, hd = c.head_dim, kvd = c.n_kv_heads * hd;
-    const base = this.core.ae_model_kv(this.model, which) + layer * this.nCtx * kvd * 4;
-    const all = this.heap.f32(base, n * kvd);
-    const out = new Float32Array(n * hd);
-    for (let t = 0; t < n; t++) out.set(all.subarray(t * kvd + g * hd, t * kvd + (g + 1) * hd), t * hd);
-    return out;
+    const hd = this.config.head_dim;
+    if (!this.kvReadBuf) this.kvReadBuf = this.heap.alloc(this.nCtx * hd * 4, 16);
+    checkStatus(this.core.ae_model_kv_read(this.model, layer, which, g, 0, n, this.kvReadBuf),
+      { op: 'read KV cache', subject: `layer ${layer}, ${which ? 'V' : 'K'} head ${g}, ${n} positions` });
+    return this.heap.f32(this.kvReadBuf, n * hd).slice();
   }
+  private kvReadBuf = 0;
 
   /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
   kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
