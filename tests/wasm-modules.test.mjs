@@ -14,9 +14,10 @@ setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN
-// modules (src/model/forward.c; js/src/runtime/instance.ts wires them or stubs them).
+// modules (src/model/forward.c; js/src/runtime/instance.ts wires them or stubs them) and reads the host clock
+// for its time counters (env.ae_clock_ms, instance.ts ENV_FUNCS).
 const ALLOWED_FUNC_IMPORTS = {
-  core: ['ffn_fused.ae_ffn_fused_run', 'ffn_saturated.ae_ffn_saturated_run'], 'ffn-fused': [], 'ffn-saturated': [], 'kernels-test': [],
+  core: ['ffn_fused.ae_ffn_fused_run', 'ffn_saturated.ae_ffn_saturated_run', 'env.ae_clock_ms'], 'ffn-fused': [], 'ffn-saturated': [], 'kernels-test': [],
 };
 
 function findModule(name) {
@@ -105,9 +106,11 @@ for (const m of built) {
     };
     const KERNELS = [];
     for (const d of DTYPE_ROWS.filter((d) => d.kind !== 'A')) {
-      const base = d.act === 'f32' ? FLOAT_OPS : QUANT_OPS;
       ['vec_dot', 'matvec', ...(d.kind === 'WM' ? ['matmul'] : [])].forEach((k, which) => {
         const what = `${k} ${d.name}`;
+        // the prefill GEMMs (gemm_q8act_simd128.c) have no relaxed variant yet: the plain instructions there
+        const rel = relaxed && k !== 'matmul';
+        const base = d.act === 'f32' ? (rel ? FLOAT_OPS : ['f32x4.mul', 'f32x4.add', 'v128.load']) : (rel ? QUANT_OPS : ['i32x4.dot_i16x8_s', 'v128.load']);
         KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);
       });
     }

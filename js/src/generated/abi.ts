@@ -24,8 +24,8 @@ export interface DTypeRow {
 export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'F32', name: 'f32', ggmlId: 0, blockSize: 1, typeSize: 4, act: 'f32', kind: 'W', scaleOffsets: [] },
   { id: 'F16', name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
-  { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
-  { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
+  { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
+  { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
   { id: 'Q6_K', name: 'q6_K', ggmlId: 14, blockSize: 256, typeSize: 210, act: 'q8_K', kind: 'W', scaleOffsets: [208] },
   { id: 'Q8_K', name: 'q8_K', ggmlId: 15, blockSize: 256, typeSize: 292, act: 'q8_K', kind: 'A', scaleOffsets: [] },
@@ -57,6 +57,10 @@ export const RknotCheck = { OK: 0, BAD_DTYPE: 7, BAD_SHAPE: 8, BAD_OFFSET: 9, BA
 export const RKNOT_CHECK_NAMES: readonly string[] = ['', '', '', '', '', '', '', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range', 'byte count does not match dtype and shape'];
 /** enum ae_ffn_mode */
 export const FfnMode = { dense: 0, fused: 1, static: 2, dynamic: 3, profile: 4 } as const;
+/** enum ae_op_class: op classes of the per-layer time counters (ae_model_set_timing), in counter order */
+export const OP_CLASS_NAMES: readonly string[] = ['embed', 'qkv', 'rope_kv', 'attention', 'attn_out', 'ffn', 'output'];
+/** enum ae_head_stat: attention statistics per (thread, layer, head) (ae_model_set_head_stats), in buffer order */
+export const HEAD_STAT_NAMES: readonly string[] = ['count', 'entropy', 'log_n', 'sink_mass', 'window_mass'];
 /** enum ae_ffn_down_mode (src/kernels/ffn_aux.h) */
 export const DOWN_MODE = { rows: 0, neuron: 1 } as const;
 /** enum ae_ffn_stat: profile accumulators per neuron (doubles); N per neuron */
