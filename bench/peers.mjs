@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Aether against its peers on the same GGUF: Aether in Node (relaxed-SIMD and plain builds), Aether in Debian's
 // Chromium through the engine Worker (relaxed and plain), and llama.cpp's native CPU backend through node-llama-cpp
-// (its prebuilt linux-x64 binary; getLlama({ gpu: false, build: 'never' }): it never builds or downloads).
+// 3.21.1 (its prebuilt linux-x64 binary; getLlama({ gpu: false, build: "never" }): it never builds or downloads).
 // Same prompt ids for every runtime (seeded random ids after BOS), greedy, runs interleaved (rep by rep, runtime by
 // runtime, every model loaded once), medians. Prints prefill / decode tok/s, ratios to native and greedy-token
 // agreement with native (the generated ids equal up to the first difference / all ids).

@@ -52,9 +52,12 @@ test('probe with the flag but Liftoff on (V8 11.3 Liftoff computes the relaxed d
   assert.match(out.refused, /^unsupported: .*baseline tier.*--no-liftoff/);
 });
 
-test('probe with both flags (what the CLI sets): relaxed', () => {
+// 'auto' in Node on V8 < 11.4 (Node 20) prefers plain: the relaxed kernels measured no faster there
+const AUTO = V8_11_3 ? 'plain' : 'relaxed';
+
+test(`probe with both flags (what the CLI sets): relaxed works; auto picks ${AUTO}`, () => {
   const out = probeChild(['--experimental-wasm-relaxed-simd', '--no-liftoff']);
-  assert.deepEqual([out.valid, out.works, out.auto, out.modelSimd, out.refused], [true, true, 'relaxed', 'relaxed', null]);
+  assert.deepEqual([out.valid, out.works, out.auto, out.modelSimd, out.refused], [true, true, AUTO, AUTO, null]);
 });
 
 setFlagsFromString('--experimental-wasm-relaxed-simd');
@@ -63,10 +66,11 @@ const { relaxedSimdWorks, resolveSimd } = await import(ENV_JS);
 const { load } = await import('../dist/src/index.js');
 const { generateModel } = await import('./helpers/gen-model.mjs');
 
-test('probe with the flag: relaxed validates, auto picks it, plain can be forced, bad values refused', () => {
+test('probe with the flags: relaxed works and can be asked for, auto as measured, plain can be forced, bad values refused', () => {
   assert.equal(relaxedSimdWorks(), true);
-  assert.equal(resolveSimd('auto'), 'relaxed');
-  assert.equal(resolveSimd(undefined), 'relaxed');
+  assert.equal(resolveSimd('relaxed'), 'relaxed');
+  assert.equal(resolveSimd('auto'), AUTO);
+  assert.equal(resolveSimd(undefined), AUTO);
   assert.equal(resolveSimd('plain'), 'plain');
   assert.throws(() => resolveSimd('fast'), (e) => e.code === 'invalid_argument' && /auto, relaxed, plain/.test(e.message));
 });

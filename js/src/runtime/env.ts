@@ -48,9 +48,20 @@ export function relaxedSimdWorks(): boolean {
 }
 
 /**
+ * Whether 'auto' should prefer the relaxed build where it works: not in Node on V8 < 11.4 (Node 20), where the
+ * relaxed kernels measured no faster than the plain ones (q8_0 0.8-0.9x; docs/PERFORMANCE.md, relaxed SIMD);
+ * browsers (V8 >= 11.4 lowers the relaxed dot natively) and newer Node take it.
+ */
+function autoPrefersRelaxed(): boolean {
+  if (!isNode) return true;
+  const [maj, min] = String((globalThis as any).process?.versions?.v8 ?? '0.0').split('.').map(Number);
+  return maj > 11 || (maj === 11 && min >= 4);
+}
+
+/**
  * The build to use for `mode`. 'relaxed' requires the probe to pass (else `unsupported`, naming the Node
- * flags); 'auto' takes the relaxed build wherever the probe passes (docs/PERFORMANCE.md, relaxed SIMD, has
- * the measurements behind this default) and the plain one elsewhere.
+ * flags); 'auto' takes the relaxed build where the probe passes and autoPrefersRelaxed() (docs/PERFORMANCE.md,
+ * relaxed SIMD, has the measurements behind this default), the plain one elsewhere.
  */
 export function resolveSimd(mode: SimdMode | undefined): 'relaxed' | 'plain' {
   const m = mode ?? 'auto';
@@ -66,7 +77,7 @@ export function resolveSimd(mode: SimdMode | undefined): 'relaxed' | 'plain' {
       : 'this WebAssembly engine does not validate relaxed SIMD') +
       (isNode ? ' (Node 20: run node with --experimental-wasm-relaxed-simd --no-liftoff, as the aether CLI does)' : ''));
   }
-  return ok ? 'relaxed' : 'plain';
+  return ok && (m === 'relaxed' || autoPrefersRelaxed()) ? 'relaxed' : 'plain';
 }
 
 export function probeFeatures(): Features {
