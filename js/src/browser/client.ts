@@ -140,6 +140,8 @@ export class BrowserModel {
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
   readonly nCtx: number;
+  /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
+  readonly memory: ModelInfo['memory'];
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
   readonly crossOriginIsolated: boolean;
@@ -151,6 +153,7 @@ export class BrowserModel {
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
   }
