@@ -104,6 +104,18 @@ static void capture_rows(const ae_model *m, const ae_layer *L, int which, const 
   for (int b = b0; b < b1; b++) __builtin_memcpy(L->cap + off + (size_t)b * w, x + (size_t)b * w, (size_t)w * 4);
 }
 
+/* ---- time counters per (layer, op class), thread 0, when the host set m->op_time ---- */
+__attribute__((import_module("env"), import_name("ae_clock_ms")))
+double ae_clock_ms(void);
+
+static AE_NOINLINE void tick_slow(ae_model *m, int row, int op) {
+  const double t = ae_clock_ms();
+  m->op_time[row * AE_OP_COUNT + op] += t - m->op_t0;
+  m->op_t0 = t;
+}
+/* Charge the time since the last boundary to (row, op): call right after a step's closing barrier. */
+#define TICK(row, op) do { if (ith == 0 && m->op_time) tick_slow(m, (row), (op)); } while (0)
+
 /* ---- FFN (SwiGLU / GeGLU), dense path ---- */
 static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
   const int D = m->cfg.dim, H = m->cfg.hidden_dim;
@@ -182,6 +194,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   for (int b = 0; b < n; b++)
     if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
 
+  if (ith == 0 && m->op_time) m->op_t0 = ae_clock_ms();
   /* embeddings (scaled: Gemma) and RoPE tables (full-attention layers, and SWA layers when theirs differs), split by token */
   {
     int b0, b1;
@@ -200,6 +213,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     }
   }
   ae_barrier(pool);
+  TICK(c->n_layers, AE_OP_EMBED);
 
   const int group = c->n_heads / c->n_kv_heads;
   for (int l = 0; l < c->n_layers; l++) {
@@ -225,6 +239,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       matmul_rows(m, &L->wv, m->xb, D, n, m->qkv + qd + kvd, qkvd, ith, nth);
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_QKV);
     /* biases, q/k norms (per head), RoPE, K/V into the cache: split by token */
     {
       int b0, b1;
@@ -246,6 +261,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       }
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ROPE_KV);
     /* attention: (token, head) pairs split over threads; causal, within the layer's window */
     {
       int i0, i1;
@@ -260,6 +276,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       }
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ATTENTION);
     if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1); }
     {
       const ae_tensor *ws[] = {&L->wo};
@@ -279,12 +296,15 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       capture_rows(m, L, AE_CAP_FFN, m->xb, D, b0, b1);
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ATTN_OUT);
 
     /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above, other modes in the FFN modules ---- */
     {
       const int fst = ae_ffn_block(m, l, n, ith, nth, pool);
       if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
+      if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
     }
+    TICK(l, AE_OP_FFN);
   }
 
   /* ---- output head: last token, or all tokens when asked ---- */
@@ -311,4 +331,5 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     if (i1 > i0) ae_softcap(m->logits + i0, i1 - i0, c->final_softcap);
   }
   if (ith == 0) m->n_past = pos + n;
+  if (m->op_time) { ae_barrier(pool); TICK(c->n_layers, AE_OP_OUTPUT); }
 }

@@ -142,6 +142,26 @@ AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
   return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].ffn_active : -1;
 }
 
+/* Per-layer counters since the last reset: 0 = FFN neurons computed (summed over tokens), 1 = tokens. */
+AE_EXPORT double ae_model_counter(const ae_model *m, int layer, int which) {
+  if (layer < 0 || layer >= m->cfg.n_layers) return -1.0;
+  return which == 0 ? m->layers[layer].ffn_active_sum : which == 1 ? m->layers[layer].ffn_token_sum : -1.0;
+}
+
+AE_EXPORT void ae_model_reset_counters(ae_model *m) {
+  for (int l = 0; l < AE_MAX_LAYERS; l++) m->layers[l].ffn_active_sum = m->layers[l].ffn_token_sum = 0.0;
+  if (m->op_time) __builtin_memset(m->op_time, 0, (size_t)(m->cfg.n_layers + 1) * AE_OP_COUNT * sizeof(double));
+}
+
+/* Time counters per (layer, op class): buf holds (n_layers + 1) * AE_OP_COUNT doubles (zeroed here), NULL = off.
+ * Set between forwards only. */
+AE_EXPORT int ae_model_set_timing(ae_model *m, double *buf) {
+  if (buf && ((uintptr_t)buf & 7u)) return AE_ERR_INVALID_ARG;
+  m->op_time = buf;
+  if (buf) __builtin_memset(buf, 0, (size_t)(m->cfg.n_layers + 1) * AE_OP_COUNT * sizeof(double));
+  return AE_OK;
+}
+
 /* Where validation failed: (layer, role, reason) for the host's error message. */
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }

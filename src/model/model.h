@@ -125,6 +125,7 @@ typedef struct {
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
   float *cap;         /* calibration capture (ae_model_set_capture), NULL = off; see AE_CAP_* */
+  double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
 } ae_layer;
 
 /* Calibration capture (aether analyze / compress): when a layer's `cap` is set, the forward copies the
@@ -135,6 +136,20 @@ typedef struct {
  * AE_CAP_DOWN  [max_batch][hidden_dim] h = act(gate) * up (input of down; dense FFN path only)
  * ae_model_capture_offset(m, which) gives each block's float offset. Rows beyond n are left untouched. */
 enum ae_cap_block { AE_CAP_ATTN = 0, AE_CAP_WO = 1, AE_CAP_FFN = 2, AE_CAP_DOWN = 3, AE_CAP_COUNT = 4 };
+
+/* Op classes of the per-layer time counters (ae_model_set_timing; JS: the quoted name). Thread 0 reads the
+ * host clock (env.ae_clock_ms) at the step boundaries of the forward pass, so a class's time is the wall time
+ * of its steps, barrier waits included. Row n_layers of the counters holds the global ops (embed, output). */
+enum ae_op_class {
+  AE_OP_EMBED = 0,      /* "embed": token embeddings, RoPE tables */
+  AE_OP_QKV = 1,        /* "qkv": attention norm, q/k/v projections */
+  AE_OP_ROPE_KV = 2,    /* "rope_kv": biases, q/k norms, RoPE, K/V cache writes */
+  AE_OP_ATTENTION = 3,  /* "attention": scores, softmax, weighted V */
+  AE_OP_ATTN_OUT = 4,   /* "attn_out": output projection, residual add, FFN norm */
+  AE_OP_FFN = 5,        /* "ffn": the FFN block in the layer's mode */
+  AE_OP_OUTPUT = 6,     /* "output": final norm, logits */
+  AE_OP_COUNT = 7,
+};
 
 typedef struct {
   ae_config cfg;
@@ -160,6 +175,8 @@ typedef struct {
   float *v_cache;  /* (n_layers, n_ctx, kv_dim) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
+  double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
+  double op_t0;    /* clock at the last step boundary (thread 0) */
 } ae_model;
 
 /* One forward job: tokens[0..n) at positions pos..pos+n-1. Logits of the last token (or of all

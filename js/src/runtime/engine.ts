@@ -4,7 +4,7 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import {
-  Arch, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
+  Arch, Cfg, DTYPE_IDS, FWD, OP_CLASS_NAMES, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
   ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
 import { checkStatus } from './status.js';
@@ -317,6 +317,53 @@ export class Engine {
   }
   /** Float offset of capture block `which` (0 attn input, 1 attention output, 2 FFN input, 3 h; 4 = total floats). */
   captureOffset(which: number): number { return this.core.ae_model_capture_offset(this.model, which); }
+
+  /** Since the last resetCounters(): FFN neurons computed in `layer` (summed over tokens) and tokens run. */
+  ffnCounters(layer: number): { active: number; tokens: number } {
+    return { active: this.core.ae_model_counter(this.model, layer, 0), tokens: this.core.ae_model_counter(this.model, layer, 1) };
+  }
+
+  /** Zero the FFN counters and the time counters. */
+  resetCounters(): void { this.core.ae_model_reset_counters(this.model); }
+
+  /**
+   * Time counters per (layer, op class) in the forward pass (thread 0 reads the clock at each step boundary;
+   * measured cost in docs/PERFORMANCE.md). Off by default; turning them on (again) zeroes them.
+   */
+  setTiming(on: boolean): void {
+    this.check();
+    if (on && !this.timingBuf) this.timingBuf = this.heap.alloc((this.config.n_layers + 1) * OP_CLASS_NAMES.length * 8, 8);
+    checkStatus(this.core.ae_model_set_timing(this.model, on ? this.timingBuf : 0), { op: 'set timing' });
+    this.timingOn = on;
+  }
+  get timing(): boolean { return this.timingOn; }
+  private timingBuf = 0;
+  private timingOn = false;
+
+  /**
+   * Milliseconds per op class: `layers[l][op]` for each layer and `global[op]` (embed, output), op in
+   * OP_CLASS_NAMES order; null when timing is off.
+   */
+  opTimes(): { ops: readonly string[]; layers: number[][]; global: number[] } | null {
+    if (!this.timingOn) return null;
+    const k = OP_CLASS_NAMES.length, L = this.config.n_layers;
+    const all = Array.from(new Float64Array(this.heap.memory.buffer, this.timingBuf, (L + 1) * k));
+    const layers: number[][] = [];
+    for (let l = 0; l < L; l++) layers.push(all.slice(l * k, (l + 1) * k));
+    return { ops: OP_CLASS_NAMES, layers, global: all.slice(L * k) };
+  }
+
+  /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
+  kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
+    const kvDim = this.config.n_kv_heads * this.config.head_dim;
+    const perPos = 2 * this.config.n_layers * kvDim * 4;
+    return [{ dtype: 'f32', bytes: perPos * this.nCtx, bytesPerPosition: perPos }];
+  }
+
+  /** Bytes of wasm memory: all of it, the weights (data section), the run state (KV cache included). */
+  memoryBytes(): { wasm: number; weights: number; runState: number } {
+    return { wasm: this.heap.memory.buffer.byteLength, weights: this.dataSize, runState: this.arenaSize };
+  }
 
   /** Whether module `name` ('ffn-fused', 'ffn-saturated') was loaded (EngineOptions.modules). */
   hasModule(name: string): boolean { return name in this.modules; }
