@@ -116,6 +116,26 @@ static AE_NOINLINE void tick_slow(ae_model *m, int row, int op) {
 /* Charge the time since the last boundary to (row, op): call right after a step's closing barrier. */
 #define TICK(row, op) do { if (ith == 0 && m->op_time) tick_slow(m, (row), (op)); } while (0)
 
+/* ---- attention statistics (aether profile-heads): att = the softmaxed row of query head h at position p over
+ * positions t0 .. p, added to this thread's accumulators ---- */
+static AE_NOINLINE void head_stats_add(ae_model *m, int ith, int l, int h, int p, int t0, const float *att) {
+  const int n = p + 1 - t0, S = m->hs_sinks, W = m->hs_window;
+  if (p < S + W) return;
+  double ent = 0.0, sink = 0.0, win = 0.0;
+  for (int i = 0; i < n; i++) {
+    const double a = att[i];
+    if (a > 0.0) ent -= a * ae_logf((float)a);
+    if (t0 + i < S) sink += a;
+    if (t0 + i > p - W) win += a;
+  }
+  double *acc = m->head_stats + (((size_t)ith * m->cfg.n_layers + l) * m->cfg.n_heads + h) * AE_HS_N;
+  acc[AE_HS_COUNT] += 1.0;
+  acc[AE_HS_ENTROPY] += ent;
+  acc[AE_HS_LOGN] += ae_logf((float)n);
+  acc[AE_HS_SINK] += sink;
+  acc[AE_HS_WINDOW] += win;
+}
+
 /* ---- FFN (SwiGLU / GeGLU), dense path ---- */
 static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
   const int D = m->cfg.dim, H = m->cfg.hidden_dim;
@@ -273,6 +293,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         const float *q = m->qkv + (size_t)b * qkvd + (size_t)h * hd;
         const size_t o = (size_t)t0 * kvd + (size_t)g * hd;
         ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + o, vc + o, p + 1 - t0, hd, kvd, ac.scale, ac.softcap, att);
+        if (m->head_stats) head_stats_add(m, ith, l, h, p, t0, att);
       }
     }
     ae_barrier(pool);

@@ -162,6 +162,29 @@ AE_EXPORT int ae_model_set_timing(ae_model *m, double *buf) {
   return AE_OK;
 }
 
+/* Attention statistics for head profiling: buf holds max_threads * n_layers * n_heads * AE_HS_N doubles (zeroed
+ * here), NULL = off. Set between forwards only. */
+AE_EXPORT int ae_model_set_head_stats(ae_model *m, double *buf, int sinks, int window) {
+  if ((buf && ((uintptr_t)buf & 7u)) || sinks < 0 || window < 1) return AE_ERR_INVALID_ARG;
+  m->head_stats = buf;
+  m->hs_sinks = sinks;
+  m->hs_window = window;
+  if (buf) __builtin_memset(buf, 0, (size_t)m->cfg.max_threads * m->cfg.n_layers * m->cfg.n_heads * AE_HS_N * sizeof(double));
+  return AE_OK;
+}
+
+/* K (which 0) or V (1) of KV head g of `layer` at positions t0 .. t0+n-1 as floats into out (n rows of head_dim),
+ * whatever the cache's storage: the one reader of cached rows for the host (head profiling, tests). */
+AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, int t0, int n, float *out) {
+  const ae_config *c = &m->cfg;
+  if (!m->initialised || layer < 0 || layer >= c->n_layers || g < 0 || g >= c->n_kv_heads || t0 < 0 || n < 0 || t0 + n > c->n_ctx)
+    return AE_ERR_INVALID_ARG;
+  const float *base = (which ? m->v_cache : m->k_cache) + (size_t)layer * c->n_ctx * m->kv_dim;
+  for (int t = 0; t < n; t++)
+    __builtin_memcpy(out + (size_t)t * c->head_dim, base + (size_t)(t0 + t) * m->kv_dim + (size_t)g * c->head_dim, (size_t)c->head_dim * 4);
+  return AE_OK;
+}
+
 /* Where validation failed: (layer, role, reason) for the host's error message. */
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }

@@ -177,7 +177,22 @@ typedef struct {
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
   double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
   double op_t0;    /* clock at the last step boundary (thread 0) */
+  /* attention statistics per (thread, layer, head) for `aether profile-heads` (ae_model_set_head_stats); NULL: off */
+  double *head_stats;
+  int32_t hs_sinks, hs_window;
 } ae_model;
+
+/* Accumulators of the attention statistics, AE_HS_N doubles per (thread, layer, query head), summed over the
+ * queries at positions p >= hs_sinks + hs_window (where the sinks and the recent window are disjoint and leave
+ * other positions). JS: the quoted names. */
+enum ae_head_stat {
+  AE_HS_COUNT = 0,    /* "count": queries */
+  AE_HS_ENTROPY = 1,  /* "entropy": -sum a log a of the attention row, nats */
+  AE_HS_LOGN = 2,     /* "log_n": log of the positions the query saw (the entropy of a uniform row) */
+  AE_HS_SINK = 3,     /* "sink_mass": attention on positions < hs_sinks */
+  AE_HS_WINDOW = 4,   /* "window_mass": attention on the hs_window most recent positions (the query's own included) */
+  AE_HS_N = 5,
+};
 
 /* One forward job: tokens[0..n) at positions pos..pos+n-1. Logits of the last token (or of all
  * tokens when cfg.logits_all and want_all) land in model->logits. */
