@@ -514,5 +514,5 @@ test('CLI: aether convert --json and aether inspect --json (rknot and GGUF); err
   assert.equal(JSON.parse(bad.stdout).error.code, 'invalid_argument');
   const q = run('convert', M.q8_0, '-o', out, '--quant', 'q2_K');
   assert.equal(q.status, 1);
-  assert.match(q.stderr, /--quant q2_K: expected one of keep, f32, f16, q8_0, q4_0/);
+  assert.match(q.stderr, /--quant q2_K: expected one of keep, f32, f16, bf16, q8_0, q5_0, q4_0/);
 });

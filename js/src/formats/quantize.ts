@@ -305,7 +305,7 @@ function u16(b: Uint8Array, o: number): number {
 /** Decode `n` elements of `dtype` from `bytes` to float32 (dequantise block formats as ggml's dequantize_row_*). */
 export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, out?: Float32Array): Float32Array {
   const y = out ?? new Float32Array(n);
-  switch (dtype as SourceDType | 'q4_1' | 'q5_1' | 'q5_K') {
+  switch (dtype) {
     case 'f32': {
       y.set(viewAs(bytes, Float32Array, n));
       return y;
@@ -349,7 +349,7 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
     case 'q5_0': case 'q5_1': case 'q4_1': {
       // ggml dequantize_row_q5_0 / q5_1 / q4_1: x = (q - 16) * d, or q * d + m
       const t = f16Table();
-      const dn = dtype as string, five = dn !== 'q4_1', min = dn !== 'q5_0';
+      const dn: string = dtype, five = dn !== 'q4_1', min = dn !== 'q5_0';
       const ts = dn === 'q5_0' ? 22 : dn === 'q5_1' ? 24 : 20;
       const nb = n / 32;
       for (let b = 0; b < nb; b++) {
@@ -466,8 +466,11 @@ export function encodeFromF32(dtype: DTypeName, src: Float32Array, dst?: Uint8Ar
     case 'q8_0': return quantizeQ8_0(src, dst?.subarray(0, src.length / 32 * 34));
     case 'q4_0': return quantizeQ4_0(src, dst?.subarray(0, src.length / 32 * 18));
     case 'q5_0': return quantizeQ5_0(src, dst?.subarray(0, src.length / 32 * 22));
+    case 'q4_1': return quantizeQ4_1(src, dst?.subarray(0, src.length / 32 * 20));
+    case 'q5_1': return quantizeQ5_1(src, dst?.subarray(0, src.length / 32 * 24));
+    case 'q5_K': return quantizeQ5_K(src, dst?.subarray(0, src.length / 256 * 176));
     case 'bf16': return encodeBF16(src, dst);
-    default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, bf16, q8_0, q4_0, q5_0)`);
+    default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, bf16, q8_0, q5_0, q5_1, q4_0, q4_1, q5_K)`);
   }
 }
 
