@@ -24,11 +24,11 @@ export interface DTypeRow {
 export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'F32', name: 'f32', ggmlId: 0, blockSize: 1, typeSize: 4, act: 'f32', kind: 'W', scaleOffsets: [] },
   { id: 'F16', name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
-  { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
+  { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q4_1', name: 'q4_1', ggmlId: 3, blockSize: 32, typeSize: 20, act: 'q8_1', kind: 'W', scaleOffsets: [0, 2] },
   { id: 'Q5_0', name: 'q5_0', ggmlId: 6, blockSize: 32, typeSize: 22, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
   { id: 'Q5_1', name: 'q5_1', ggmlId: 7, blockSize: 32, typeSize: 24, act: 'q8_1', kind: 'W', scaleOffsets: [0, 2] },
-  { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
+  { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q8_1', name: 'q8_1', ggmlId: 9, blockSize: 32, typeSize: 36, act: 'q8_1', kind: 'A', scaleOffsets: [] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
   { id: 'Q5_K', name: 'q5_K', ggmlId: 13, blockSize: 256, typeSize: 176, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
