@@ -98,6 +98,9 @@ for (const m of built) {
     // every weight dtype of the registry: vec_dot and matvec (and its batched kernel), then the other hot kernels
     // the relaxed builds: the i8 dot (wabt's name for i32x4.relaxed_dot_i8x16_i7x16_add_s) and relaxed_madd
     const relaxed = m.variant.endsWith('-relaxed');
+    // dtypes whose dot kernels have relaxed variants (#if AE_RELAXED in their dot_*_simd128.c); the others compile
+    // their plain code in the relaxed builds too
+    const RELAXED_KERNELS = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_K', 'q6_K'];
     const FLOAT_OPS = relaxed ? ['f32x4.relaxed_madd', 'v128.load'] : ['f32x4.mul', 'f32x4.add', 'v128.load'];
     const QUANT_OPS = relaxed ? ['i32x4.dot_i8x16_i7x16_add_s', 'v128.load'] : ['i32x4.dot_i16x8_s', 'v128.load'];
     const EXTRA_OPS = {   // what the current kernels are known to use besides the generic set
@@ -109,7 +112,7 @@ for (const m of built) {
       ['vec_dot', 'matvec', ...(d.kind === 'WM' ? ['matmul'] : [])].forEach((k, which) => {
         const what = `${k} ${d.name}`;
         // the prefill GEMMs (gemm_q8act_simd128.c) have no relaxed variant yet: the plain instructions there
-        const rel = relaxed && k !== 'matmul';
+        const rel = relaxed && k !== 'matmul' && RELAXED_KERNELS.includes(d.name);
         const base = d.act === 'f32' ? (rel ? FLOAT_OPS : ['f32x4.mul', 'f32x4.add', 'v128.load']) : (rel ? QUANT_OPS : ['i32x4.dot_i16x8_s', 'v128.load']);
         KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);
       });
@@ -119,6 +122,8 @@ for (const m of built) {
       ['axpy_rows f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['axpy_rows f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
       ['axpy_rows q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['axpy_rows q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
       ['gather_dot', ['i32x4.dot_i16x8_s', 'v128.load']],
+      ['attn_accum f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['attn_accum f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['attn_accum q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['attn_accum q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
     ];
     OTHER.forEach(([what, ops], i) => KERNELS.push([what, ops, inst.exports.kt_kernel_fn(i)]));
     for (let i = 0; i < KERNELS.length; i++) {
