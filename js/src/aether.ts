@@ -16,7 +16,8 @@ import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
 // chat.js (and its @huggingface/jinja import) is loaded on first use: a browser Worker has no import map,
 // so the engine worker's module graph must not contain bare specifiers (see js/src/browser/).
-import type { ChatMessage } from './tokenizer/chat.js';
+import type { ChatMessage, ChatTemplateInfo } from './tokenizer/chat.js';
+import { chatFallbackFor, chatStopStrings } from './tokenizer/chat-stops.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
@@ -145,6 +146,7 @@ export class AetherModel {
     this.busy = true;
     const stats = emptyStats();
     this.stats = stats;
+    let t1 = -1; // start of decoding (after the prefill)
     try {
       throwIfAborted(opts.signal);
       const ids = typeof prompt === 'string'
@@ -171,7 +173,7 @@ export class AetherModel {
       decoder.push(ids[ids.length - 1]);
       const stops = (opts.stop ?? []).filter((s) => s.length > 0);
       let held = '';
-      const t1 = now();
+      t1 = now();
       for (let i = 0; i < maxTokens; i++) {
         const recent = lastN > 0 ? this.cached.slice(-lastN) : [];
         const r = this.engine.sample(sp, rng, recent);
@@ -202,34 +204,45 @@ export class AetherModel {
         this.cached.push(tok);
       }
       if (held && stats.finishReason !== 'stop') yield { text: held, token: -1 };
-      stats.decodeMs = now() - t1;
       if (stats.finishReason === null) stats.finishReason = 'length';
       return stats;
     } catch (e) {
       if ((e as Error)?.name === 'AbortError') stats.finishReason = 'aborted';
       throw e;
     } finally {
+      // also reached when the caller leaves the loop early (break / return: the generator's return()),
+      // which ends the generation as an abort does
+      if (t1 >= 0) stats.decodeMs = now() - t1;
+      if (stats.finishReason === null) stats.finishReason = 'aborted';
       finish(stats);
       this.busy = false;
     }
   }
 
-  /** What chat() renders with: the tokenizer's Jinja template (undefined: the fallback) and the BOS/EOS texts. */
-  get chatTemplate(): { template: string | undefined; bosToken: string; eosToken: string } {
+  /**
+   * What chat() renders with: the tokenizer's Jinja template (undefined: the fallback format for this
+   * vocabulary), the BOS/EOS texts, and the format's end-of-turn stop strings.
+   */
+  get chatTemplate(): ChatTemplateInfo {
     const tk = this.tokenizer;
+    const fallback = chatFallbackFor(tk.data);
     return {
       template: tk.data.chat_template,
       bosToken: tk.bosId !== undefined ? tk.tokenToPiece(tk.bosId) : '',
       eosToken: tk.eosId !== undefined ? tk.tokenToPiece(tk.eosId) : '',
+      fallback,
+      stop: chatStopStrings(tk.data.chat_template, { fallback }),
     };
   }
 
-  /** Render `messages` with the model's chat template and stream the reply. */
+  /**
+   * Render `messages` with the model's chat template and stream the reply; it ends at the end of the turn
+   * (an end-of-generation token, or the format's turn stop strings, see chatTemplate.stop, plus `opts.stop`).
+   */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    const { applyChatTemplate } = await import('./tokenizer/chat.js');
-    const c = this.chatTemplate;
-    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
-    return yield* this.generate(prompt, { ...CHAT_GENERATE_DEFAULTS, ...opts });
+    const { renderChat } = await import('./tokenizer/chat.js');
+    const { prompt, options } = renderChat(this.chatTemplate, messages, opts, CHAT_GENERATE_DEFAULTS);
+    return yield* this.generate(prompt, options);
   }
 
   /** Generate and return the whole text. */

@@ -193,10 +193,9 @@ export class BrowserModel {
    * dependency the worker cannot import without a bundler) and stream the reply.
    */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    const { applyChatTemplate } = await import('../tokenizer/chat.js');
-    const c = this.chatInfo;
-    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
-    return yield* this.generate(prompt, { ...c.generateDefaults, ...opts });
+    const { renderChat } = await import('../tokenizer/chat.js');
+    const { prompt, options } = renderChat(this.chatInfo, messages, opts, this.chatInfo.generateDefaults);
+    return yield* this.generate(prompt, options);
   }
 
   /** Generate and return the whole text. */

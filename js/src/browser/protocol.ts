@@ -18,6 +18,7 @@ import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } fr
 import type { AetherErrorCode } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
+import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -60,7 +61,7 @@ export interface ModelInfo {
   warnings: string[];
   crossOriginIsolated: boolean;
   /** What AetherModel.chat renders with, and the generate options it adds (CHAT_GENERATE_DEFAULTS). */
-  chatTemplate: { template: string | undefined; bosToken: string; eosToken: string; generateDefaults: WireGenerateOptions };
+  chatTemplate: ChatTemplateInfo & { generateDefaults: WireGenerateOptions };
 }
 
 /** GenerateOptions without the AbortSignal (a signal becomes a Cancel message). */
