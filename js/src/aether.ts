@@ -34,7 +34,16 @@ export interface LoadOptions extends EngineOptions {
   verify?: boolean;
 }
 
-export interface GenerateOptions extends SamplerParams {
+export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
+  /**
+   * Bias added to the logits of token ids before sampling (after the repetition penalty): -100..100, and
+   * -100 bans the token (OpenAI's logit_bias). A Map, or an object keyed by token id.
+   */
+  logitBias?: ReadonlyMap<number, number> | Readonly<Record<string, number>>;
+  /** Report each token's log-probability (piece.logprob; see SamplerParams.topLogprobs for the definition). */
+  logprobs?: boolean;
+  /** Also report the n most probable tokens at each step (0..20; piece.topLogprobs); implies logprobs. */
+  topLogprobs?: number;
   /** Tokens to generate at most (default 128). */
   maxTokens?: number;
   /** Greedy decoding (same as temperature 0). */
@@ -55,8 +64,16 @@ export interface GenerateOptions extends SamplerParams {
 export interface GeneratedPiece {
   /** Text completed by this token (may be '' while a UTF-8 character is incomplete). */
   text: string;
+  /** The sampled token id (-1 for held-back text released at the end). */
   token: number;
+  /** With opts.logprobs / topLogprobs: the token's log-probability (natural log). */
+  logprob?: number;
+  /** With opts.topLogprobs: the most probable tokens at this step, most probable first. */
+  topLogprobs?: TokenLogprob[];
 }
+
+/** One token's log-probability: its id, text, UTF-8 bytes (text may hold U+FFFD for part of a character). */
+export interface TokenLogprob { token: number; text: string; bytes: number[]; logprob: number }
 
 export interface GenerationStats {
   promptTokens: number;
@@ -162,6 +179,8 @@ export class AetherModel {
         temperature: opts.temperature ?? 0.8, topK: opts.topK ?? 40, topP: opts.topP ?? 0.95,
         minP: opts.minP ?? 0.05, repeatPenalty: opts.repeatPenalty ?? 1,
       };
+      sp.logitBias = logitBiasMap(opts.logitBias, this.config.vocab_size);
+      if (opts.topLogprobs !== undefined || opts.logprobs) sp.topLogprobs = opts.topLogprobs ?? 0;
       const lastN = opts.repeatLastN ?? 64;
       let rng = this.engine.seedRng(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
       const t0 = now();
@@ -180,6 +199,9 @@ export class AetherModel {
         rng = r.rng;
         const tok = r.token;
         if (this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
+        const lp = r.logprob === undefined ? undefined : {
+          logprob: r.logprob, topLogprobs: opts.topLogprobs ? r.top!.map((t) => this.tokenLogprob(t.token, t.logprob)) : undefined,
+        };
         stats.generatedTokens++;
         let text = decoder.push(tok);
         if (stops.length) {
@@ -187,7 +209,7 @@ export class AetherModel {
           const hit = firstStop(held, stops);
           if (hit >= 0) {
             const out = held.slice(0, hit);
-            if (out) yield { text: out, token: tok };
+            if (out) yield { text: out, token: tok, ...lp };
             stats.finishReason = 'stop';
             break;
           }
@@ -195,7 +217,7 @@ export class AetherModel {
           text = held.slice(0, held.length - keep);
           held = held.slice(held.length - keep);
         }
-        yield { text, token: tok };
+        yield { text, token: tok, ...lp };
         if (i === maxTokens - 1) { stats.finishReason = 'length'; break; }
         if (this.cached.length >= this.engine.nCtx) { stats.finishReason = 'context_full'; break; }
         await yieldToEventLoop();
@@ -217,6 +239,12 @@ export class AetherModel {
       finish(stats);
       this.busy = false;
     }
+  }
+
+  /** A token's id, text, bytes and the given log-probability. */
+  tokenLogprob(token: number, logprob: number): TokenLogprob {
+    const b = this.tokenizer.tokenBytes(token);
+    return { token, text: utf8Decoder.decode(b), bytes: Array.from(b), logprob };
   }
 
   /**
@@ -275,6 +303,23 @@ export class AetherModel {
 
 /** Options chat() adds under the caller's: the rendered prompt carries its own BOS and special tokens. */
 export const CHAT_GENERATE_DEFAULTS: Readonly<GenerateOptions> = { parseSpecial: true, addBos: false };
+
+const utf8Decoder = new TextDecoder();
+
+/** opts.logitBias checked and as a Map (undefined when empty). */
+function logitBiasMap(bias: GenerateOptions['logitBias'], vocab: number): Map<number, number> | undefined {
+  if (bias === undefined || bias === null) return undefined;
+  if (typeof bias !== 'object') throw new AetherError('invalid_argument', `logitBias must be an object or a Map of token id -> bias, got ${typeof bias}`);
+  const entries = bias instanceof Map ? [...bias] : Object.entries(bias);
+  const out = new Map<number, number>();
+  for (const [k, v] of entries) {
+    const id = typeof k === 'number' ? k : /^\d+$/.test(k) ? Number(k) : NaN;
+    if (!Number.isInteger(id) || id < 0 || id >= vocab) throw new AetherError('invalid_argument', `logitBias: key ${JSON.stringify(k)} is not a token id (0..${vocab - 1})`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < -100 || v > 100) throw new AetherError('invalid_argument', `logitBias[${id}] = ${JSON.stringify(v)}: expected a number in -100..100`);
+    out.set(id, v);
+  }
+  return out.size ? out : undefined;
+}
 
 function emptyStats(): GenerationStats {
   return { promptTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0, prefillTps: 0, decodeTps: 0, finishReason: null };
