@@ -150,6 +150,12 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
 
     out.chat = [];
     for await (const piece of m.chat([{ role: 'user', content: 'What is Debian?' }], { maxTokens: 8, greedy: true })) out.chat.push(piece.token);
+    // the OpenAI-shaped API on the page (seeded sampling, logprobs, logit_bias, a stream)
+    const oaiMessages = [{ role: 'user', content: 'What is Debian?' }];
+    out.oaiChat = await m.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, logprobs: true, top_logprobs: 2 });
+    out.oaiChunks = [];
+    for await (const c of await m.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, stream: true })) out.oaiChunks.push(c);
+    out.oaiCompletion = await m.createCompletion({ prompt, max_tokens: 6, seed: 2, logit_bias: { 500: 5 }, logprobs: 1 });
     out.tokenize = await m.tokenize(prompt);
     out.detokenize = await m.detokenize(out.hitTokens);
     out.ffnActive = await m.ffnActive();
@@ -207,6 +213,22 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(api.afterBreak, expected.tokens.slice(0, 4));
   const chatCli = await cli('-p', 'What is Debian?', '--chat', '-n', '8', '--greedy');
   assert.deepEqual(api.chat, chatCli.tokens, 'chat rendered on the page = chat in Node');
+  {
+    const { load } = await import('../dist/src/index.js');
+    const nm = await load(path.join(ROOT, MODEL));
+    try {
+      const oaiMessages = [{ role: 'user', content: 'What is Debian?' }];
+      const chat = await nm.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, logprobs: true, top_logprobs: 2 });
+      assert.equal(api.oaiChat.object, 'chat.completion');
+      assert.equal(api.oaiChat.model, 'tiny-llama-a-q8_0');
+      assert.deepEqual(api.oaiChat.choices, chat.choices, 'the page and Node give the same chat completion and logprobs');
+      assert.deepEqual(api.oaiChat.usage, chat.usage);
+      assert.equal(api.oaiChunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), chat.choices[0].message.content);
+      assert.ok(api.oaiChunks.every((c) => c.object === 'chat.completion.chunk'));
+      const comp = await nm.createCompletion({ prompt: PROMPT, max_tokens: 6, seed: 2, logit_bias: { 500: 5 }, logprobs: 1 });
+      assert.deepEqual(api.oaiCompletion.choices, comp.choices);
+    } finally { nm.dispose(); }
+  }
   assert.equal(api.tokenize.length, expected.prompt_tokens);
   assert.equal(api.detokenize.trim(), expected.text.trim());
   assert.equal(api.ffnActive.length, api.config.n_layers);

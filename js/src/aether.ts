@@ -21,6 +21,7 @@ import { chatFallbackFor, chatStopStrings } from './tokenizer/chat-stops.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
+import * as openai from './openai.js';
 export type { FfnOptions } from './runtime/ffn.js';
 
 export type ModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
@@ -66,8 +67,10 @@ export interface GeneratedPiece {
   text: string;
   /** The sampled token id (-1 for held-back text released at the end). */
   token: number;
-  /** With opts.logprobs / topLogprobs: the token's log-probability (natural log). */
+  /** With opts.logprobs / topLogprobs: the token's log-probability (natural log)... */
   logprob?: number;
+  /** ...and its UTF-8 bytes (the token's own, which `text` may split or hold back). */
+  bytes?: number[];
   /** With opts.topLogprobs: the most probable tokens at this step, most probable first. */
   topLogprobs?: TokenLogprob[];
 }
@@ -111,12 +114,16 @@ export class AetherModel {
   readonly config: ModelConfig;
   /** Stats of the last generate/chat call. */
   stats: GenerationStats = emptyStats();
+  /** Name in OpenAI-shaped responses (`model`): the file name without extension, else the source model's name. */
+  modelId: string;
   /** Token ids whose K/V are in the cache, in order. */
   private cached: number[] = [];
   private busy = false;
 
   constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
+    const src = (metadata as { source?: { name?: unknown } }).source;
+    this.modelId = typeof src?.name === 'string' ? src.name : 'aether';
   }
 
   get threads(): number { return this.engine.threads; }
@@ -200,7 +207,7 @@ export class AetherModel {
         const tok = r.token;
         if (this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
         const lp = r.logprob === undefined ? undefined : {
-          logprob: r.logprob, topLogprobs: opts.topLogprobs ? r.top!.map((t) => this.tokenLogprob(t.token, t.logprob)) : undefined,
+          logprob: r.logprob, bytes: Array.from(this.tokenizer.tokenBytes(tok)), topLogprobs: opts.topLogprobs ? r.top!.map((t) => this.tokenLogprob(t.token, t.logprob)) : undefined,
         };
         stats.generatedTokens++;
         let text = decoder.push(tok);
@@ -280,6 +287,18 @@ export class AetherModel {
     for await (const p of this.generate(prompt, opts)) { text += p.text; if (p.token >= 0) tokens.push(p.token); }
     return { text, tokens, stats: this.stats };
   }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
+  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /**
    * Switch the FFN execution mode of every layer (or of `layers`): 'dense' (core), 'fused' (needs the
@@ -373,7 +392,9 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     await eng.finishLoad();
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
-    return new AetherModel(eng, tokenizer, meta);
+    const model = new AetherModel(eng, tokenizer, meta);
+    if (typeof source === 'string') model.modelId = source.replace(/^.*[\\/]/, '').replace(/\.(rknot|gguf)$/i, '') || model.modelId;
+    return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();
     throw e;

@@ -1,7 +1,12 @@
 export { Aether, AetherModel, load } from './aether.js';
-export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName } from './aether.js';
+export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName, TokenLogprob } from './aether.js';
 export { AetherError } from './errors.js';
 export type { AetherErrorCode } from './errors.js';
 export { probeFeatures } from './runtime/env.js';
 export { createTokenizer } from './tokenizer/index.js';
 export type { Tokenizer, TokenizerData } from './tokenizer/index.js';
+export { createChatCompletion, createCompletion, createEmbedding, parseChatRequest, parseCompletionRequest } from './openai.js';
+export type {
+  ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionRequest, EmbeddingRequest, EmbeddingResponse,
+  CallOptions, OpenAIHost,
+} from './openai.js';

@@ -13,6 +13,7 @@ import type { FfnOptions } from '../runtime/ffn.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
+import * as openai from '../openai.js';
 import {
   PROTOCOL_VERSION, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
   type WireSource,
@@ -137,6 +138,8 @@ export class BrowserModel {
   readonly crossOriginIsolated: boolean;
   /** Stats of the last generate/chat call (a copy, refreshed when it ends). */
   stats: GenerationStats = emptyStats();
+  /** Name in OpenAI-shaped responses (`model`): the file name of the source without extension. */
+  modelId: string;
   private readonly chatInfo: ModelInfo['chatTemplate'];
   private disposed = false;
 
@@ -145,6 +148,7 @@ export class BrowserModel {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
+    this.modelId = info.name.replace(/[?#].*$/, '').replace(/^.*\//, '').replace(/\.(rknot|gguf)$/i, '') || 'aether';
   }
 
   /** The engine Worker (for diagnostics; terminate it only through dispose()). */
@@ -197,6 +201,18 @@ export class BrowserModel {
     const { prompt, options } = renderChat(this.chatInfo, messages, opts, this.chatInfo.generateDefaults);
     return yield* this.generate(prompt, options);
   }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /** Generate and return the whole text. */
   async complete(prompt: string | number[], opts: GenerateOptions = {}): Promise<{ text: string; tokens: number[]; stats: GenerationStats }> {
