@@ -288,6 +288,55 @@ export class AetherModel {
     return { text, tokens, stats: this.stats };
   }
 
+  /**
+   * Embeddings: per text, the mean over its tokens (BOS included when the tokenizer adds one) of the last
+   * hidden state after the final norm (the output head's input), L2-normalised; cosine similarity is then a
+   * dot product. One vector for a string, one per string for an array. Texts longer than the context fail.
+   */
+  async embed(input: string, opts?: { signal?: AbortSignal }): Promise<Float32Array>;
+  async embed(input: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
+  async embed(input: string | string[], opts: { signal?: AbortSignal } = {}): Promise<Float32Array | Float32Array[]> {
+    const r = await this.embedDetailed(typeof input === 'string' ? [input] : input, opts);
+    return typeof input === 'string' ? r.embeddings[0] : r.embeddings;
+  }
+
+  /** embed() of several texts, with the number of tokens they took (OpenAI's usage.prompt_tokens). */
+  async embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+    if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) throw new AetherError('invalid_argument', 'embed: expected a string or an array of strings');
+    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
+    this.busy = true;
+    try {
+      const embeddings: Float32Array[] = [];
+      let promptTokens = 0;
+      for (const [i, text] of texts.entries()) {
+        throwIfAborted(opts.signal);
+        const ids = this.tokenizer.encode(text);
+        if (ids.length === 0) throw new AetherError('invalid_argument', `embed: text ${i} has no tokens`, { param: 'input' });
+        if (ids.length > this.engine.nCtx) {
+          throw new AetherError('invalid_argument', `embed: text ${i} has ${ids.length} tokens, more than the context length ${this.engine.nCtx}`, { param: 'input' });
+        }
+        this.cached = [];
+        const v = this.engine.meanHidden(ids);
+        this.cached = ids; // the KV cache now holds this text
+        let ss = 0;
+        for (let k = 0; k < v.length; k++) ss += v[k] * v[k];
+        const inv = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+        for (let k = 0; k < v.length; k++) v[k] *= inv;
+        embeddings.push(v);
+        promptTokens += ids.length;
+        if (i < texts.length - 1) await yieldToEventLoop();
+      }
+      return { embeddings, promptTokens };
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** OpenAI-shaped embeddings ({ object: 'list', data: [{ embedding }], usage }); see js/src/openai.ts. */
+  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
+    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
   /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
   createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
   createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;

@@ -202,6 +202,24 @@ export class BrowserModel {
     return yield* this.generate(prompt, options);
   }
 
+  /** Embeddings, as AetherModel.embed: mean-pooled, final-normed last hidden state, L2-normalised. */
+  async embed(input: string, opts?: { signal?: AbortSignal }): Promise<Float32Array>;
+  async embed(input: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
+  async embed(input: string | string[], opts: { signal?: AbortSignal } = {}): Promise<Float32Array | Float32Array[]> {
+    const r = await this.embedDetailed(typeof input === 'string' ? [input] : input, opts);
+    return typeof input === 'string' ? r.embeddings[0] : r.embeddings;
+  }
+
+  /** embed() of several texts, with the number of tokens they took. */
+  embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+    return this.ch.call('embed', { texts }, opts.signal);
+  }
+
+  /** OpenAI-shaped embeddings (as AetherModel's). */
+  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
+    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
   /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
   createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
   createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;

@@ -70,6 +70,7 @@ export type WireGenerateOptions = Omit<GenerateOptions, 'signal'>;
 export interface Verbs {
   load: { args: { source: WireSource; options: WireLoadOptions }; result: ModelInfo };
   generate: { args: { prompt: string | number[]; options: WireGenerateOptions }; result: GenerationStats };
+  embed: { args: { texts: string[] }; result: { embeddings: Float32Array[]; promptTokens: number } };
   tokenize: { args: { text: string; options?: { addBos?: boolean; parseSpecial?: boolean } }; result: number[] };
   detokenize: { args: { ids: number[]; options?: { skipSpecial?: boolean } }; result: string };
   stats: { args: Record<string, never>; result: GenerationStats };

@@ -158,6 +158,7 @@ export class Engine {
     e.biasVals = heap.alloc(4 * MAX_LOGIT_BIAS, 4);
     e.topIds = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
     e.topLps = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
+    e.hiddenBuf = heap.alloc(4 * config.dim, 16);
     const vocab = config.vocab_size;
     const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
     c.ae_model_reset(e.model);
@@ -270,8 +271,12 @@ export class Engine {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
   }
 
-  /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
-  forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
+  /**
+   * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
+   * `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed hidden state of every
+   * token is added there instead.
+   */
+  forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0): void {
     this.check();
     const n = tokens.length;
     if (n === 0) return;
@@ -289,11 +294,27 @@ export class Engine {
       dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
       dv.setInt32(this.args + FWD.POS, pos + s, true);
       dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
+      dv.setUint32(this.args + FWD.HIDDEN_SUM, hiddenSum, true);
       checkStatus(this.core.ae_forward(this.pool, this.args), {
         op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },
       });
     }
   }
+
+  /**
+   * Mean over `tokens` (run at positions 0..n-1; the KV cache then holds them) of the final-normed hidden
+   * state: the model's last hidden layer with the output norm applied, the input of the output head.
+   */
+  meanHidden(tokens: ArrayLike<number>): Float32Array {
+    this.check();
+    const D = this.config.dim;
+    this.heap.f32(this.hiddenBuf, D).fill(0);
+    this.forward(tokens, 0, false, this.hiddenBuf);
+    const out = this.heap.f32(this.hiddenBuf, D).slice();
+    for (let i = 0; i < D; i++) out[i] /= tokens.length;
+    return out;
+  }
+  private hiddenBuf = 0;
 
   /** Logits of the last forward: the last token, or row `row` when run with wantAll. A fresh copy. */
   logits(row = 0): Float32Array {
@@ -385,6 +406,7 @@ export class Engine {
     dv.setInt32(this.args + FWD.N_TOKENS, n, true);
     dv.setInt32(this.args + FWD.POS, layer, true);
     dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
+    dv.setUint32(this.args + FWD.HIDDEN_SUM, 0, true);
     checkStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
   }
 
