@@ -87,7 +87,8 @@ export interface GenerationStats {
   decodeMs: number;
   prefillTps: number;
   decodeTps: number;
-  finishReason: 'stop' | 'length' | 'context_full' | 'aborted' | null;
+  /** 'aborted': by the signal, or the caller left the loop early; 'error': the generation threw. */
+  finishReason: 'stop' | 'length' | 'context_full' | 'aborted' | 'error' | null;
 }
 
 export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
@@ -236,7 +237,7 @@ export class AetherModel {
       if (stats.finishReason === null) stats.finishReason = 'length';
       return stats;
     } catch (e) {
-      if ((e as Error)?.name === 'AbortError') stats.finishReason = 'aborted';
+      stats.finishReason = (e as Error)?.name === 'AbortError' ? 'aborted' : 'error';
       throw e;
     } finally {
       // also reached when the caller leaves the loop early (break / return: the generator's return()),

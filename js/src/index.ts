@@ -10,3 +10,5 @@ export type {
   ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionRequest, EmbeddingRequest, EmbeddingResponse,
   CallOptions, OpenAIHost,
 } from './openai.js';
+export { serve } from './node/server.js';
+export type { ServeOptions, RunningServer } from './node/server.js';

@@ -300,8 +300,8 @@ export async function createChatCompletion(host: OpenAIHost, req: ChatCompletion
     const chunk = (delta: ChatCompletionChunk['choices'][0]['delta'], lp: ChatLogprobs | null, fr: FinishReason | null): ChatCompletionChunk =>
       ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, logprobs: lp, finish_reason: fr }], ...(includeUsage ? { usage: null } : {}) });
     try {
+      let r = await gen.next(); // the request's own errors (prompt too long, bad token ids) come before any chunk
       yield chunk({ role: 'assistant', content: '' }, null, null);
-      let r = await gen.next();
       while (!r.done) {
         const p = r.value;
         const lp = wantLp && p.logprob !== undefined ? { content: [chatLogprob(p)], refusal: null as null } : null;
