@@ -26,6 +26,8 @@ export type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats, Tok
 export type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Completion, CompletionRequest, CallOptions } from '../openai.js';
 export type { ModelConfig } from '../runtime/engine.js';
 export type { FfnOptions } from '../runtime/ffn.js';
+export { formatPrometheus, PROMETHEUS_CONTENT_TYPE } from '../runtime/metrics.js';
+export type { ModelMetrics, LayerMetrics, KvDtypeMetrics } from '../runtime/metrics.js';
 export type { ChatMessage } from '../tokenizer/chat.js';
 
 export const Aether = { load, probeFeatures, clearModelCache, listCachedModels };
