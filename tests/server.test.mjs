@@ -171,8 +171,8 @@ test('bad input: OpenAI-style 400s (malformed JSON, wrong types, oversized body)
 
 test('a client that disconnects aborts its generation; queued requests are served in arrival order', async () => {
   const m0 = await metrics();
-  const aborted0 = metric(m0, 'aether_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}');
-  const tokens0 = metric(m0, 'aether_completion_tokens_total', '{model="tiny-llama-a-q8_0"}');
+  const aborted0 = metric(m0, 'aether_server_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}');
+  const tokens0 = metric(m0, 'aether_server_completion_tokens_total', '{model="tiny-llama-a-q8_0"}');
   // a long stream (EOS banned: it runs to max_tokens), dropped after 3 chunks
   const ac = new AbortController();
   const stream = await client.completions.create({ model: 'x', prompt: 'The', max_tokens: 240, temperature: 1, seed: 1, stream: true, logit_bias: { 2: -100 } }, { signal: ac.signal });
@@ -184,11 +184,11 @@ test('a client that disconnects aborts its generation; queued requests are serve
   let m1;
   for (let i = 0; i < 100; i++) {
     m1 = await metrics();
-    if (metric(m1, 'aether_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}') > aborted0) break;
+    if (metric(m1, 'aether_server_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}') > aborted0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.equal(metric(m1, 'aether_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}'), aborted0 + 1);
-  const made = metric(m1, 'aether_completion_tokens_total', '{model="tiny-llama-a-q8_0"}') - tokens0;
+  assert.equal(metric(m1, 'aether_server_generations_total', '{model="tiny-llama-a-q8_0",finish_reason="aborted"}'), aborted0 + 1);
+  const made = metric(m1, 'aether_server_completion_tokens_total', '{model="tiny-llama-a-q8_0"}') - tokens0;
   assert.ok(made >= 3 && made < 240, `the aborted generation made ${made} tokens`);
   assert.ok(metric(m1, 'aether_aborted_requests_total') >= 1);
 
@@ -257,4 +257,27 @@ test('load: 12 concurrent clients x 6 requests each, every one answered with its
   const h = JSON.parse((await request('GET', '/health')).body);
   assert.equal(h.queue, 0);
   assert.equal(child.exitCode, null);
+});
+
+test('/metrics: valid Prometheus text (each family once, typed, samples belong to it), server and model metrics', async () => {
+  const text = await metrics();
+  const types = new Map();
+  let current = null;
+  for (const line of text.trimEnd().split('\n')) {
+    let m;
+    if ((m = /^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$/.exec(line))) { current = m[1]; continue; }
+    if ((m = /^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge)$/.exec(line))) {
+      assert.equal(m[1], current);
+      assert.ok(!types.has(m[1]), `family ${m[1]} declared twice`);
+      types.set(m[1], m[2]);
+      if (m[2] === 'counter') assert.match(m[1], /_total$/);
+      continue;
+    }
+    m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*(?:\\.[^"\\]*)*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="[^"\\]*(?:\\.[^"\\]*)*")*\})? (-?[\d.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    assert.ok(m, `bad sample line: ${line}`);
+    assert.equal(m[1], current, `sample ${m[1]} outside its family`);
+  }
+  for (const f of ['aether_http_requests_total', 'aether_queue_requests', 'aether_server_generations_total', 'process_resident_memory_bytes',
+    'aether_decode_tokens_total', 'aether_kv_cache_bytes', 'aether_wasm_memory_bytes']) assert.ok(types.has(f), `missing ${f}`);
+  assert.ok(metric(text, 'aether_http_requests_total', '{route="/v1/chat/completions",code="200"}') >= 1);
 });

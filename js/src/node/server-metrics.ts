@@ -1,14 +1,14 @@
 /**
  * Server-level metrics of `aether serve` and their Prometheus text exposition (format 0.0.4: `# HELP` /
- * `# TYPE` once per family, base units in the names, counters ending in `_total`). Kept in one small
- * module so that model-level metrics can be appended to the same exposition.
+ * `# TYPE` once per family, base units in the names, counters ending in `_total`). /metrics appends the
+ * model's own (`formatPrometheus(model.metrics())`, js/src/runtime/metrics.ts); the names here do not clash.
  */
 
 export type MetricType = 'counter' | 'gauge';
 export interface MetricSample { labels?: Record<string, string>; value: number }
 export interface MetricFamily { name: string; help: string; type: MetricType; samples: MetricSample[] }
 
-export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+export { PROMETHEUS_CONTENT_TYPE } from '../runtime/metrics.js';
 
 const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_RE = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
@@ -38,7 +38,6 @@ export class ServerMetrics {
   promptTokens = 0;
   completionTokens = 0;
   generationSeconds = 0;
-  lastDecodeTps = 0;
   aborted = 0;
   queueLength = 0;
   inFlight = 0;
@@ -56,15 +55,14 @@ export class ServerMetrics {
   private readonly finishes = new Map<string, number>();
 
   /** Tokens and time of one generation (finished, or ended early: finish reason 'aborted'). */
-  generation(promptTokens: number, completionTokens: number, seconds: number, decodeTps: number, finishReason = 'stop'): void {
+  generation(promptTokens: number, completionTokens: number, seconds: number, finishReason = 'stop'): void {
     this.finishes.set(finishReason, (this.finishes.get(finishReason) ?? 0) + 1);
     this.promptTokens += promptTokens;
     this.completionTokens += completionTokens;
     this.generationSeconds += seconds;
-    if (decodeTps > 0) this.lastDecodeTps = decodeTps;
   }
 
-  families(extra: { wasmMemoryBytes: number; model: string }): MetricFamily[] {
+  families(extra: { model: string }): MetricFamily[] {
     const mem = process.memoryUsage();
     const m = { model: extra.model };
     return [
@@ -80,14 +78,12 @@ export class ServerMetrics {
       { name: 'aether_inflight_requests', type: 'gauge', help: 'Requests running on the engine (0 or 1).', samples: [{ value: this.inFlight }] },
       { name: 'aether_aborted_requests_total', type: 'counter', help: 'Requests whose client disconnected before the end.', samples: [{ value: this.aborted }] },
       {
-        name: 'aether_generations_total', type: 'counter', help: 'Generations run (embeddings included), by finish reason.',
+        name: 'aether_server_generations_total', type: 'counter', help: 'Generation requests run (embeddings included), by finish reason.',
         samples: [...this.finishes].map(([reason, v]) => ({ labels: { ...m, finish_reason: reason }, value: v })),
       },
-      { name: 'aether_prompt_tokens_total', type: 'counter', help: 'Prompt tokens of generations and embeddings.', samples: [{ labels: m, value: this.promptTokens }] },
-      { name: 'aether_completion_tokens_total', type: 'counter', help: 'Tokens generated (by aborted generations too).', samples: [{ labels: m, value: this.completionTokens }] },
-      { name: 'aether_generation_seconds_total', type: 'counter', help: 'Engine time of generations.', samples: [{ labels: m, value: this.generationSeconds }] },
-      { name: 'aether_decode_tokens_per_second', type: 'gauge', help: 'Decode rate of the last generation that measured one.', samples: [{ labels: m, value: this.lastDecodeTps }] },
-      { name: 'aether_wasm_memory_bytes', type: 'gauge', help: 'Size of the engine\'s WebAssembly memory.', samples: [{ labels: m, value: extra.wasmMemoryBytes }] },
+      { name: 'aether_server_prompt_tokens_total', type: 'counter', help: 'Prompt tokens of generations and embeddings.', samples: [{ labels: m, value: this.promptTokens }] },
+      { name: 'aether_server_completion_tokens_total', type: 'counter', help: 'Tokens generated (by aborted generations too).', samples: [{ labels: m, value: this.completionTokens }] },
+      { name: 'aether_server_generation_seconds_total', type: 'counter', help: 'Engine time of generations.', samples: [{ labels: m, value: this.generationSeconds }] },
       { name: 'process_resident_memory_bytes', type: 'gauge', help: 'Resident set size of the server process.', samples: [{ value: mem.rss }] },
       { name: 'nodejs_heap_used_bytes', type: 'gauge', help: 'V8 heap in use.', samples: [{ value: mem.heapUsed }] },
       { name: 'process_uptime_seconds', type: 'gauge', help: 'Seconds since the server started.', samples: [{ value: (Date.now() - this.startedAt) / 1000 }] },

@@ -2,7 +2,7 @@
  * OpenAI-compatible HTTP server over one loaded model (`aether serve`; Node's http module, no framework).
  *
  *   POST /v1/chat/completions   POST /v1/completions   (JSON, or server-sent events with "stream": true)
- *   POST /v1/embeddings         GET /v1/models[/ID]     GET /health     GET /metrics (Prometheus text)
+ *   POST /v1/embeddings         GET /v1/models[/ID]     GET /health     GET /metrics (Prometheus text: the server's counters, then the model's metrics())
  *
  * One engine, so one request runs at a time: requests wait in a FIFO queue (answered in arrival order;
  * beyond `maxQueue` waiting requests: 429). A client that disconnects leaves the queue, or aborts its
@@ -16,7 +16,8 @@ import type { AddressInfo } from 'node:net';
 import type { AetherModel } from '../aether.js';
 import { AetherError } from '../errors.js';
 import { createChatCompletion, createCompletion, createEmbedding, parseChatRequest, parseCompletionRequest } from '../openai.js';
-import { PROMETHEUS_CONTENT_TYPE, ServerMetrics, formatFamilies } from './server-metrics.js';
+import { formatPrometheus, PROMETHEUS_CONTENT_TYPE } from '../runtime/metrics.js';
+import { ServerMetrics, formatFamilies } from './server-metrics.js';
 
 export interface ServeOptions {
   host?: string;
@@ -192,7 +193,7 @@ export async function serve(model: AetherModel, opts: ServeOptions = {}): Promis
         await run();
       } finally {
         const s = model.stats;
-        if (s !== before) metrics.generation(s.promptTokens, s.generatedTokens, (performance.now() - t0) / 1000, s.decodeTps, s.finishReason ?? 'error');
+        if (s !== before) metrics.generation(s.promptTokens, s.generatedTokens, (performance.now() - t0) / 1000, s.finishReason ?? 'error');
       }
     }, signal);
 
@@ -246,7 +247,7 @@ export async function serve(model: AetherModel, opts: ServeOptions = {}): Promis
         const body = await post();
         await queue.run(async () => {
           const out = await createEmbedding({ modelId: model.modelId, embed: (t, o) => model.embedDetailed(typeof t === 'string' ? [t] : t, o) }, body as never, { signal });
-          metrics.generation(out.usage.prompt_tokens, 0, 0, 0, 'embedding');
+          metrics.generation(out.usage.prompt_tokens, 0, 0, 'embedding');
           send(res, 200, out);
         }, signal);
         return;
@@ -257,7 +258,7 @@ export async function serve(model: AetherModel, opts: ServeOptions = {}): Promis
       case '/health':
         return send(res, 200, { status: 'ok', model: model.modelId, queue: queue.length, busy: metrics.inFlight > 0 });
       case '/metrics':
-        return send(res, 200, formatFamilies(metrics.families({ wasmMemoryBytes: model.engine.heap.memory.buffer.byteLength, model: model.modelId })));
+        return send(res, 200, formatFamilies(metrics.families({ model: model.modelId })) + formatPrometheus(model.metrics(), { labels: { model: model.modelId } }));
       default:
         if (path.startsWith('/v1/models/') && method === 'GET') {
           const id = decodeURIComponent(path.slice('/v1/models/'.length));
