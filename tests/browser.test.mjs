@@ -112,6 +112,25 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.match(await page.textContent('#ffn-error'), /^FFN mode 'fused' is unavailable: invalid_argument: /);
   await page.selectOption('#ffn-mode', 'dense');
 
+  // The shipped model carries saturation metadata: with the FFN modules loaded, dynamic mode works out of
+  // the box, and the neuron chart shows a part of the neurons active in every layer.
+  await page.check('#ffn-modules');
+  await page.click('#load');
+  await page.waitForSelector('#status:is([data-state=ready], [data-state=error])', WAIT);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'ready');
+  await page.selectOption('#ffn-mode', 'dynamic');
+  await page.click('#apply-ffn');
+  await page.waitForFunction(() => /FFN mode: dynamic|FFN mode dynamic failed/.test(document.body.textContent), null, WAIT);
+  assert.equal(await page.textContent('#ffn-error'), '', 'dynamic mode applies on the shipped model');
+  await page.click('#generate');
+  await page.waitForSelector('#status:is([data-state=done], [data-state=error])', WAIT);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'done');
+  const chart = await page.evaluate(() => ({ active: window.aetherDemo.ffnActive, hidden: window.aetherDemo.model.config.hidden_dim }));
+  assert.equal(chart.active.length, 6);
+  assert.ok(chart.active.every((v) => v > 0 && v < chart.hidden), `dynamic: a part of the neurons per layer (${chart.active} of ${chart.hidden})`);
+  await page.selectOption('#ffn-mode', 'dense');
+  await page.click('#apply-ffn');
+
   const shot = path.join(os.tmpdir(), 'aether-browser-demo.png');
   await page.screenshot({ path: shot });
   console.log(`# screenshot: ${shot}`);
