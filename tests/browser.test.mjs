@@ -170,6 +170,9 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     out.chat = [];
     for await (const piece of m.chat([{ role: 'user', content: 'What is Debian?' }], { maxTokens: 8, greedy: true })) out.chat.push(piece.token);
     // the OpenAI-shaped API on the page (seeded sampling, logprobs, logit_bias, a stream)
+    // (embeddings first: ffnActive below reads the last forward, a decode step)
+    out.embed = Array.from(await m.embed('apt-get install hello'));
+    out.oaiEmbedding = await m.createEmbedding({ input: ['apt-get install hello'] });
     const oaiMessages = [{ role: 'user', content: 'What is Debian?' }];
     out.oaiChat = await m.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, logprobs: true, top_logprobs: 2 });
     out.oaiChunks = [];
@@ -252,6 +255,9 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
       assert.ok(api.oaiChunks.every((c) => c.object === 'chat.completion.chunk'));
       const comp = await nm.createCompletion({ prompt: PROMPT, max_tokens: 6, seed: 2, logit_bias: { 500: 5 }, logprobs: 1 });
       assert.deepEqual(api.oaiCompletion.choices, comp.choices);
+      const emb = Array.from(await nm.embed('apt-get install hello'));
+      assert.deepEqual(api.embed, emb, 'embeddings on the page = in Node');
+      assert.deepEqual(api.oaiEmbedding.data[0].embedding, emb);
     } finally { nm.dispose(); }
   }
   assert.equal(api.tokenize.length, expected.prompt_tokens);
