@@ -15,7 +15,7 @@ const dot = (a, b) => a.reduce((s, v, i) => s + v * b[i], 0);
 test('embedding = normalised mean of the reference final-normed hidden states (llama, qwen2 f32)', async () => {
   for (const arch of ['llama', 'qwen2']) {
     const { file, cfg, W } = await generateModel(arch, 'f32', 5);
-    const m = await load(file, { maxBatch: 4 });
+    const m = await load(file, { maxBatch: 4, kvDtype: 'f32' }); // the reference keeps K/V in f32
     try {
       const ids = [1, 17, 40, 99, 3, 250, 8, 61, 12, 7]; // 10 tokens: 3 batches of at most 4
       const ref = createRefModel(cfg, W);
