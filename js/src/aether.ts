@@ -510,7 +510,6 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
     const model = new AetherModel(eng, tokenizer, meta);
-<<<<<<< HEAD
     const warm = opts.warmup ?? !isNode;
     if (warm !== false) {
       model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined);
@@ -519,9 +518,7 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
       model.reset();
       model.stats = emptyStats();
     }
-=======
     if (typeof source === 'string') model.modelId = source.replace(/^.*[\\/]/, '').replace(/\.(rknot|gguf)$/i, '') || model.modelId;
->>>>>>> main
     return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();

@@ -415,8 +415,6 @@ export class Engine {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
   }
 
-<<<<<<< HEAD
-  /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
   /**
    * Warm-up: V8 runs wasm first in its baseline tier (Liftoff) and optimises a function once it has run
    * enough, in the background; without this the first generation after a load is several times slower than
@@ -447,15 +445,13 @@ export class Engine {
     return { rounds: roundMs.length, ms: now() - t0, roundMs };
   }
 
-  forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
-=======
+
   /**
    * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
    * `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed hidden state of every
    * token is added there instead.
    */
   forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0): void {
->>>>>>> main
     this.check();
     const n = tokens.length;
     if (n === 0) return;
