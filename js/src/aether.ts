@@ -260,7 +260,7 @@ export class AetherModel {
   setFfnMode(mode: FfnModeName, layers?: number[], opts?: FfnOptions): void {
     if (mode !== 'dense') {
       for (const l of layers ?? Array.from({ length: this.config.n_layers }, (_, i) => i)) {
-        if (!this.engine.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `FFN mode '${mode}' needs layer ${l}'s dense FFN weights, which this compressed file does not have (aether compress --keep-dense keeps them)`);
+        if (Number.isInteger(l) && l >= 0 && l < this.config.n_layers && !this.engine.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `FFN mode '${mode}' needs layer ${l}'s dense FFN weights, which this compressed file does not have (aether compress --keep-dense keeps them)`);
       }
     }
     this.ffn.setMode(mode, layers, opts);
