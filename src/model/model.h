@@ -47,6 +47,9 @@ enum ae_config_key {
   AE_CFG_ROPE_ATTN_FACTOR = 23,/* cos and sin are multiplied by this (LongRoPE attention factor); default 1 */
   AE_CFG_ROPE_THETA_SWA = 24,  /* RoPE base of SWA layers (Gemma 3 local layers: 10000); 0 = rope_theta */
   AE_CFG_ROPE_FREQ_SCALE_SWA = 25, /* linear RoPE scaling of SWA layers; default 1 */
+  /* KV cache (int) */
+  AE_CFG_KV_TYPE_K = 26,       /* ae_type of the K cache (llama.cpp cache_type_k); default f16 */
+  AE_CFG_KV_TYPE_V = 27,       /* ae_type of the V cache (cache_type_v); default f16 */
 };
 
 /* Tensor roles for ae_model_set_tensor, with the tensor's GGUF / .rknot name (per-layer roles: the name
@@ -106,6 +109,7 @@ typedef struct {
   int32_t ffn_act, swa_window;
   float embd_scale, attn_scale, attn_softcap, final_softcap, rope_freq_scale, rope_attn_factor, rope_theta_swa,
       rope_freq_scale_swa;
+  int32_t kv_type_k, kv_type_v;  /* ae_type of the K / V cache (ae_kv_types_ok) */
 } ae_config;
 
 /* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
@@ -117,6 +121,31 @@ enum ae_ffn_mode {
   AE_FFN_PROFILE = 4,      /* "profile": dense result + activation statistics (ffn-saturated module) */
 };
 
+/* ---- mixed-precision KV cache (docs/rknot.md kv_policy; js/src/formats/kv-policy.ts) ----
+ * A policy splits positions into up to AE_KV_MAX_SEGS contiguous segments from 0, each with its dtype (K and V
+ * alike), plus optionally a recent window kept in its own copy (a ring of window + max_batch positions, so that
+ * every query of a batch still finds its window). Every position is written, quantised once from f32, into its
+ * segment and, with a window, into the ring; a query at p reads positions p-window+1..p from the ring and the
+ * older ones from the segments. KV heads marked local read only [0, sinks) and the window. */
+#define AE_KV_MAX_SEGS 4
+/* One store: rows of every KV head in dtype `type`, head-major: head g's row i at k + (g * cap + i) * row bytes
+ * (same for v). Segment: row i holds position start + i, positions [start, end). Ring: row t % cap holds t. */
+typedef struct {
+  uint8_t *k, *v;
+  int32_t type, start, end, cap;
+  uint32_t row;
+} ae_kv_store;
+
+typedef struct {
+  int32_t n_seg;        /* 0: no policy */
+  int32_t window;       /* 0: none */
+  int32_t window_type;
+  int32_t sinks;        /* positions local heads keep besides the window */
+  int32_t seg_end[AE_KV_MAX_SEGS], seg_type[AE_KV_MAX_SEGS];  /* as set (end -1: to n_ctx) */
+  ae_kv_store seg[AE_KV_MAX_SEGS], ring;                      /* carved by the arena layout */
+  uint32_t local[2];    /* KV head g local when bit (g & 31) of local[g >> 5] is set */
+} ae_kv_policy;
+
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
   ae_tensor q_norm, k_norm, attn_post_norm, ffn_post_norm;  /* optional (absent: data NULL) */
@@ -125,6 +154,12 @@ typedef struct {
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
   double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
+  /* KV cache of the layer (carved by ae_model_init; see "KV cache" in docs/DESIGN.md): head-major, KV head g's
+   * position t at k + (g * n_ctx + t) * k_row bytes, dtype k_type (same for v) */
+  uint8_t *k, *v;
+  int32_t k_type, v_type;
+  uint32_t k_row, v_row;  /* bytes of one head's row: ae_kv_row_size(type, head_dim) (padded to whole blocks) */
+  ae_kv_policy kvp;       /* mixed-precision KV policy of the layer (n_seg 0: the plain cache above) */
 } ae_layer;
 
 /* Op classes of the per-layer time counters (ae_model_set_timing; JS: the quoted name). Thread 0 reads the
@@ -160,11 +195,12 @@ typedef struct {
   size_t act_stride[AE_TYPE_COUNT];
   float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs of full-attention layers */
   float *rope_cs_swa; /* (max_batch, rope_dim) cos/sin pairs of SWA layers (= rope_cs when they share the RoPE) */
-  float *att;      /* (max_threads, n_ctx) attention scores scratch */
-  float *k_cache;  /* (n_layers, n_ctx, kv_dim) */
-  float *v_cache;  /* (n_layers, n_ctx, kv_dim) */
+  float *att;      /* (max_threads, group, n_ctx) attention scores scratch (group = n_heads / n_kv_heads) */
+  uint8_t *qconv;  /* (max_threads, (group + 1) * AE_KV_PAD(head_dim) * 4 bytes) q in K's vec_dot_type; padded rows */
+  uint8_t *kv;     /* the KV cache of every layer (ae_layer.k / .v point into it) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
+  int32_t kv_dirty;  /* a KV policy changed after init: ae_model_relayout before the next forward */
   double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
   double op_t0;    /* clock at the last step boundary (thread 0) */
   /* attention statistics per (thread, layer, head) for `aether profile-heads` (ae_model_set_head_stats); NULL: off */

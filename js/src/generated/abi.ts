@@ -42,7 +42,7 @@ export const Arch = { llama: 0, qwen2: 1, phi3: 2, qwen3: 3, gemma: 4, gemma2: 5
 /** enum ae_ffn_act (values of Cfg.FFN_ACT) */
 export const FfnAct = { silu: 0, gelu_tanh: 1 } as const;
 /** enum ae_config_key */
-export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25 } as const;
+export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25, KV_TYPE_K: 26, KV_TYPE_V: 27 } as const;
 /** enum ae_role */
 export const Role = { TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10, WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ATTN_Q_NORM: 16, ATTN_K_NORM: 17, ATTN_POST_NORM: 18, FFN_POST_NORM: 19, ROPE_FREQS: 20, ROLE_COUNT: 21 } as const;
 /** Global tensor name -> role (layer -1). */

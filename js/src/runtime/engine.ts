@@ -13,6 +13,7 @@ import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
 import type { WorkerInit } from './worker.js';
+import { checkKvPolicy, formatKvPolicy, parseKvPolicy, type KvPolicy } from '../formats/kv-policy.js';
 
 /** The subset of .rknot metadata the engine needs (js/src/formats/rknot.ts RknotConfig documents the fields). */
 export interface ModelConfig {
@@ -39,13 +40,58 @@ export function ropeFactorsTensor(cfg: ModelConfig, nCtx: number): string | unde
 }
 export interface TensorInfo { name: string; dtype: string; shape: number[]; offset: number; bytes: number }
 
+/** KV-cache dtypes (llama.cpp's cache_type_k / cache_type_v); f16 is the default. */
+export const KV_DTYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const;
+export type KvDtype = typeof KV_DTYPES[number];
+export const DEFAULT_KV_DTYPE: KvDtype = 'f16';
+/**
+ * Context length taken when none is given: the model's, clamped to this and to what fits in memory. 4096 is the
+ * default n_ctx of llama.cpp's command-line tools (common/common.h); a larger one must be asked for (nCtx).
+ */
+export const DEFAULT_CTX_CEILING = 4096;
+/** The wasm32 address space. */
+export const WASM32_MAX_BYTES = 2 ** 32;
+
+/** What the engine puts in wasm memory, in bytes (Engine.memoryPlan). */
+export interface MemoryPlan {
+  /** Runtime: stacks, pool, model struct, sampler buffers (everything before the weights). */
+  runtime: number;
+  weights: number;
+  kvCache: number;
+  /** Activation buffers, attention scratch, logits (the arena minus the KV cache). */
+  scratch: number;
+  total: number;
+  /** The limit: 4 GiB (wasm32) or the maxMemory option, whichever is smaller. */
+  limit: number;
+  nCtx: number;
+  kvDtype: { k: KvDtype; v: KvDtype };
+  /** Why nCtx is what it is. */
+  ctxSource: 'option' | 'model' | 'ceiling' | 'memory';
+}
+
 export interface EngineOptions {
   /** Compute threads including the calling one (default 1). Falls back to 1 without SharedArrayBuffer. */
   threads?: number;
   /** Tokens per prefill batch (default 64). */
   maxBatch?: number;
-  /** Context length (default and maximum: the model's n_ctx). */
+  /**
+   * Context length (maximum: the model's n_ctx). Default: the model's n_ctx clamped to DEFAULT_CTX_CEILING (4096)
+   * and to what fits in memory. A given nCtx that does not fit is refused (out_of_memory, with the largest that fits).
+   */
   nCtx?: number;
+  /** KV-cache dtype of K and V ('f32', 'f16', 'q8_0', 'q4_0'), or each: { k, v }. Default: the file's kv_cache.dtype, else f16. */
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /**
+   * KV policy (mixed precision by position, a recent window; docs/rknot.md kv_policy): the compact syntax
+   * ('sinks=4:f16,window=64:f16,rest=q8_0', '0-20:f16,21-100:q8_0,101-:q4_0'), the structured form, or null /
+   * 'full' for none. Default: the file's kv_policy section (AetherModel load), else none.
+   */
+  kvPolicy?: string | KvPolicy | null;
+  /** Cap on the wasm memory in bytes (default and maximum: 4 GiB). The memory plan must fit under it. */
+  maxMemory?: number;
+  /** Testing: leave this many bytes unused at the bottom of the memory, so every address the engine uses is above it
+   * (e.g. 2.1 GiB: the large-memory path with a small model; untouched pages cost no RAM). Counts toward the plan. */
+  addressOffset?: number;
   /** Keep logits of every batch position (needed for perplexity); default false. */
   logitsAll?: boolean;
   /** Spin iterations before a thread waits (default 200000). */
@@ -67,7 +113,10 @@ export class Engine {
   readonly threads: number;
   readonly threaded: boolean;
   readonly maxBatch: number;
-  readonly nCtx: number;
+  /** Context length (set by the memory plan). */
+  nCtx: number;
+  /** The memory plan this engine was created with. */
+  plan!: MemoryPlan;
   readonly logitsAll: boolean;
   readonly spin: number;
   readonly warnings: string[] = [];
@@ -85,6 +134,7 @@ export class Engine {
     this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 64, 4096));
     this.nCtx = Math.min(opts.nCtx ?? config.n_ctx, config.n_ctx);
+    if (opts.nCtx !== undefined && (!Number.isInteger(opts.nCtx) || opts.nCtx < 1)) throw new AetherError('invalid_argument', `nCtx = ${opts.nCtx} must be a positive integer`);
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 200000));
   }
@@ -115,8 +165,33 @@ export class Engine {
    */
   static create(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, tensors: TensorInfo[],
     dataSize: number, opts: EngineOptions): { engine: Engine; dest: Uint8Array } {
+    const e = Engine.setup(prep, config, dataSize, opts);
+    const heap = e.heap;
+    e.dataSize = dataSize;
+    e.dataBase = heap.alloc(dataSize, 64);
+    e.setTensors(tensors);
+    e.arenaSize = e.arenaBytes(e.nCtx);
+    e.arena = heap.alloc(e.arenaSize, 64);
+    return { engine: e, dest: heap.u8(e.dataBase, dataSize) };
+  }
+
+  /**
+   * The memory plan for a model of `config` with a data section of `dataSize` bytes, without loading it (nothing
+   * big is allocated). Throws out_of_memory as load() would.
+   */
+  static planMemory(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, dataSize: number, opts: EngineOptions): { plan: MemoryPlan; warnings: string[] } {
+    const e = Engine.setup(prep, config, dataSize, opts);
+    e.dispose();
+    return { plan: e.plan, warnings: e.warnings };
+  }
+
+  /** Heap, module instances, small buffers, config and the memory plan (which sets nCtx). */
+  private static setup(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, dataSize: number, opts: EngineOptions): Engine {
     const heap = new Heap(prep.threaded);
     const e = new Engine(heap, config, prep.threads, prep.threaded, opts);
+    const off = opts.addressOffset ?? 0;
+    if (!Number.isSafeInteger(off) || off < 0) throw new AetherError('invalid_argument', `addressOffset = ${off} must be a non-negative integer`);
+    if (off > 0) heap.alloc(off, 64);
     e.warnings.push(...prep.warnings);
     e.modules = prep.modules;
     for (let t = 0; t < prep.threads; t++) {
@@ -127,7 +202,7 @@ export class Engine {
     e.core = instantiateSet(prep.modules, heap.memory, e.stackTops[0]).core;
     const c = e.core;
     e.pool = heap.alloc(POOL_SIZE, 64);
-    e.model = heap.alloc(Number(c.ae_model_sizeof()), 64);
+    e.model = heap.alloc(c.ae_model_sizeof() >>> 0, 64);
     e.args = heap.alloc(FWD.SIZE, 8);
     e.tokBuf = heap.alloc(4 * e.maxBatch, 4);
     e.sampler = heap.alloc(SMP.SIZE, 8);
@@ -135,21 +210,79 @@ export class Engine {
     const vocab = config.vocab_size;
     const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
     c.ae_model_reset(e.model);
-    e.setConfig(config);
-    e.dataSize = dataSize;
-    e.dataBase = heap.alloc(dataSize, 64);
-    e.setTensors(tensors);
-    e.arenaSize = Number(c.ae_model_arena_size(e.model));
-    if (!e.arenaSize) throw new AetherError('config_error', `model config is out of range, or its KV cache and buffers (n_ctx ${e.nCtx}, max batch ${e.maxBatch}) do not fit in 4 GiB: ${JSON.stringify(config)}`);
-    e.arena = heap.alloc(e.arenaSize, 64);
+    e.setConfig(config, resolveKvDtype(opts.kvDtype));
+    e.kvPolicies = Array(config.n_layers).fill(null);
+    e.localKv = Array.from({ length: config.n_layers }, () => new Set<number>());
+    const pol = resolveKvPolicy(opts.kvPolicy);
+    if (pol) e.applyKvPolicy(pol, -1);
+    e.plan = e.plan_(dataSize, opts);
     const dv = heap.view();
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
     dv.setUint32(e.sampler + SMP.PROB, prob, true);
     dv.setUint32(e.sampler + SMP.RECENT, e.recent, true);
-    return { engine: e, dest: heap.u8(e.dataBase, dataSize) };
+    return e;
   }
 
-  private setConfig(cfg: ModelConfig): void {
+  /** Arena bytes (run state + KV cache) at context n, computed by C in 64 bits; sets the config's n_ctx to n. */
+  private arenaBytes(n: number): number {
+    const c = this.core;
+    checkStatus(c.ae_model_set_config_i(this.model, Cfg.N_CTX, n), { op: 'set config', subject: `n_ctx = ${n}` });
+    const a = Number(BigInt.asUintN(64, BigInt(c.ae_model_arena_size(this.model))));
+    if (!a) throw new AetherError('config_error', `model config is out of range (n_ctx ${n}, max batch ${this.maxBatch}, KV ${this.kvName()}): ${JSON.stringify(this.config)}`);
+    return a;
+  }
+
+  private kvTypes: { k: KvDtype; v: KvDtype } = { k: DEFAULT_KV_DTYPE, v: DEFAULT_KV_DTYPE };
+  private kvName(): string { return this.kvTypes.k === this.kvTypes.v ? this.kvTypes.k : `K ${this.kvTypes.k} / V ${this.kvTypes.v}`; }
+
+  /**
+   * Decide the context length so that runtime + weights + arena (KV cache and scratch) fit under the limit
+   * (4 GiB, or maxMemory), before anything big is allocated; all sizes in 64-bit arithmetic (C computes the
+   * arena in uint64, JS numbers are exact to 2^53). Throws out_of_memory with the numbers and the largest
+   * context that fits.
+   */
+  private plan_(dataSize: number, opts: EngineOptions): MemoryPlan {
+    const cap = opts.maxMemory;
+    if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new AetherError('invalid_argument', `maxMemory = ${cap} must be a positive number of bytes`);
+    const limit = Math.min(WASM32_MAX_BYTES, cap ?? Infinity);
+    const runtime = align(this.heap.used, 64);
+    const need = (n: number) => align(runtime + dataSize, 64) + this.arenaBytes(n);
+    const modelCtx = this.config.n_ctx;
+    // the largest n in [1, hi] with need(n) <= limit (need grows with n), 0 if none
+    const largest = (hi: number): number => {
+      if (need(1) > limit) return 0;
+      let lo = 1;
+      while (lo < hi) { const mid = Math.ceil((lo + hi) / 2); if (need(mid) <= limit) lo = mid; else hi = mid - 1; }
+      return lo;
+    };
+    let n: number, source: MemoryPlan['ctxSource'];
+    if (opts.nCtx !== undefined) { n = Math.min(opts.nCtx, modelCtx); source = 'option'; }
+    else if (modelCtx > DEFAULT_CTX_CEILING) { n = DEFAULT_CTX_CEILING; source = 'ceiling'; }
+    else { n = modelCtx; source = 'model'; }
+    if (need(n) > limit) {
+      const fit = largest(n);
+      if (opts.nCtx !== undefined || fit === 0) {
+        const arena = this.arenaBytes(n), kv = this.kvBytes();
+        const parts = `runtime ${mib(runtime)} + weights ${mib(dataSize)} + KV cache ${mib(kv)} (n_ctx ${n}, ${this.kvName()}) + scratch ${mib(arena - kv)} = ${mib(need(n))}`;
+        const lim = cap !== undefined && cap < WASM32_MAX_BYTES ? `the maxMemory cap of ${mib(limit)}` : 'the 4 GiB wasm32 limit';
+        const hint = fit === 0
+          ? 'the weights and buffers do not fit even with a context of 1 token'
+          : `the largest context that fits is ${fit} (nCtx: ${fit})${this.kvTypes.k === 'f32' || this.kvTypes.v === 'f32' ? '; a smaller KV dtype (kvDtype f16 or q8_0) fits more' : this.kvTypes.k !== 'q8_0' ? '; kvDtype q8_0 fits more' : ''}`;
+        throw new AetherError('out_of_memory', `the model does not fit in memory: ${parts} > ${lim}; ${hint}`, {
+          runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, total: need(n), limit, nCtx: n, largestNCtx: fit, kvDtype: { ...this.kvTypes },
+        });
+      }
+      this.warnings.push(`context clamped to ${fit} tokens (the model's is ${modelCtx}) so that weights + KV cache fit in ${mib(limit)}`);
+      n = fit; source = 'memory';
+    }
+    const arena = this.arenaBytes(n), kv = this.kvBytes();
+    this.nCtx = n;
+    return { runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, total: need(n), limit, nCtx: n, kvDtype: { ...this.kvTypes }, ctxSource: source };
+  }
+
+  private kvBytes(): number { return Number(BigInt.asUintN(64, BigInt(this.core.ae_model_kv_size(this.model)))); }
+
+  private setConfig(cfg: ModelConfig, kv: { k: KvDtype; v: KvDtype }): void {
     const c = this.core, m = this.model;
     const arch = (Arch as Record<string, number>)[cfg.arch];
     if (arch === undefined) throw new AetherError('unsupported', `architecture '${cfg.arch}' is not supported (${Object.keys(Arch).join(', ')})`);
@@ -163,8 +296,9 @@ export class Engine {
       [Cfg.VOCAB, cfg.vocab_size], [Cfg.N_CTX, this.nCtx], [Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
       [Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], [Cfg.MAX_BATCH, this.maxBatch],
       [Cfg.MAX_THREADS, this.threads], [Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
-      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window],
+      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window], [Cfg.KV_TYPE_K, DTYPE_IDS[kv.k]], [Cfg.KV_TYPE_V, DTYPE_IDS[kv.v]],
     ];
+    this.kvTypes = kv;
     for (const [k, v] of ints) {
       if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
       checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `key ${k} = ${v}` });
@@ -268,7 +402,7 @@ export class Engine {
   /** Logits of the last forward: the last token, or row `row` when run with wantAll. A fresh copy. */
   logits(row = 0): Float32Array {
     const v = this.config.vocab_size;
-    return this.heap.f32(this.core.ae_model_logits(this.model) + row * v * 4, v).slice();
+    return this.heap.f32((this.core.ae_model_logits(this.model) >>> 0) + row * v * 4, v).slice();
   }
 
   /** Sample from the last logits (modifies them). `recent` feeds the repetition penalty. */
@@ -285,7 +419,7 @@ export class Engine {
     const rv = this.heap.i32(this.recent, r.length);
     for (let i = 0; i < r.length; i++) rv[i] = r[i];
     dv.setBigUint64(s + SMP.RNG, rngState, true);
-    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model), this.config.vocab_size);
+    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, this.config.vocab_size);
     return { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
   }
 
@@ -386,11 +520,58 @@ export class Engine {
   }
   private kvReadBuf = 0;
 
-  /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
-  kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
-    const kvDim = this.config.n_kv_heads * this.config.head_dim;
-    const perPos = 2 * this.config.n_layers * kvDim * 4;
-    return [{ dtype: 'f32', bytes: perPos * this.nCtx, bytesPerPosition: perPos }];
+  /** KV policy per layer (null: the plain cache). */
+  kvPolicies: (KvPolicy | null)[] = [];
+  /** KV heads marked local per layer (attend to the policy's sinks and window only). */
+  localKv: Set<number>[] = [];
+
+  private applyKvPolicy(p: KvPolicy | null, layer: number): void {
+    const spec = new Int32Array(Math.max(2, 2 * (p?.ranges.length ?? 0)));
+    p?.ranges.forEach((r, i) => { spec[2 * i] = r.end === null ? -1 : r.end; spec[2 * i + 1] = DTYPE_IDS[r.dtype]; });
+    const buf = this.heap.alloc(spec.byteLength, 4);   // a few bytes per call, from the bump allocator
+    this.heap.i32(buf, spec.length).set(spec);
+    checkStatus(this.core.ae_model_set_kv_policy(this.model, layer, p?.ranges.length ?? 0, buf, p?.window?.size ?? 0,
+      p?.window ? DTYPE_IDS[p.window.dtype] : 0, p?.sinks ?? 0), { op: 'set KV policy', subject: `${formatKvPolicy(p)} (layer ${layer < 0 ? 'all' : layer}, head_dim ${this.config.head_dim})` });
+    const ls = layer < 0 ? this.kvPolicies.map((_, i) => i) : [layer];
+    for (const l of ls) { this.kvPolicies[l] = p; if (!p?.window) this.localKv[l].clear(); }
+  }
+
+  /**
+   * Switch the KV policy of `layers` (default all) at run time; the cache is emptied (the caller recomputes its
+   * tokens) and re-carved, in place when it fits in the current arena, else in a new one.
+   */
+  setKvPolicy(policy: string | KvPolicy | null, layers?: number[]): void {
+    this.check();
+    const p = resolveKvPolicy(policy);
+    const ls = layers ?? this.kvPolicies.map((_, i) => i);
+    for (const l of ls) {
+      if (!Number.isInteger(l) || l < 0 || l >= this.config.n_layers) throw new AetherError('invalid_argument', `layer ${l} is out of range (0..${this.config.n_layers - 1})`);
+    }
+    for (const l of ls) this.applyKvPolicy(p, l);
+    const need = Number(BigInt.asUintN(64, BigInt(this.core.ae_model_arena_size(this.model))));
+    if (!need) throw new AetherError('config_error', 'the KV policy does not fit the model config');
+    if (need > this.arenaSize) { this.arena = this.heap.alloc(need, 64); this.arenaSize = need; }
+    checkStatus(this.core.ae_model_relayout(this.model, this.arena, this.arenaSize), { op: 'KV cache relayout', subject: `${need} bytes` });
+  }
+
+  /** Mark KV head `g` of `layer` local (attends to the sinks and the window only) or not; needs a policy with a window. */
+  setKvLocal(layer: number, g: number, on: boolean): void {
+    this.check();
+    checkStatus(this.core.ae_model_set_kv_local(this.model, layer, g, on ? 1 : 0), {
+      op: `mark KV head ${on ? 'local' : 'full'}`, subject: `layer ${layer}, KV head ${g}${this.kvPolicies[layer]?.window ? '' : ' (the layer has no KV policy with a window)'}`,
+    });
+    if (on) this.localKv[layer].add(g); else this.localKv[layer].delete(g);
+  }
+
+  /** KV cache bytes by dtype: allocated, and holding positions < `positions`. */
+  kvCacheBytes(positions: number): { dtype: string; bytes: number; usedBytes: number }[] {
+    const out = [];
+    for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) {
+      const id = DTYPE_IDS[dtype];
+      const bytes = this.core.ae_model_kv_bytes(this.model, id, this.nCtx);
+      if (bytes > 0) out.push({ dtype, bytes, usedBytes: this.core.ae_model_kv_bytes(this.model, id, positions) });
+    }
+    return out;
   }
 
   /** Bytes of wasm memory: all of it, the weights (data section), the run state (KV cache included). */
@@ -412,7 +593,7 @@ export class Engine {
   }
 
   /** Run-state buffer of the C model (0 x, 1 xb, 2 hb, 3 hb2, 4 tmp) as a fresh f32 view of `len` floats. */
-  modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which), len); }
+  modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which) >>> 0, len); }
 
   /** One layer's FFN alone on the n rows of x (modelBuf(0)): x[b] += FFN(rmsnorm(x[b])), in the layer's mode. */
   runFfnLayer(layer: number, n: number): void {
@@ -440,3 +621,27 @@ export class Engine {
     }
   }
 }
+
+/** A kvPolicy option as a checked policy, or null (none). */
+export function resolveKvPolicy(o: EngineOptions['kvPolicy']): KvPolicy | null {
+  if (o === undefined || o === null) return null;
+  if (typeof o === 'string') return parseKvPolicy(o, 'kvPolicy');
+  return checkKvPolicy(o, 'kvPolicy');
+}
+
+/** The K and V dtypes of a kvDtype option (default f16), checked. */
+export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: KvDtype } {
+  const one = (x: unknown, what: string): KvDtype => {
+    if (typeof x !== 'string' || !(KV_DTYPES as readonly string[]).includes(x)) {
+      throw new AetherError('invalid_argument', `${what} ${JSON.stringify(x)} is not a KV-cache dtype (${KV_DTYPES.join(', ')})`);
+    }
+    return x as KvDtype;
+  };
+  if (o === undefined) return { k: DEFAULT_KV_DTYPE, v: DEFAULT_KV_DTYPE };
+  if (typeof o === 'string') { const t = one(o, 'kvDtype'); return { k: t, v: t }; }
+  if (o && typeof o === 'object') return { k: one((o as any).k, 'kvDtype.k'), v: one((o as any).v, 'kvDtype.v') };
+  return { k: one(o, 'kvDtype'), v: one(o, 'kvDtype') };
+}
+
+function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
+function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }
