@@ -51,7 +51,7 @@ export async function run(argv: string[]): Promise<number> {
   const reference = await load(src, opt({ kvPolicy: 'full', kvDtype: 'f32' }));
   const model = await load(src, opt({ kvPolicy: v['kv-policy'], kvDtype: v['kv-dtype'] }));
   try {
-    if (heads === 'local') (model as any).setHeadMode('local');
+    if (heads === 'local') model.setHeadMode('local');
     const progress = !v.json && process.stderr.isTTY ? (d: number, t: number) => process.stderr.write(`\r${d}/${t} windows`) : undefined;
     const r = await evaluateLong(model, reference, text, {
       window: v.window as number | undefined, chunk, fromPos: v.from as number | undefined, maxTokens: v['max-tokens'] as number | undefined, onProgress: progress,
@@ -61,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     const mx = model.metrics(), rx = reference.metrics();
     const kvBytes = (x: typeof mx) => x.kvCache.byDtype.reduce((a, d) => a + d.bytes, 0);
     const out = {
-      model: positionals[0], text: v.text, docs: v.docs ?? null, kv_policy: (model as any).kvPolicyString?.() ?? v['kv-policy'] ?? null, heads: heads ?? 'full',
+      model: positionals[0], text: v.text, docs: v.docs ?? null, kv_policy: model.kvPolicy(0), heads: heads ?? 'full',
       kv_cache_bytes: kvBytes(mx), kv_cache_by_dtype: mx.kvCache.byDtype, reference_kv_cache_bytes: kvBytes(rx), f16_kv_cache_bytes: mx.kvCache.f16Bytes,
       kv_saved_vs_f16_pct: (1 - kvBytes(mx) / mx.kvCache.f16Bytes) * 100, threads: model.threads, ...r, passkey: pk ?? null,
     };
