@@ -23,6 +23,8 @@ export const usage = `usage: aether longctx MODEL --text FILE [options]
   --max-tokens N      stop after N predicted tokens
   --passkey           also run the passkey test (5 depths x --seeds prompts of the context's length)
   --seeds S           passkey prompts per depth (default 4)
+  --retrieval K       passkey (default: 'The pass key is N' planted, asked at the end) or copy (a planted run of
+                      random words, its first words repeated at the end: the model must continue it)
   -t, --threads T     compute threads (default 1)
   --json              print one JSON object`;
 
@@ -30,7 +32,7 @@ export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       text: 'string', docs: 'string', 'kv-policy': 'string', 'kv-dtype': 'string', heads: 'string', window: 'number', from: 'number',
-      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', threads: 'number', json: 'boolean',
+      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', retrieval: 'string', threads: 'number', json: 'boolean',
     },
     aliases: { t: 'threads' },
   });
@@ -57,7 +59,9 @@ export async function run(argv: string[]): Promise<number> {
       window: v.window as number | undefined, chunk, fromPos: v.from as number | undefined, maxTokens: v['max-tokens'] as number | undefined, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const pk = v.passkey ? passkeyTest(model, reference, { seeds: (v.seeds as number) ?? 4, filler: text, chunk }) : undefined;
+    const kind = (v.retrieval as string | undefined) ?? 'passkey';
+    if (kind !== 'passkey' && kind !== 'copy') throw new AetherError('invalid_argument', `--retrieval expects passkey or copy, got '${kind}'`);
+    const pk = v.passkey ? { kind, ...passkeyTest(model, reference, { seeds: (v.seeds as number) ?? 4, filler: text, chunk, kind }) } : undefined;
     const mx = model.metrics(), rx = reference.metrics();
     const kvBytes = (x: typeof mx) => x.kvCache.byDtype.reduce((a, d) => a + d.bytes, 0);
     const out = {
