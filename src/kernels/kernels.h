@@ -35,6 +35,25 @@ static_assert(sizeof(ae_block_q4_0) == 18, "q4_0 block");
 typedef struct { ae_fp16 d; int8_t qs[AE_QK8_0]; } ae_block_q8_0;       /* x[i] = q[i] * d */
 static_assert(sizeof(ae_block_q8_0) == 34, "q8_0 block");
 
+/* Legacy 32-element blocks with 5-bit quants or a min (ggml block_q4_1 / q5_0 / q5_1) and q8_1, the
+ * activation dtype of q4_1 / q5_1 (q8_0 plus s = d * sum(qs) as f16). Element j < 16 is the low nibble of
+ * qs[j], element j + 16 the high nibble; the 5th bit of element e is bit e of qh (a little-endian u32). */
+#define AE_QK4_1 32
+typedef struct { ae_fp16 d; ae_fp16 m; uint8_t qs[AE_QK4_1 / 2]; } ae_block_q4_1;             /* x = q * d + m */
+static_assert(sizeof(ae_block_q4_1) == 20, "q4_1 block");
+#define AE_QK5_0 32
+typedef struct { ae_fp16 d; uint8_t qh[4]; uint8_t qs[AE_QK5_0 / 2]; } ae_block_q5_0;         /* x = (q - 16) * d */
+static_assert(sizeof(ae_block_q5_0) == 22, "q5_0 block");
+#define AE_QK5_1 32
+typedef struct { ae_fp16 d; ae_fp16 m; uint8_t qh[4]; uint8_t qs[AE_QK5_1 / 2]; } ae_block_q5_1;  /* x = q * d + m */
+static_assert(sizeof(ae_block_q5_1) == 24, "q5_1 block");
+#define AE_QK8_1 32
+typedef struct { ae_fp16 d; ae_fp16 s; int8_t qs[AE_QK8_1]; } ae_block_q8_1;                /* x = q * d; s = fp16(d * sum q) */
+static_assert(sizeof(ae_block_q8_1) == 36, "q8_1 block");
+
+/* bfloat16: the top 16 bits of an f32 (ggml GGML_TYPE_BF16). */
+typedef uint16_t ae_block_bf16;
+
 #define AE_QK_K 256
 #define AE_K_SCALE_SIZE 12
 typedef struct {
@@ -44,6 +63,15 @@ typedef struct {
   uint8_t qs[AE_QK_K / 2];          /* 4-bit quants */
 } ae_block_q4_K;
 static_assert(sizeof(ae_block_q4_K) == 144, "q4_K block");
+
+typedef struct {
+  ae_fp16 d;                        /* super-block scale for the 6-bit scales */
+  ae_fp16 dmin;                     /* super-block scale for the 6-bit mins */
+  uint8_t scales[AE_K_SCALE_SIZE];  /* 8 scales + 8 mins, 6 bits each (packed as q4_K's) */
+  uint8_t qh[AE_QK_K / 8];          /* 5th bit: element 32 j + l has it in bit j of qh[l] */
+  uint8_t qs[AE_QK_K / 2];          /* low 4 bits (laid out as q4_K's) */
+} ae_block_q5_K;
+static_assert(sizeof(ae_block_q5_K) == 176, "q5_K block");
 
 typedef struct {
   uint8_t ql[AE_QK_K / 2];      /* low 4 bits */
