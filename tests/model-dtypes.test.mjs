@@ -44,7 +44,7 @@ for (const [arch, dtype, opts] of CASES) {
     const ref = createRefModel(cfg, W, { actOf, minsOf });
     const runs = [];
     for (const threads of [1, 2]) {
-      const model = await load(file, { threads, maxBatch: 4 });
+      const model = await load(file, { threads, maxBatch: 4, kvDtype: 'f32' });   // the reference keeps K/V in f32
       try {
         const out = [];
         model.engine.forward(PROMPT, 0);
@@ -77,7 +77,7 @@ test('the reference forward distinguishes the q8_1 sum term and q8_K activations
   for (const [arch, dtype, opts] of [['llama', 'q4_1', {}], ['llama', 'q5_K', { shape: K_SHAPE }]]) {
     const { file, cfg, W } = await generateModel(arch, dtype, 5, opts);
     const wrong = createRefModel(cfg, W, { quantizedActs: true });
-    const model = await load(file, { threads: 1, maxBatch: 4 });
+    const model = await load(file, { threads: 1, maxBatch: 4, kvDtype: 'f32' });
     try {
       model.engine.forward(PROMPT, 0);
       const got = model.engine.logits();
@@ -131,7 +131,7 @@ for (const [variant, dtype, opts] of GGUF_CASES) {
         return m;
       };
       const ref = createRefModel(cfg, W, { actOf, minsOf });
-      const model = await load(out, { threads: 1, maxBatch: 4 });
+      const model = await load(out, { threads: 1, maxBatch: 4, kvDtype: 'f32' });
       try {
         model.engine.forward(PROMPT, 0);
         const got = model.engine.logits();
