@@ -187,6 +187,15 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     out.metrics = await m.metrics();
     out.prometheus = (await import('/dist/src/browser/index.js')).formatPrometheus(out.metrics, { labels: { model: 'tiny' } });
     await m.setTiming(false);
+    // KV policy and local heads at run time, then the rollback: greedy tokens as before it
+    await m.setKvPolicy('sinks=4:f16,window=16:f16,rest=q4_0');
+    await m.setHeadMode('local', { heads: [1] });
+    out.approx = await m.approximations();
+    out.kvTokens = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
+    out.kvMetrics = (await m.metrics()).kvCache;
+    await m.rollback();
+    out.approxAfter = await m.approximations();
+    out.rolledBack = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
     try { await m.setFfnMode('dense'); out.dense = 'ok'; } catch (e) { out.dense = e.message; }
     try { await m.setFfnMode('no-such-mode'); out.badMode = 'accepted'; } catch (e) { out.badMode = { name: e.name, code: e.code }; }
     out.config = m.config;
@@ -265,6 +274,17 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.equal(api.ffnActive.length, api.config.n_layers);
   assert.ok(api.ffnActive.every((v) => v === api.config.hidden_dim), `dense decode step: every neuron active (${api.ffnActive})`);
   assert.equal(api.dense, 'ok');
+  const { load: loadNode } = await import('../dist/src/index.js');
+  const nm = await loadNode(path.join(ROOT, MODEL), { kvPolicy: 'sinks=4:f16,window=16:f16,rest=q4_0' });
+  nm.setHeadMode('local', { heads: [1] });
+  const kvNode = (await nm.complete(PROMPT, { maxTokens: N, greedy: true })).tokens;
+  nm.dispose();
+  assert.ok(api.approx.every((a) => a.kvPolicy === 'window=16:f16,0-3:f16,4-:q4_0' && a.localKvHeads.join() === '1'));
+  assert.deepEqual(api.kvMetrics.byDtype.map((d) => d.dtype), ['f16', 'q4_0']);
+  assert.ok(api.kvMetrics.savedBytes > 0);
+  assert.ok(api.approxAfter.every((a) => a.kvPolicy === 'full' && a.localKvHeads.length === 0 && a.ffn === 'dense'));
+  assert.deepEqual(api.rolledBack, expected.tokens, 'rolled back: the exact tokens');
+  assert.deepEqual(api.kvTokens, kvNode, 'KV policy + local heads: the page = Node');
   assert.equal(api.metrics.layers.length, api.config.n_layers);
   assert.equal(api.metrics.tokens.decode, 4);
   assert.ok(api.metrics.timing && api.metrics.layers.every((l) => l.ffnActiveFraction === 1 && l.opSeconds.attention > 0), 'metrics per layer');

@@ -41,3 +41,108 @@ test('parseKvPolicy / checkKvPolicy: errors name the part and what was expected'
   assert.equal(kvRowBytes('q8_0', 64), 68);
   assert.equal(kvRowBytes('f16', 48), 96);
 });
+
+// ---- the policies in the forward pass, against the scalar reference -------------------------------------------
+import { load } from '../dist/src/index.js';
+import { generateModel } from './helpers/gen-model.mjs';
+import { createRefModel } from './helpers/ref-forward.mjs';
+
+const PROMPT = Array.from({ length: 37 }, (_, i) => 3 + ((i * 53) % 300));   // prefill in batches of 4 (maxBatch 4)
+const DECODE = [280, 12, 99, 300, 4, 77];
+const STEPS = PROMPT.length + DECODE.length;
+
+/** Logits after the prompt and after each decode token, run through the engine. */
+function runEngine(model) {
+  const out = [];
+  model.engine.forward(PROMPT, 0);
+  out.push(model.engine.logits());
+  DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
+  return out;
+}
+function runRef(r) {
+  const out = [];
+  let last;
+  PROMPT.forEach((t, i) => { last = r.step(t, i); });
+  out.push(last);
+  DECODE.forEach((t, i) => out.push(r.step(t, PROMPT.length + i)));
+  return out;
+}
+const maxDiff = (a, b) => { let m = 0; for (let s = 0; s < a.length; s++) for (let i = 0; i < a[s].length; i++) m = Math.max(m, Math.abs(a[s][i] - b[s][i])); return m; };
+const sameBits = (a, b) => a.every((x, s) => Buffer.from(x.buffer).equals(Buffer.from(b[s].buffer)));
+
+test('KV policies in the forward pass: = the scalar reference (mixed precision, window, local heads); 1 vs 2 threads bit-identical; identities', { timeout: 240_000 }, async () => {
+  const { file, cfg, W } = await generateModel('llama', 'f32', 5);
+  const open = (o, threads = 1) => load(file, { threads, maxBatch: 4, ...o });
+  const plainModel = await open({});
+  const plain = runEngine(plainModel);
+  plainModel.dispose();
+  const plainRef = runRef(createRefModel(cfg, W, { kvDtype: 'f16' }));
+  // tolerances as tests/model-generated.test.mjs KV_TOL (a value on a rounding boundary going the other way), q4_0 coarser
+  const cases = [
+    ['sinks=2:f16,window=6:f16,rest=q8_0', 3e-2, null],
+    ['0-9:f16,10-19:q8_0,20-:q4_0', 6e-2, null],
+    ['window=5:f32,0-15:q4_0,16-:q8_0', 6e-2, null],
+    ['sinks=2:f16,window=6:f16,rest=f16', 3e-3, (l, g) => g === 1],          // KV head 1 of every layer local
+    ['sinks=3:f16,window=4:q8_0,rest=q4_0', 6e-2, (l, g) => l === 0 && g === 0],
+  ];
+  for (const [spec, tol, local] of cases) {
+    const runs = [];
+    for (const threads of [1, 2]) {
+      const m = await open({ kvPolicy: spec }, threads);
+      try {
+        if (local) for (let l = 0; l < cfg.n_layers; l++) for (let g = 0; g < cfg.n_kv_heads; g++) if (local(l, g)) m.engine.setKvLocal(l, g, true);
+        runs.push(runEngine(m));
+      } finally { m.dispose(); }
+    }
+    assert.ok(sameBits(runs[0], runs[1]), `${spec}: 1 vs 2 threads differ`);
+    const p = parseKvPolicy(spec);
+    const d = maxDiff(runs[0], runRef(createRefModel(cfg, W, { kvPolicy: { ...p, local } })));
+    const off = maxDiff(runs[0], plainRef);
+    assert.ok(d < tol, `${spec}${local ? ' + local heads' : ''}: max |logit - ref| ${d} >= ${tol}`);
+    assert.ok(off > 2 * d, `${spec}: the plain-cache reference (${off}) should be further off than the policy's (${d})`);
+    console.log(`${spec}${local ? ' + local heads' : ''}: max |logit - ref| = ${d.toExponential(2)} (plain-cache reference: ${off.toExponential(2)})`);
+  }
+  // identities: one f16 range, or f16 everywhere with an f16 window, is the plain f16 cache bit for bit
+  for (const spec of ['0-:f16', 'sinks=2:f16,window=6:f16,rest=f16', 'window=3:f16,0-4:f16,5-:f16']) {
+    const m = await open({ kvPolicy: spec });
+    try { assert.ok(sameBits(runEngine(m), plain), `${spec} = the plain f16 cache`); } finally { m.dispose(); }
+  }
+});
+
+test('KV policy at run time: setKvPolicy = loading with it; rollback restores the exact model; local heads; memory by dtype', { timeout: 120_000 }, async () => {
+  const { file, cfg } = await generateModel('llama', 'f32', 5);
+  const spec = 'sinks=2:f16,window=6:f16,rest=q4_0';
+  const loaded = await load(file, { maxBatch: 4, kvPolicy: spec });
+  const ref = runEngine(loaded);
+  const x = loaded.metrics().kvCache;
+  // bytes by dtype: sinks 2 + ring min(64, 6 + 4) rows of f16, 62 rows of q4_0 (16 values padded to a 32-block: 18 bytes)
+  const rows = (n, bytes) => cfg.n_layers * 2 * cfg.n_kv_heads * n * bytes;
+  assert.deepEqual(x.byDtype.map((d) => [d.dtype, d.bytes]), [['f16', rows(2, 32) + rows(10, 32)], ['q4_0', rows(62, 18)]]);
+  assert.equal(x.f16Bytes, rows(64, 32));
+  assert.equal(x.savedBytes, x.f16Bytes - rows(12, 32) - rows(62, 18));
+  loaded.dispose();
+
+  const m = await load(file, { maxBatch: 4 });
+  try {
+    const plain = runEngine(m);
+    m.setKvPolicy(spec);
+    assert.equal(m.kvPolicy(0), 'window=6:f16,0-1:f16,2-:q4_0');
+    assert.ok(sameBits(runEngine(m), ref), 'switched at run time = loaded with the policy');
+    m.engine.setKvLocal(1, 0, true);
+    assert.deepEqual(m.approximations().map((a) => a.localKvHeads), [[], [0]]);
+    const local = runEngine(m);
+    assert.ok(!sameBits(local, ref), 'a local head changes the result');
+    m.rollback({ kinds: ['heads'] });
+    assert.ok(sameBits(runEngine(m), ref), 'heads rolled back: the policy alone again');
+    m.setKvPolicy(null, [1]);
+    assert.deepEqual(m.approximations().map((a) => a.kvPolicy), [spec.replace('sinks=2:f16,window=6:f16,rest=q4_0', 'window=6:f16,0-1:f16,2-:q4_0'), 'full']);
+    m.rollback();
+    assert.deepEqual(m.approximations().map((a) => a.kvPolicy), ['full', 'full']);
+    assert.ok(sameBits(runEngine(m), plain), 'rolled back: the exact model bit for bit');
+    assert.throws(() => m.engine.setKvLocal(0, 0, true), { code: 'unsupported', message: /no KV policy with a window/ });
+    assert.throws(() => m.setKvPolicy('rest=q5_1'), { code: 'invalid_argument' });
+    assert.throws(() => m.setHeadMode('local'), { message: /attention_heads section/ });
+    m.setHeadMode('local', { heads: [1], layers: [0] });   // adds the default sinks + window policy to layer 0
+    assert.deepEqual(m.approximations()[0], { layer: 0, ffn: 'dense', kvPolicy: 'window=64:f16,0-3:f16,4-:f16', localKvHeads: [1] });
+  } finally { m.dispose(); }
+});

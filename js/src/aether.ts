@@ -23,6 +23,8 @@ import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
 import * as openai from './openai.js';
 import type { ModelMetrics } from './runtime/metrics.js';
+import { checkKvPolicy, formatKvPolicy, type KvPolicy } from './formats/kv-policy.js';
+import { checkAttentionHeads, type AttentionHeadsMeta } from './formats/heads.js';
 export type { FfnOptions } from './runtime/ffn.js';
 export type { ModelMetrics, LayerMetrics, KvDtypeMetrics } from './runtime/metrics.js';
 
@@ -460,7 +462,7 @@ export class AetherModel {
     const globalOps = secs(times?.global);
     if (globalOps) for (const k of Object.keys(globalOps)) if (k !== 'embed' && k !== 'output') delete globalOps[k];
     const positions = this.cached.length;
-    const kv = e.kvCacheLayout();
+    const kv = e.kvCacheBytes(positions);
     const f16Bytes = 2 * c.n_layers * c.n_kv_heads * c.head_dim * 2 * e.nCtx;  // K and V, 2 bytes per value
     const kvBytes = kv.reduce((a, d) => a + d.bytes, 0);
     const t = this.totals;
@@ -470,12 +472,88 @@ export class AetherModel {
       last: { prefillTokensPerSecond: this.stats.prefillTps, decodeTokensPerSecond: this.stats.decodeTps },
       kvCache: {
         positions, capacity: e.nCtx,
-        byDtype: kv.map((d) => ({ dtype: d.dtype, bytes: d.bytes, usedBytes: d.bytesPerPosition * positions })),
+        byDtype: kv,
         f16Bytes, savedBytes: f16Bytes - kvBytes,
       },
       memory: (({ wasm, weights, runState }) => ({ wasmBytes: wasm, weightsBytes: weights, runStateBytes: runState }))(e.memoryBytes()),
       layers, globalOpSeconds: globalOps, timing: e.timing,
     };
+  }
+
+  /**
+   * Switch the KV policy of every layer (or of `layers`) at run time: a compact spec ('sinks=4:f16,window=64:f16,
+   * rest=q8_0'), a structured policy, or null / 'full' for the plain cache. The cache is emptied (the next call
+   * recomputes its prompt).
+   */
+  setKvPolicy(policy: string | KvPolicy | null, layers?: number[]): void {
+    if (this.busy) throw new AetherError('invalid_argument', 'cannot change the KV policy while a generation is running');
+    this.engine.setKvPolicy(policy, layers);
+    this.cached = [];
+  }
+
+  /** The KV policy of `layer` in the compact syntax ('full': none). */
+  kvPolicy(layer = 0): string { return formatKvPolicy(this.engine.kvPolicies[layer] ?? null); }
+
+  /** The file's attention_heads section (from `aether profile-heads`), checked; undefined when absent. */
+  get attentionHeads(): AttentionHeadsMeta | undefined {
+    if (this.metadata.attention_heads === undefined) return undefined;
+    return (this.heads ??= checkAttentionHeads(this.metadata.attention_heads, this.config));
+  }
+  private heads?: AttentionHeadsMeta;
+
+  /**
+   * Per-head attention compression. 'local': the KV heads classed local (the file's attention_heads section, or
+   * `opts.heads` = KV head indices) of every layer (or `opts.layers`) attend to the sinks and the recent window
+   * only; 'full': they attend to everything again. Needs a KV policy with a window: when a layer has none, the
+   * profile's sinks and window are applied at the cache's dtype (`sinks=S:DT,window=W:DT,rest=DT`), which empties
+   * the cache. Switching heads between local and full is free and keeps the cache.
+   */
+  setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[] } = {}): void {
+    if (mode !== 'local' && mode !== 'full') throw new AetherError('invalid_argument', `head mode '${mode}' is not 'local' or 'full'`);
+    const c = this.config;
+    const layers = opts.layers ?? [...Array(c.n_layers).keys()];
+    for (const l of layers) if (!Number.isInteger(l) || l < 0 || l >= c.n_layers) throw new AetherError('invalid_argument', `layer ${l} is out of range (0..${c.n_layers - 1})`);
+    for (const g of opts.heads ?? []) if (!Number.isInteger(g) || g < 0 || g >= c.n_kv_heads) throw new AetherError('invalid_argument', `KV head ${g} is out of range (0..${c.n_kv_heads - 1})`);
+    const meta = opts.heads ? undefined : this.attentionHeads;
+    if (mode === 'local' && !opts.heads && !meta) {
+      throw new AetherError('invalid_argument', "head mode 'local' needs the file's attention_heads section (aether profile-heads -o) or opts.heads");
+    }
+    const pick = (l: number) => opts.heads ?? meta!.layers[l].kv_heads.flatMap((k, g) => (k === 'local' ? [g] : []));
+    if (mode === 'local') {
+      const dt = this.engine.plan.kvDtype.k;
+      const need = layers.filter((l) => !this.engine.kvPolicies[l]?.window && pick(l).length > 0);
+      if (need.length) this.setKvPolicy(`sinks=${meta?.sinks ?? 4}:${dt},window=${meta?.window ?? 64}:${dt},rest=${dt}`, need);
+      for (const l of layers) for (const g of pick(l)) this.engine.setKvLocal(l, g, true);
+    } else {
+      for (const l of layers) for (const g of opts.heads ?? [...this.engine.localKv[l]]) this.engine.setKvLocal(l, g, false);
+    }
+  }
+
+  /** Every approximation in effect, per layer: FFN mode, KV policy, KV heads attending locally. */
+  approximations(): { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[] }[] {
+    return this.engine.kvPolicies.map((_, l) => ({
+      layer: l, ffn: this.ffnRuntime?.modes[l] ?? 'dense', kvPolicy: this.kvPolicy(l), localKvHeads: [...this.engine.localKv[l]].sort((a, b) => a - b),
+    }));
+  }
+
+  /**
+   * Roll back approximations to the exact computation at run time: `kinds` (default all of 'ffn', 'kv', 'heads')
+   * on `layers` (default all); for 'heads', `heads` limits it to those KV heads. 'ffn' -> dense FFN; 'kv' -> the
+   * plain cache (empties the cache); 'heads' -> local KV heads attend to everything again.
+   */
+  rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] } = {}): void {
+    const kinds = opts.kinds ?? ['ffn', 'kv', 'heads'];
+    for (const k of kinds) if (!['ffn', 'kv', 'heads'].includes(k)) throw new AetherError('invalid_argument', `unknown approximation '${k}' (ffn, kv, heads)`);
+    const layers = opts.layers ?? [...Array(this.config.n_layers).keys()];
+    if (kinds.includes('heads') || kinds.includes('kv')) this.setHeadMode('full', { layers, heads: opts.heads });
+    if (kinds.includes('kv')) {
+      const withPolicy = layers.filter((l) => this.engine.kvPolicies[l]);
+      if (withPolicy.length) this.setKvPolicy(null, withPolicy);
+    }
+    if (kinds.includes('ffn')) {
+      const approx = layers.filter((l) => (this.ffnRuntime?.modes[l] ?? 'dense') !== 'dense');
+      if (approx.length) this.setFfnMode('dense', approx);
+    }
   }
 
   /** Turn the per-layer time counters of metrics() on or off (off by default; on zeroes them). */
@@ -553,7 +631,7 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
       onProgress: opts.onProgress,
       plan: (m: RknotMetadata, header: { dataSize: number }) => {
         const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
-          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m) });
+          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m), kvPolicy: opts.kvPolicy !== undefined ? opts.kvPolicy : fileKvPolicy(m) });
         engine = e;
         return { dest };
       },
@@ -578,6 +656,11 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     (engine as Engine | null)?.dispose();
     throw e;
   }
+}
+
+/** A file's kv_policy section, checked (format_error naming the field); undefined when absent. */
+function fileKvPolicy(m: RknotMetadata): KvPolicy | undefined {
+  return m.kv_policy === undefined ? undefined : checkKvPolicy(m.kv_policy, 'metadata kv_policy', 'format_error');
 }
 
 /** The KV-cache dtypes a file's kv_cache policy asks for (undefined: none, the runtime default). */

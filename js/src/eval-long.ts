@@ -181,7 +181,8 @@ export interface PasskeyReport {
 }
 
 /** Passkey trials at `depths` x `seeds`, the model against the reference (both see the same prompts). */
-export function passkeyTest(model: AetherModel, reference: AetherModel, opts: { length?: number; depths?: number[]; seeds?: number; filler?: string; chunk?: number }): PasskeyReport {
+export function passkeyTest(model: AetherModel, reference: AetherModel, opts: { length?: number; depths?: number[]; seeds?: number; filler?: string; chunk?: number; kind?: 'passkey' | 'copy' }): PasskeyReport {
+  const make = opts.kind === 'copy' ? makeCopy : makePasskey;
   const length = Math.min(opts.length ?? model.nCtx, model.nCtx, reference.nCtx);
   const depths = opts.depths ?? [0.1, 0.3, 0.5, 0.7, 0.9];
   const seeds = opts.seeds ?? 4;
@@ -191,7 +192,7 @@ export function passkeyTest(model: AetherModel, reference: AetherModel, opts: { 
   for (const depth of depths) {
     let dx = 0, drx = 0, dn = 0, drn = 0;
     for (let s = 0; s < seeds; s++) {
-      const c = makePasskey(model, { length, depth, seed: 1000 * s + Math.round(depth * 100) + 1, filler: opts.filler });
+      const c = make(model, { length, depth, seed: 1000 * s + Math.round(depth * 100) + 1, filler: opts.filler });
       const a = scoreContinuation(model, c.prompt, c.key, chunk);
       const b = scoreContinuation(reference, c.prompt, c.key, chunk);
       const ctl = scoreContinuation(reference, c.control, c.key, chunk);
@@ -201,4 +202,38 @@ export function passkeyTest(model: AetherModel, reference: AetherModel, opts: { 
     ex += dx; rex += drx; nll += dn; rnll += drn;
   }
   return { trials: n, length, exact: ex / n, ref_exact: rex / n, key_nll: nll / n, ref_key_nll: rnll / n, control_nll: cnll / n, by_depth: by };
+}
+
+/**
+ * Copy test (in-context retrieval by induction, which small models do where they cannot follow a passkey
+ * instruction): a segment of `segLen` random word tokens is planted at relative `depth` of filler text; at the end of
+ * the prompt its first `cue` tokens are repeated, and the model must continue with the rest. Scored like the passkey
+ * (teacher-forced NLL of the rest, greedy exact match), against the same prompt without the planted segment.
+ */
+export function makeCopy(model: AetherModel, opts: { length: number; depth: number; seed: number; filler?: string; segLen?: number; cue?: number }): PasskeyCase {
+  const r = rng(opts.seed);
+  const segLen = opts.segLen ?? 16, cue = opts.cue ?? 6;
+  const tk = model.tokenizer;
+  const words = (opts.filler ?? '').split(/\s+/).filter((w) => /^[a-z]{3,10}$/.test(w));
+  const pool = words.length > 100 ? words : ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet'];
+  const seg = Array.from({ length: segLen }, () => pool[Math.floor(r() * pool.length)]);
+  const sentences = (opts.filler ?? '').split(/(?<=[.!?])\s+/).map((x) => x.trim()).filter((x) => x.length > 20 && x.length < 300);
+  const fillPool = sentences.length >= 8 ? sentences : ['The grass is green.', 'The sky is blue.'];
+  const enc = (x: string) => tk.encode(x, { addBos: true });
+  let start = Math.floor(r() * fillPool.length);
+  const fill: string[] = [];
+  const planted = seg.join(' ') + '.';
+  const tail = seg.slice(0, cue).join(' ');
+  const build = (withSeg: boolean) => {
+    const at = Math.round(Math.max(0, Math.min(1, opts.depth)) * fill.length);
+    return [...fill.slice(0, at), ...(withSeg ? [planted] : []), ...fill.slice(at), tail].join(' ');
+  };
+  const restLen = enc(build(true) + ' ' + seg.slice(cue).join(' ')).length - enc(build(true)).length;
+  while (enc(build(true)).length + restLen < opts.length) fill.push(fillPool[start++ % fillPool.length]);
+  while (fill.length && enc(build(true)).length + restLen > opts.length) fill.pop();
+  const text = build(true);
+  const prompt = enc(text);
+  const full = enc(text + ' ' + seg.slice(cue).join(' '));
+  if (full.slice(0, prompt.length).some((x, i) => x !== prompt[i])) throw new AetherError('invalid_argument', 'copy test: the rest does not tokenize as a continuation');
+  return { prompt, key: full.slice(prompt.length), keyText: seg.slice(cue).join(' '), depthPos: 0, control: enc(build(false)) };
 }

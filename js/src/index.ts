@@ -1,6 +1,8 @@
 export { Aether, AetherModel, load } from './aether.js';
 export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName, TokenLogprob, ModelMetrics, LayerMetrics, KvDtypeMetrics, CompressionSpec, CompressionModeName } from './aether.js';
 export { formatPrometheus, PROMETHEUS_CONTENT_TYPE } from './runtime/metrics.js';
+export { parseKvPolicy, formatKvPolicy } from './formats/kv-policy.js';
+export type { KvPolicy } from './formats/kv-policy.js';
 export { AetherError } from './errors.js';
 export type { AetherErrorCode } from './errors.js';
 export { probeFeatures } from './runtime/env.js';

@@ -62,13 +62,14 @@ static void post_norm(float *y, const ae_tensor *w, int dim, float eps) {
   if (w->data) ae_rmsnorm(y, y, w->data, dim, eps);
 }
 
-#define AE_KV_MAX_RUNS 4
+#define AE_KV_MAX_RUNS (AE_KV_MAX_SEGS + 2)
 
 /* ---- KV cache (docs/DESIGN.md "KV cache") ---------------------------------------------------------------
  * Head-major per layer: KV head g's position t at L->k + (g * n_ctx + t) * L->k_row (same for v), one dtype
  * per layer's K and V. kv_runs() is the one place that maps positions to storage: it describes positions
- * [t0, t1) of head g as runs of contiguous rows of one dtype (one run today; a mixed-precision policy would
- * return several), which ae_attention_kv consumes. */
+ * [t0, t1) of head g as runs of contiguous rows of one dtype (one run for the plain cache; a layer with a KV policy,
+ * src/model/model.h ae_kv_policy, gives its segments and the ring's one or two pieces), which ae_attention_kv
+ * consumes. */
 static void kv_put(ae_type t, const float *x, int hd, uint8_t *dst, float *pad) {
   const ae_type_traits *tr = ae_traits(t);
   const int hp = (hd + tr->blck_size - 1) / tr->blck_size * tr->blck_size;
@@ -76,14 +77,52 @@ static void kv_put(ae_type t, const float *x, int hd, uint8_t *dst, float *pad) 
   tr->from_float(x, dst, hp);
 }
 /* pad: AE_KV_PAD(head_dim) floats of scratch (rows padded to whole blocks with zeros) */
+static void kv_store_at(const ae_kv_store *st, int g, int i, const float *k, const float *v, int hd, float *pad) {
+  const size_t row = (size_t)g * (size_t)st->cap + (size_t)i;
+  kv_put((ae_type)st->type, k, hd, st->k + row * st->row, pad);
+  kv_put((ae_type)st->type, v, hd, st->v + row * st->row, pad);
+}
 static void kv_store(const ae_model *m, const ae_layer *L, int g, int t, const float *k, const float *v, float *pad) {
   const size_t row = (size_t)g * (size_t)m->cfg.n_ctx + (size_t)t;
   const int hd = m->cfg.head_dim;
+  const ae_kv_policy *P = &L->kvp;
+  if (P->n_seg) {   /* policy: into the segment holding t (quantised once, from f32) and into the window's ring */
+    for (int s = 0; s < P->n_seg; s++)
+      if (t >= P->seg[s].start && t < P->seg[s].end) { kv_store_at(&P->seg[s], g, t - P->seg[s].start, k, v, hd, pad); break; }
+    if (P->window) kv_store_at(&P->ring, g, t % P->ring.cap, k, v, hd, pad);
+    return;
+  }
   kv_put((ae_type)L->k_type, k, hd, L->k + row * L->k_row, pad);
   kv_put((ae_type)L->v_type, v, hd, L->v + row * L->v_row, pad);
 }
 
+static int kv_add_run(ae_kv_run *run, int nr, const ae_kv_store *st, size_t row, int n) {
+  run[nr].k = st->k + row * st->row;
+  run[nr].v = st->v + row * st->row;
+  run[nr].kt = run[nr].vt = st->type;
+  run[nr].n = n;
+  return nr + 1;
+}
 static int kv_runs(const ae_model *m, const ae_layer *L, int g, int t0, int t1, ae_kv_run *run) {
+  const ae_kv_policy *P = &L->kvp;
+  if (P->n_seg) {
+    /* positions [t0, ws) from the segments (a local head: only those < sinks), [ws, t1) from the ring; in order */
+    const int ws = P->window ? (t1 - P->window > t0 ? t1 - P->window : t0) : t1;
+    int old_end = ws;
+    if (P->window && ((P->local[g >> 5] >> (g & 31)) & 1u) && P->sinks < old_end) old_end = P->sinks;
+    int nr = 0;
+    for (int s = 0; s < P->n_seg; s++) {
+      const ae_kv_store *st = &P->seg[s];
+      const int a = t0 > st->start ? t0 : st->start, b = old_end < st->end ? old_end : st->end;
+      if (a < b) nr = kv_add_run(run, nr, st, (size_t)g * st->cap + (size_t)(a - st->start), b - a);
+    }
+    for (int a = ws; a < t1;) {
+      const int r = a % P->ring.cap, k = t1 - a < P->ring.cap - r ? t1 - a : P->ring.cap - r;
+      nr = kv_add_run(run, nr, &P->ring, (size_t)g * P->ring.cap + (size_t)r, k);
+      a += k;
+    }
+    return nr;
+  }
   const size_t row = (size_t)g * (size_t)m->cfg.n_ctx + (size_t)t0;
   run[0].k = L->k + row * L->k_row;
   run[0].v = L->v + row * L->v_row;
@@ -303,7 +342,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   const int qd = m->q_dim, kvd = m->kv_dim, qkvd = m->qkv_dim;
   if (ith == 0) a->status = AE_OK;
   /* Checks every thread can make on its own (same answer everywhere, so no barrier needed). */
-  if (!m->initialised || n <= 0 || n > c->max_batch || pos < 0) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
+  if (!m->initialised || m->kv_dirty || n <= 0 || n > c->max_batch || pos < 0) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
   if (pos + n > c->n_ctx) { if (ith == 0) a->status = AE_ERR_CTX_FULL; return; }
   for (int b = 0; b < n; b++)
     if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
@@ -389,7 +428,8 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         const size_t h0 = (size_t)g * group * hd;
         ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
                         ac.scale, ac.softcap, att, c->n_ctx, qconv);
-        if (m->head_stats)
+        /* att holds the group's softmaxed rows (row j at att + j * n_ctx, positions t0 .. p) */
+        if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))   /* rows over contiguous positions only */
           for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
       }
     }

@@ -203,26 +203,32 @@ AE_EXPORT int ae_model_set_head_stats(ae_model *m, double *buf, int sinks, int w
 }
 
 /* K (which 0) or V (1) of KV head g of `layer` at positions t0 .. t0+n-1 as floats into out (n rows of head_dim),
- * whatever the cache's storage: the one reader of cached rows for the host (head profiling, tests). */
+ * whatever the cache's storage (plain, or a policy's segments): the one reader of cached rows for the host (head
+ * profiling, tests). */
 AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, int t0, int n, float *out) {
   const ae_config *c = &m->cfg;
-  if (!m->initialised || layer < 0 || layer >= c->n_layers || g < 0 || g >= c->n_kv_heads || t0 < 0 || n < 0 || t0 + n > c->n_ctx)
+  static float row[AE_KV_PAD(512)];
+  if (!m->initialised || m->kv_dirty || layer < 0 || layer >= c->n_layers || g < 0 || g >= c->n_kv_heads || t0 < 0 || n < 0 ||
+      t0 + n > c->n_ctx || c->head_dim > 512)
     return AE_ERR_INVALID_ARG;
   const ae_layer *L = &m->layers[layer];
-  const ae_type t = (ae_type)(which ? L->v_type : L->k_type);
-  const size_t rs = which ? L->v_row : L->k_row;
-  const uint8_t *base = (which ? L->v : L->k) + ((size_t)g * (size_t)c->n_ctx + (size_t)t0) * rs;
-  const int blk = ae_traits(t)->blck_size, hd = c->head_dim;
-  for (int r = 0; r < n; r++) {
-    const uint8_t *row = base + (size_t)r * rs;
-    float *o = out + (size_t)r * hd;
-    if (hd % blk == 0) { ae_traits(t)->to_float(row, o, hd); continue; }
-    /* a padded row: whole blocks, the last one through a buffer */
-    const int full = hd / blk * blk;
-    if (full) ae_traits(t)->to_float(row, o, full);
-    float tmp[256];
-    ae_traits(t)->to_float(row + ae_row_size(t, full), tmp, blk);
-    for (int i = full; i < hd; i++) o[i] = tmp[i - full];
+  for (int t = t0; t < t0 + n; t++) {
+    const uint8_t *src = NULL;
+    int type = 0;
+    if (!L->kvp.n_seg) {
+      type = which ? L->v_type : L->k_type;
+      src = (which ? L->v : L->k) + ((size_t)g * c->n_ctx + t) * (which ? L->v_row : L->k_row);
+    } else {
+      for (int s = 0; s < L->kvp.n_seg; s++) {
+        const ae_kv_store *st = &L->kvp.seg[s];
+        if (t >= st->start && t < st->end) { type = st->type; src = (which ? st->v : st->k) + ((size_t)g * st->cap + (t - st->start)) * st->row; }
+      }
+    }
+    if (!src) return AE_ERR_INVALID_ARG;
+    const ae_type_traits *tr = ae_traits((ae_type)type);
+    const int hp = (c->head_dim + tr->blck_size - 1) / tr->blck_size * tr->blck_size;
+    tr->to_float(src, row, hp);
+    __builtin_memcpy(out + (size_t)(t - t0) * c->head_dim, row, (size_t)c->head_dim * 4);
   }
   return AE_OK;
 }
@@ -395,11 +401,35 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   TAKE(att, (uint64_t)c->max_threads * group * c->n_ctx * 4);
   TAKE(qconv, (uint64_t)c->max_threads * (group + 1) * AE_KV_PAD(c->head_dim) * 4);
   TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
-  /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values */
+  /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values; a layer with
+   * a KV policy has its segments and ring instead */
   const uint64_t k_row = ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim), v_row = ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim);
   const uint64_t rows = (uint64_t)c->n_kv_heads * (uint64_t)c->n_ctx;
   const uint64_t kv0 = off;
   for (int l = 0; l < c->n_layers; l++) {
+    ae_kv_policy *P = &m->layers[l].kvp;
+    if (P->n_seg) {
+      int start = 0;
+      for (int s = 0; s <= P->n_seg; s++) {   /* segments, then the ring (s == n_seg) */
+        const int ring = s == P->n_seg;
+        if (ring && !P->window) break;
+        ae_kv_store *st = ring ? &P->ring : &P->seg[s];
+        const int type = ring ? P->window_type : P->seg_type[s];
+        int end = ring ? 0 : (P->seg_end[s] < 0 || P->seg_end[s] > c->n_ctx ? c->n_ctx : P->seg_end[s]);
+        if (!ring && end < start) end = start;
+        const int cap = ring ? (P->window + c->max_batch < c->n_ctx ? P->window + c->max_batch : c->n_ctx) : end - start;
+        const uint64_t row = ae_kv_row_size((ae_type)type, c->head_dim), bytes = (uint64_t)c->n_kv_heads * (uint64_t)cap * row;
+        if (base) {
+          st->type = type; st->start = ring ? 0 : start; st->end = ring ? 0 : end; st->cap = cap; st->row = (uint32_t)row;
+          st->k = (uint8_t *)(base + (uintptr_t)off);
+          st->v = (uint8_t *)(base + (uintptr_t)(off + bytes));
+        }
+        off += AE_ALIGN64(2 * bytes);
+        if (!ring) start = end;
+      }
+      if (base) { m->layers[l].k = m->layers[l].v = NULL; m->layers[l].k_row = m->layers[l].v_row = 0; }
+      continue;
+    }
     if (base) {
       ae_layer *L = &m->layers[l];
       L->k_type = c->kv_type_k; L->v_type = c->kv_type_v;
@@ -421,13 +451,104 @@ AE_EXPORT uint64_t ae_model_arena_size(ae_model *m) {
   dims_ok(m);
   return layout(m, 0);
 }
-/* Bytes of the KV cache alone (64 bits); 0 on a bad config. */
+/* Bytes of the KV cache alone (64 bits; KV policies included); 0 on a bad config. */
 AE_EXPORT uint64_t ae_model_kv_size(ae_model *m) {
   if (check_config(&m->cfg)) return 0;
   dims_ok(m);
   const ae_config *c = &m->cfg;
-  return (uint64_t)c->n_layers * c->n_kv_heads * (uint64_t)c->n_ctx *
-         (ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim) + ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim));
+  uint64_t n = 0;
+  for (int l = 0; l < c->n_layers; l++) {
+    const ae_kv_policy *P = &m->layers[l].kvp;
+    if (!P->n_seg) {
+      n += (uint64_t)c->n_kv_heads * (uint64_t)c->n_ctx *
+           (ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim) + ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim));
+      continue;
+    }
+    int start = 0;
+    for (int s = 0; s < P->n_seg; s++) {
+      int end = P->seg_end[s] < 0 || P->seg_end[s] > c->n_ctx ? c->n_ctx : P->seg_end[s];
+      if (end < start) end = start;
+      n += AE_ALIGN64(2 * (uint64_t)c->n_kv_heads * (uint64_t)(end - start) * ae_kv_row_size((ae_type)P->seg_type[s], c->head_dim));
+      start = end;
+    }
+    if (P->window) {
+      const int cap = P->window + c->max_batch < c->n_ctx ? P->window + c->max_batch : c->n_ctx;
+      n += AE_ALIGN64(2 * (uint64_t)c->n_kv_heads * (uint64_t)cap * ae_kv_row_size((ae_type)P->window_type, c->head_dim));
+    }
+  }
+  return n;
+}
+
+/* Bytes of KV cache rows of dtype `type` holding positions < npos (npos = n_ctx: all allocated), K and V. */
+AE_EXPORT double ae_model_kv_bytes(const ae_model *m, int type, int npos) {
+  const ae_config *c = &m->cfg;
+  if (!m->initialised) return 0.0;
+  double n = 0.0;
+  for (int l = 0; l < c->n_layers; l++) {
+    const ae_layer *L = &m->layers[l];
+    const ae_kv_policy *P = &L->kvp;
+    const int np = npos < c->n_ctx ? npos : c->n_ctx;
+    if (!P->n_seg) {
+      if (L->k_type == type) n += (double)c->n_kv_heads * np * L->k_row;
+      if (L->v_type == type) n += (double)c->n_kv_heads * np * L->v_row;
+      continue;
+    }
+    for (int s = 0; s < P->n_seg; s++) {
+      const ae_kv_store *st = &P->seg[s];
+      const int r = np - st->start < 0 ? 0 : np - st->start > st->cap ? st->cap : np - st->start;
+      if (st->type == type) n += 2.0 * c->n_kv_heads * r * st->row;
+    }
+    if (P->window && P->ring.type == type) n += 2.0 * c->n_kv_heads * (np < P->ring.cap ? np : P->ring.cap) * P->ring.row;
+  }
+  return n;
+}
+
+/* KV policy of `layer` (-1: every layer): n_seg segments from position 0, spec[2s] the end of segment s (exclusive;
+ * -1 for the last: to n_ctx), spec[2s + 1] its dtype; window (0: none) and its dtype; sinks. n_seg 0 removes the
+ * policy. Before init, or after it followed by ae_model_relayout (the cache is emptied). */
+AE_EXPORT int ae_model_set_kv_policy(ae_model *m, int layer, int n_seg, const int32_t *spec, int window, int window_type, int sinks) {
+  const ae_config *c = &m->cfg;
+  if (layer < -1 || layer >= (m->initialised ? c->n_layers : AE_MAX_LAYERS) || n_seg < 0 || n_seg > AE_KV_MAX_SEGS) return AE_ERR_INVALID_ARG;
+  if (window < 0 || sinks < 0 || (n_seg == 0 && window)) return AE_ERR_INVALID_ARG;
+  int prev = 0;
+  for (int s = 0; s < n_seg; s++) {
+    const int end = spec[2 * s], type = spec[2 * s + 1];
+    if (s == n_seg - 1 ? end != -1 : end <= prev) return AE_ERR_INVALID_ARG;
+    if (!ae_kv_types_ok(type, type, c->head_dim)) return AE_ERR_UNSUPPORTED;
+    prev = end;
+  }
+  if (window && !ae_kv_types_ok(window_type, window_type, c->head_dim)) return AE_ERR_UNSUPPORTED;
+  const int l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? AE_MAX_LAYERS : layer + 1;
+  for (int l = l0; l < l1; l++) {
+    ae_kv_policy *P = &m->layers[l].kvp;
+    const uint32_t lo = P->local[0], hi = P->local[1];
+    __builtin_memset(P, 0, sizeof *P);
+    P->n_seg = n_seg; P->window = window; P->window_type = window ? window_type : 0; P->sinks = sinks;
+    for (int s = 0; s < n_seg; s++) { P->seg_end[s] = spec[2 * s]; P->seg_type[s] = spec[2 * s + 1]; }
+    if (window) { P->local[0] = lo; P->local[1] = hi; }
+  }
+  if (m->initialised) m->kv_dirty = 1;
+  return AE_OK;
+}
+
+/* KV head g of `layer` local (on = 1: attends to [0, sinks) and the window only) or not; needs a policy with a window. */
+AE_EXPORT int ae_model_set_kv_local(ae_model *m, int layer, int g, int on) {
+  if (layer < 0 || layer >= m->cfg.n_layers || g < 0 || g >= m->cfg.n_kv_heads || g >= 64 || (on != 0 && on != 1)) return AE_ERR_INVALID_ARG;
+  ae_kv_policy *P = &m->layers[layer].kvp;
+  if (on && !P->window) return AE_ERR_UNSUPPORTED;
+  if (on) P->local[g >> 5] |= 1u << (g & 31); else P->local[g >> 5] &= ~(1u << (g & 31));
+  return AE_OK;
+}
+
+/* Carve the run state again after a KV policy changed (the cache is emptied). */
+AE_EXPORT int ae_model_relayout(ae_model *m, void *arena, size_t size) {
+  if (!m->initialised) return AE_ERR_INVALID_ARG;
+  const uint64_t need = layout(m, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+  if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
+  layout(m, (uintptr_t)arena);
+  m->n_past = 0;
+  m->kv_dirty = 0;
+  return AE_OK;
 }
 
 /* Validate, then carve the run state out of [arena, arena + size) (64-byte aligned). */

@@ -130,6 +130,31 @@ enum ae_ffn_mode {
   AE_FFN_PROFILE = 4,      /* "profile": dense result + activation statistics (ffn-saturated module) */
 };
 
+/* ---- mixed-precision KV cache (docs/rknot.md kv_policy; js/src/formats/kv-policy.ts) ----
+ * A policy splits positions into up to AE_KV_MAX_SEGS contiguous segments from 0, each with its dtype (K and V
+ * alike), plus optionally a recent window kept in its own copy (a ring of window + max_batch positions, so that
+ * every query of a batch still finds its window). Every position is written, quantised once from f32, into its
+ * segment and, with a window, into the ring; a query at p reads positions p-window+1..p from the ring and the
+ * older ones from the segments. KV heads marked local read only [0, sinks) and the window. */
+#define AE_KV_MAX_SEGS 4
+/* One store: rows of every KV head in dtype `type`, head-major: head g's row i at k + (g * cap + i) * row bytes
+ * (same for v). Segment: row i holds position start + i, positions [start, end). Ring: row t % cap holds t. */
+typedef struct {
+  uint8_t *k, *v;
+  int32_t type, start, end, cap;
+  uint32_t row;
+} ae_kv_store;
+
+typedef struct {
+  int32_t n_seg;        /* 0: no policy */
+  int32_t window;       /* 0: none */
+  int32_t window_type;
+  int32_t sinks;        /* positions local heads keep besides the window */
+  int32_t seg_end[AE_KV_MAX_SEGS], seg_type[AE_KV_MAX_SEGS];  /* as set (end -1: to n_ctx) */
+  ae_kv_store seg[AE_KV_MAX_SEGS], ring;                      /* carved by the arena layout */
+  uint32_t local[2];    /* KV head g local when bit (g & 31) of local[g >> 5] is set */
+} ae_kv_policy;
+
 /* One FFN matrix of a compressed variant: y = a x, or y = b (a x) when b is present (low-rank factors). */
 typedef struct { ae_tensor a, b; } ae_fmat;
 
@@ -163,6 +188,7 @@ typedef struct {
   uint32_t k_row, v_row;  /* bytes of one head's row: ae_kv_row_size(type, head_dim) (padded to whole blocks) */
   float *cap;         /* calibration capture (ae_model_set_capture), NULL = off; see AE_CAP_* */
   double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
+  ae_kv_policy kvp;       /* mixed-precision KV policy of the layer (n_seg 0: the plain cache above) */
 } ae_layer;
 
 /* Calibration capture (aether analyze / compress): when a layer's `cap` is set, the forward copies the
@@ -212,6 +238,7 @@ typedef struct {
   uint8_t *kv;     /* the KV cache of every layer (ae_layer.k / .v point into it) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
+  int32_t kv_dirty;  /* a KV policy changed after init: ae_model_relayout before the next forward */
   double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
   double op_t0;    /* clock at the last step boundary (thread 0) */
   /* attention statistics per (thread, layer, head) for `aether profile-heads` (ae_model_set_head_stats); NULL: off */

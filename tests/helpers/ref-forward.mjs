@@ -24,6 +24,18 @@ function f16bits(u) {
   if (rest > 0x1000 || (rest === 0x1000 && (r & 1))) r++;
   return sign | r;
 }
+/** Row as ggml's quantize_row_q4_0 stores it: blocks of 32, d = max / -8 (max: the value of largest magnitude), f16 d,
+ * q = min(15, trunc(x / d + 8.5)), value (q - 8) * d. */
+export function quantizeQ4(x) {
+  const y = new Float64Array(x.length);
+  for (let b = 0; b < x.length; b += 32) {
+    let amax = 0, max = 0;
+    for (let i = b; i < b + 32; i++) { const v = f32(x[i]); if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; } }
+    const d = f32(max / -8), id = d ? f32(1 / d) : 0, dh = toF16(d);
+    for (let i = b; i < b + 32; i++) { const q = Math.min(15, Math.trunc(f32(f32(x[i]) * id) + 8.5)); y[i] = (q - 8) * dh; }
+  }
+  return y;
+}
 /** Activation row as ggml's quantize_row_q8_0 sees it: blocks of 32, d = amax/127 (stored f16), q = round(x/d). */
 export function quantizeActQ8(x) {
   const y = new Float64Array(x.length);
@@ -79,6 +91,9 @@ export function quantizeActQ8_1(x) {
  * @param opts.actOf per weight array (a value of W): its activation dtype ('f32', 'q8_0', 'q8_1', 'q8_K'),
  *        overriding quantizedActs; for 'q8_1', opts.minsOf(w) gives the weight's block mins (rows x blocks)
  * @param opts.nCtx runtime context (picks LongRoPE's long factors when > rope_scaling.original_context)
+ * @param opts.kvPolicy a KV policy (js/src/formats/kv-policy.ts KvPolicy) plus `local(layer, kvHead)`: each position a
+ *        query sees is read at its store's precision (the window's for the last window.size positions, else its
+ *        range's), K dotted with q quantised to q8_0 for q8_0 / q4_0 K; a local KV head sees [0, sinks) and the window
  * @param opts.kvDtype KV-cache dtype the wasm side uses ('f32' default here, 'f16', 'q8_0'): K and V are stored
  *        rounded to it (q8_0: per head, in blocks of 32 padded with zeros), and for q8_0 K each query head is
  *        quantised to q8_0 before its dot products (llama.cpp's cache_type_k semantics)
@@ -110,7 +125,30 @@ export function createRefModel(cfg, W, opts = {}) {
     }
     return y;
   };
+  /** (KV policy) heads of hd values rounded as a store of `dtype` holds them (q8_0 / q4_0 per head, padded blocks of 32) */
+  const roundAs = (x, dtype, heads = nkv) => {
+    if (dtype === 'f32') return Float64Array.from(x, f32);
+    if (dtype === 'f16') return Float64Array.from(x, (v) => toF16(f32(v)));
+    const hp = Math.ceil(hd / 32) * 32, y = new Float64Array(x.length);
+    for (let h = 0; h < heads; h++) {
+      const row = new Float64Array(hp);
+      for (let i = 0; i < hd; i++) row[i] = x[h * hd + i];
+      const qr = dtype === 'q8_0' ? quantizeActQ8(row) : dtype === 'q4_0' ? quantizeQ4(row) : null;
+      if (!qr) throw new Error(`ref forward: KV dtype ${dtype}`);
+      for (let i = 0; i < hd; i++) y[h * hd + i] = qr[i];
+    }
+    return y;
+  };
+  const pol = opts.kvPolicy;
+  const kraw = [], vraw = [], rounded = new Map();
+  const kvAs = (l, t, which, dtype) => {
+    const key = `${l}/${t}/${which}/${dtype}`;
+    let r = rounded.get(key);
+    if (!r) { r = roundAs((which ? vraw : kraw)[l][t], dtype); rounded.set(key, r); }
+    return r;
+  };
   const kcache = [], vcache = [];
+  for (let l = 0; l < cfg.n_layers; l++) { kraw.push([]); vraw.push([]); }
   for (let l = 0; l < cfg.n_layers; l++) { kcache.push([]); vcache.push([]); }
   const get = (n) => { const t = W.get(n); if (!t) throw new Error(`ref: missing tensor ${n}`); return t; };
   const opt = (n) => W.get(n);
@@ -188,15 +226,37 @@ export function createRefModel(cfg, W, opts = {}) {
       if (kn) for (let h = 0; h < nkv; h++) rmsnorm(k, kn, h * hd, hd);
       const swa = isSwa(l);
       rope(q, nh, pos, swa); rope(k, nkv, pos, swa);
-      kcache[l][pos] = kvRound(k); vcache[l][pos] = kvRound(v);
+      if (pol) { kraw[l][pos] = Float64Array.from(k, f32); vraw[l][pos] = Float64Array.from(v, f32); }
+      else { kcache[l][pos] = kvRound(k); vcache[l][pos] = kvRound(v); }
       const t0 = swa ? Math.max(0, pos - cfg.sliding_window + 1) : 0;
       const att = new Float64Array(qd);
       const group = nh / nkv;
       const qk = kvDtype === 'q8_0' ? kvRound(q, nh) : q;
+      const quantizeActQ8Heads = (x) => roundAs(x, 'q8_0', nh);
       for (let h = 0; h < nh; h++) {
         const g = Math.floor(h / group);
         const scores = new Float64Array(pos + 1);
         let mx = -Infinity;
+        if (pol) {   // KV policy: each position at its store's precision, local heads skip the middle
+          const W = pol.window?.size ?? 0, local = W > 0 && !!pol.local?.(l, g);
+          const dt = (t) => (W && t > pos - W ? pol.window.dtype : pol.ranges.find((r) => t >= r.start && (r.end === null || t < r.end)).dtype);
+          const seen = [];
+          for (let t = t0; t <= pos; t++) if (!(local && t >= pol.sinks && t <= pos - W)) seen.push(t);
+          const qs = {};
+          for (const t of seen) {
+            const d = dt(t);
+            const qq = d === 'q8_0' || d === 'q4_0' ? (qs.q ??= quantizeActQ8Heads(q)) : q;
+            const kr = kvAs(l, t, 0, d);
+            let s = 0; for (let i = 0; i < hd; i++) s += qq[h * hd + i] * kr[g * hd + i];
+            scores[t] = cap(s * attnScale, cfg.attn_softcap); if (scores[t] > mx) mx = scores[t];
+          }
+          let sum = 0; for (const t of seen) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }
+          for (const t of seen) {
+            const a = scores[t] / sum, vr = kvAs(l, t, 1, dt(t));
+            for (let i = 0; i < hd; i++) att[h * hd + i] += a * vr[g * hd + i];
+          }
+          continue;
+        }
         for (let t = t0; t <= pos; t++) {
           let s = 0; for (let i = 0; i < hd; i++) s += qk[h * hd + i] * kcache[l][t][g * hd + i];
           scores[t] = cap(s * attnScale, cfg.attn_softcap); if (scores[t] > mx) mx = scores[t];

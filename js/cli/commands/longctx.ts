@@ -23,6 +23,8 @@ export const usage = `usage: aether longctx MODEL --text FILE [options]
   --max-tokens N      stop after N predicted tokens
   --passkey           also run the passkey test (5 depths x --seeds prompts of the context's length)
   --seeds S           passkey prompts per depth (default 4)
+  --retrieval K       passkey (default: 'The pass key is N' planted, asked at the end) or copy (a planted run of
+                      random words, its first words repeated at the end: the model must continue it)
   -t, --threads T     compute threads (default 1)
   --json              print one JSON object`;
 
@@ -30,7 +32,7 @@ export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       text: 'string', docs: 'string', 'kv-policy': 'string', 'kv-dtype': 'string', heads: 'string', window: 'number', from: 'number',
-      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', threads: 'number', json: 'boolean',
+      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', retrieval: 'string', threads: 'number', json: 'boolean',
     },
     aliases: { t: 'threads' },
   });
@@ -51,17 +53,19 @@ export async function run(argv: string[]): Promise<number> {
   const reference = await load(src, opt({ kvPolicy: 'full', kvDtype: 'f32' }));
   const model = await load(src, opt({ kvPolicy: v['kv-policy'], kvDtype: v['kv-dtype'] }));
   try {
-    if (heads === 'local') (model as any).setHeadMode('local');
+    if (heads === 'local') model.setHeadMode('local');
     const progress = !v.json && process.stderr.isTTY ? (d: number, t: number) => process.stderr.write(`\r${d}/${t} windows`) : undefined;
     const r = await evaluateLong(model, reference, text, {
       window: v.window as number | undefined, chunk, fromPos: v.from as number | undefined, maxTokens: v['max-tokens'] as number | undefined, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const pk = v.passkey ? passkeyTest(model, reference, { seeds: (v.seeds as number) ?? 4, filler: text, chunk }) : undefined;
+    const kind = (v.retrieval as string | undefined) ?? 'passkey';
+    if (kind !== 'passkey' && kind !== 'copy') throw new AetherError('invalid_argument', `--retrieval expects passkey or copy, got '${kind}'`);
+    const pk = v.passkey ? { kind, ...passkeyTest(model, reference, { seeds: (v.seeds as number) ?? 4, filler: text, chunk, kind }) } : undefined;
     const mx = model.metrics(), rx = reference.metrics();
     const kvBytes = (x: typeof mx) => x.kvCache.byDtype.reduce((a, d) => a + d.bytes, 0);
     const out = {
-      model: positionals[0], text: v.text, docs: v.docs ?? null, kv_policy: (model as any).kvPolicyString?.() ?? v['kv-policy'] ?? null, heads: heads ?? 'full',
+      model: positionals[0], text: v.text, docs: v.docs ?? null, kv_policy: model.kvPolicy(0), heads: heads ?? 'full',
       kv_cache_bytes: kvBytes(mx), kv_cache_by_dtype: mx.kvCache.byDtype, reference_kv_cache_bytes: kvBytes(rx), f16_kv_cache_bytes: mx.kvCache.f16Bytes,
       kv_saved_vs_f16_pct: (1 - kvBytes(mx) / mx.kvCache.f16Bytes) * 100, threads: model.threads, ...r, passkey: pk ?? null,
     };

@@ -4,8 +4,9 @@ import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
-import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
 import { formatPrometheus } from '../../src/runtime/metrics.js';
+import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
+import { KV_OPTION_SPEC, KV_USAGE, applyHeadsArg, kvPolicyFromArgs } from '../kv-options.js';
 
 export const usage = `usage: aether run MODEL -p TEXT [options]
   MODEL                 .rknot file, GGUF file or HF folder (converted on the fly), or a URL
@@ -22,6 +23,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   -t, --threads T       compute threads (default 1)
 ${MEM_USAGE}
   --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
+${KV_USAGE}
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
   --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...
@@ -34,7 +36,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      simd: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC,
+      simd: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -48,12 +50,13 @@ export async function run(argv: string[]): Promise<number> {
   }
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
-    threads: (v.threads as number) ?? 1, ...memFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
+    threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
     modules: ffn.modules, simd: v.simd as SimdMode | undefined,
   });
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
+    applyHeadsArg(model, v);
     if (v.timing) model.setTiming(true);
     const opts = {
       maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,

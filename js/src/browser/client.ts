@@ -11,12 +11,13 @@ import { AetherError, throwIfAborted } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
+import type { KvPolicy } from '../formats/kv-policy.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
 import * as openai from '../openai.js';
 import {
-  PROTOCOL_VERSION, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
+  PROTOCOL_VERSION, type Approximation, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
   type WireSource,
 } from './protocol.js';
 
@@ -30,6 +31,8 @@ export interface BrowserLoadOptions {
   nCtx?: number;
   /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */
   kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /** KV policy (compact syntax or structured; null / 'full' none; default: the file's kv_policy). */
+  kvPolicy?: string | KvPolicy | null;
   /** Cap on the wasm memory in bytes (default 4 GiB). */
   maxMemory?: number;
   /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
@@ -302,6 +305,20 @@ export class BrowserModel {
   /** Runtime metrics, as AetherModel.metrics(); `formatPrometheus` (exported here too) renders them. */
   metrics(): Promise<ModelMetrics> { return this.ch.call('metrics', {}); }
 
+  /** Switch the KV policy of every layer (or `layers`), as AetherModel.setKvPolicy (the cache is emptied). */
+  async setKvPolicy(policy: string | KvPolicy | null, layers?: number[]): Promise<void> { await this.ch.call('setKvPolicy', { policy, layers }); }
+
+  /** Per-head attention compression, as AetherModel.setHeadMode. */
+  async setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[] } = {}): Promise<void> {
+    await this.ch.call('setHeadMode', { mode, layers: opts.layers, heads: opts.heads });
+  }
+
+  /** Every approximation in effect, per layer (AetherModel.approximations). */
+  approximations(): Promise<Approximation[]> { return this.ch.call('approximations', {}); }
+
+  /** Roll back approximations (AetherModel.rollback). */
+  async rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] } = {}): Promise<void> { await this.ch.call('rollback', opts); }
+
   /** Per-layer time counters on or off, as AetherModel.setTiming. */
   async setTiming(on: boolean): Promise<void> { await this.ch.call('setTiming', { on }); }
 
@@ -354,7 +371,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
         verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

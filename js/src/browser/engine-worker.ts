@@ -85,6 +85,14 @@ const handlers: { [V in Verb]: Handler<V> } = {
 
   async metrics() { return requireModel().metrics(); },
 
+  async setKvPolicy({ policy, layers }) { requireModel().setKvPolicy(policy, layers); return null; },
+
+  async setHeadMode({ mode, layers, heads }) { requireModel().setHeadMode(mode, { layers, heads }); return null; },
+
+  async approximations() { return requireModel().approximations(); },
+
+  async rollback(args) { requireModel().rollback(args); return null; },
+
   async setTiming({ on }) { requireModel().setTiming(on); return null; },
 
   async resetMetrics() { requireModel().resetMetrics(); return null; },
@@ -119,6 +127,7 @@ const isCorruption = (e: unknown): boolean => e instanceof AetherError && (e.cod
 async function loadSource(source: WireSource, o: WireLoadOptions, emit: (e: LoadEvent) => void, signal: AbortSignal): Promise<AetherModel> {
   const opts = {
     threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, simd: o.simd, warmup: o.warmup, signal,
+    ...(o.kvPolicy !== undefined ? { kvPolicy: o.kvPolicy } : {}),
     onProgress: (e: { loaded: number; total: number }) => emit({ type: 'progress', loaded: e.loaded, total: e.total }),
   };
   if (source.kind === 'blob') return load(source.blob, opts);

@@ -20,6 +20,10 @@ import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
+import type { KvPolicy } from '../formats/kv-policy.js';
+
+/** One layer's approximations (AetherModel.approximations). */
+export interface Approximation { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[] }
 
 export const PROTOCOL_VERSION = 1;
 
@@ -50,6 +54,8 @@ export interface WireLoadOptions {
   verify?: boolean;
   simd?: 'auto' | 'relaxed' | 'plain';
   warmup?: boolean | number;
+  /** KV policy (compact syntax or structured; null / 'full' none; absent: the file's). */
+  kvPolicy?: string | KvPolicy | null;
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -90,6 +96,10 @@ export interface Verbs {
   setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: FfnOptions }; result: null };
   ffnActive: { args: { layers?: number[] }; result: number[] };
   metrics: { args: Record<string, never>; result: ModelMetrics };
+  setKvPolicy: { args: { policy: string | KvPolicy | null; layers?: number[] }; result: null };
+  setHeadMode: { args: { mode: 'local' | 'full'; layers?: number[]; heads?: number[] }; result: null };
+  approximations: { args: Record<string, never>; result: Approximation[] };
+  rollback: { args: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] }; result: null };
   setTiming: { args: { on: boolean }; result: null };
   resetMetrics: { args: Record<string, never>; result: null };
   setCompression: { args: { spec: CompressionSpec }; result: CompressionModeName[] };

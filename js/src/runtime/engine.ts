@@ -14,6 +14,7 @@ import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
 import type { WorkerInit } from './worker.js';
+import { checkKvPolicy, formatKvPolicy, parseKvPolicy, type KvPolicy } from '../formats/kv-policy.js';
 
 /** The subset of .rknot metadata the engine needs (js/src/formats/rknot.ts RknotConfig documents the fields). */
 export interface ModelConfig {
@@ -81,6 +82,12 @@ export interface EngineOptions {
   nCtx?: number;
   /** KV-cache dtype of K and V ('f32', 'f16', 'q8_0', 'q4_0'), or each: { k, v }. Default: the file's kv_cache.dtype, else f16. */
   kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /**
+   * KV policy (mixed precision by position, a recent window; docs/rknot.md kv_policy): the compact syntax
+   * ('sinks=4:f16,window=64:f16,rest=q8_0', '0-20:f16,21-100:q8_0,101-:q4_0'), the structured form, or null /
+   * 'full' for none. Default: the file's kv_policy section (AetherModel load), else none.
+   */
+  kvPolicy?: string | KvPolicy | null;
   /** Cap on the wasm memory in bytes (default and maximum: 4 GiB). The memory plan must fit under it. */
   maxMemory?: number;
   /** Testing: leave this many bytes unused at the bottom of the memory, so every address the engine uses is above it
@@ -256,6 +263,10 @@ export class Engine {
     const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
     c.ae_model_reset(e.model);
     e.setConfig(config, resolveKvDtype(opts.kvDtype));
+    e.kvPolicies = Array(config.n_layers).fill(null);
+    e.localKv = Array.from({ length: config.n_layers }, () => new Set<number>());
+    const pol = resolveKvPolicy(opts.kvPolicy);
+    if (pol) e.applyKvPolicy(pol, -1);
     e.plan = e.plan_(dataSize, opts);
     const dv = heap.view();
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
@@ -668,16 +679,56 @@ export class Engine {
   }
   private kvReadBuf = 0;
 
-  /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
-  kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
-    const c = this.config, out: { dtype: string; bytes: number; bytesPerPosition: number }[] = [];
-    for (const t of [this.kvTypes.k, this.kvTypes.v]) {
-      const row = DTYPE_ROWS.find((d) => d.name === t)!;
-      // a head's row: head_dim values padded to whole blocks (ae_kv_row_size)
-      const perPos = c.n_layers * c.n_kv_heads * Math.ceil(c.head_dim / row.blockSize) * row.typeSize;
-      const have = out.find((d) => d.dtype === t);
-      if (have) { have.bytesPerPosition += perPos; have.bytes += perPos * this.nCtx; }
-      else out.push({ dtype: t, bytes: perPos * this.nCtx, bytesPerPosition: perPos });
+  /** KV policy per layer (null: the plain cache). */
+  kvPolicies: (KvPolicy | null)[] = [];
+  /** KV heads marked local per layer (attend to the policy's sinks and window only). */
+  localKv: Set<number>[] = [];
+
+  private applyKvPolicy(p: KvPolicy | null, layer: number): void {
+    const spec = new Int32Array(Math.max(2, 2 * (p?.ranges.length ?? 0)));
+    p?.ranges.forEach((r, i) => { spec[2 * i] = r.end === null ? -1 : r.end; spec[2 * i + 1] = DTYPE_IDS[r.dtype]; });
+    const buf = this.heap.alloc(spec.byteLength, 4);   // a few bytes per call, from the bump allocator
+    this.heap.i32(buf, spec.length).set(spec);
+    checkStatus(this.core.ae_model_set_kv_policy(this.model, layer, p?.ranges.length ?? 0, buf, p?.window?.size ?? 0,
+      p?.window ? DTYPE_IDS[p.window.dtype] : 0, p?.sinks ?? 0), { op: 'set KV policy', subject: `${formatKvPolicy(p)} (layer ${layer < 0 ? 'all' : layer}, head_dim ${this.config.head_dim})` });
+    const ls = layer < 0 ? this.kvPolicies.map((_, i) => i) : [layer];
+    for (const l of ls) { this.kvPolicies[l] = p; if (!p?.window) this.localKv[l].clear(); }
+  }
+
+  /**
+   * Switch the KV policy of `layers` (default all) at run time; the cache is emptied (the caller recomputes its
+   * tokens) and re-carved, in place when it fits in the current arena, else in a new one.
+   */
+  setKvPolicy(policy: string | KvPolicy | null, layers?: number[]): void {
+    this.check();
+    const p = resolveKvPolicy(policy);
+    const ls = layers ?? this.kvPolicies.map((_, i) => i);
+    for (const l of ls) {
+      if (!Number.isInteger(l) || l < 0 || l >= this.config.n_layers) throw new AetherError('invalid_argument', `layer ${l} is out of range (0..${this.config.n_layers - 1})`);
+    }
+    for (const l of ls) this.applyKvPolicy(p, l);
+    const need = Number(BigInt.asUintN(64, BigInt(this.core.ae_model_arena_size(this.model))));
+    if (!need) throw new AetherError('config_error', 'the KV policy does not fit the model config');
+    if (need > this.arenaSize) { this.arena = this.heap.alloc(need, 64); this.arenaSize = need; }
+    checkStatus(this.core.ae_model_relayout(this.model, this.arena, this.arenaSize), { op: 'KV cache relayout', subject: `${need} bytes` });
+  }
+
+  /** Mark KV head `g` of `layer` local (attends to the sinks and the window only) or not; needs a policy with a window. */
+  setKvLocal(layer: number, g: number, on: boolean): void {
+    this.check();
+    checkStatus(this.core.ae_model_set_kv_local(this.model, layer, g, on ? 1 : 0), {
+      op: `mark KV head ${on ? 'local' : 'full'}`, subject: `layer ${layer}, KV head ${g}${this.kvPolicies[layer]?.window ? '' : ' (the layer has no KV policy with a window)'}`,
+    });
+    if (on) this.localKv[layer].add(g); else this.localKv[layer].delete(g);
+  }
+
+  /** KV cache bytes by dtype: allocated, and holding positions < `positions`. */
+  kvCacheBytes(positions: number): { dtype: string; bytes: number; usedBytes: number }[] {
+    const out = [];
+    for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) {
+      const id = DTYPE_IDS[dtype];
+      const bytes = this.core.ae_model_kv_bytes(this.model, id, this.nCtx);
+      if (bytes > 0) out.push({ dtype, bytes, usedBytes: this.core.ae_model_kv_bytes(this.model, id, positions) });
     }
     return out;
   }
@@ -729,6 +780,13 @@ export class Engine {
       this.workers = null;
     }
   }
+}
+
+/** A kvPolicy option as a checked policy, or null (none). */
+export function resolveKvPolicy(o: EngineOptions['kvPolicy']): KvPolicy | null {
+  if (o === undefined || o === null) return null;
+  if (typeof o === 'string') return parseKvPolicy(o, 'kvPolicy');
+  return checkKvPolicy(o, 'kvPolicy');
 }
 
 /** The K and V dtypes of a kvDtype option (default f16), checked. */
