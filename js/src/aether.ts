@@ -20,6 +20,7 @@ import type { ChatMessage } from './tokenizer/chat.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
+import { checkPrompt, checkStop, optBool, optInt, optionsObject, optNum, optSignal } from './validate.js';
 export type { FfnOptions } from './runtime/ffn.js';
 
 export type ModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
@@ -42,8 +43,8 @@ export interface GenerateOptions extends SamplerParams {
   seed?: number;
   /** Tokens the repetition penalty looks back at (default 64). */
   repeatLastN?: number;
-  /** Extra strings that end generation (not included in the output). */
-  stop?: string[];
+  /** Extra strings that end generation (not included in the output); one string is one stop sequence. */
+  stop?: string | string[];
   /** Prepend BOS to a text prompt (default: the tokenizer's add_bos_token). */
   addBos?: boolean;
   /** Match special tokens written in the prompt text (default false for generate, true for chat). */
@@ -95,11 +96,23 @@ export class AetherModel {
   stats: GenerationStats = emptyStats();
   /** Token ids whose K/V are in the cache, in order. */
   private cached: number[] = [];
-  private busy = false;
+  /** The running generation's token (0: none); a dropped iterator releases it (finally, or the registry below). */
+  private busy = 0;
+  private static nextRun = 1;
+  /** Fallback for an iterator dropped while suspended (never resumed, never return()ed): release its lock when collected. */
+  private static readonly dropped = new FinalizationRegistry<{ model: WeakRef<AetherModel>; run: number }>((h) => {
+    const m = h.model.deref();
+    if (m && m.busy === h.run) m.busy = 0;
+  });
 
   constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
+    // A tokenizer may have fewer tokens than vocab_size (padded embeddings): never sample an id it cannot decode.
+    if (tokenizer.vocabSize < engine.config.vocab_size) engine.sampleLimit = tokenizer.vocabSize;
   }
+
+  /** Whether a generation holds this model (generate/chat/complete not finished, and its iterator not dropped). */
+  get running(): boolean { return this.busy !== 0; }
 
   get threads(): number { return this.engine.threads; }
   get nCtx(): number { return this.engine.nCtx; }
@@ -113,14 +126,17 @@ export class AetherModel {
     return this.tokenizer.decode(ids, opts);
   }
 
-  /** Forget the KV cache (the next call recomputes its whole prompt). */
-  reset(): void { this.cached = []; }
+  /** Forget the KV cache (the next call recomputes its whole prompt). Refused while a generation runs. */
+  reset(): void {
+    if (this.busy) throw new AetherError('invalid_argument', 'reset() while a generation is running on this model: finish it, abort it (signal) or call return() on its iterator first');
+    this.cached = [];
+  }
 
   /**
    * Run `ids` so that the cache holds exactly them; reuses the longest cached prefix. Returns the number
    * of tokens computed. Afterwards the logits are those of the last id.
    */
-  private prefill(ids: number[], signal?: AbortSignal): number {
+  private async prefill(ids: number[], signal?: AbortSignal): Promise<number> {
     if (ids.length === 0) throw new AetherError('invalid_argument', 'the prompt is empty (no tokens)');
     if (ids.length > this.engine.nCtx) {
       throw new AetherError('kv_cache_full', `the prompt has ${ids.length} tokens, more than the context length ${this.engine.nCtx}`);
@@ -129,27 +145,48 @@ export class AetherModel {
     while (common < this.cached.length && common < ids.length && this.cached[common] === ids[common]) common++;
     if (common === ids.length) common--; // recompute the last token to get its logits
     this.cached.length = common;
+    // Chunks of about PREFILL_SLICE_MS each (at least PREFILL_MIN_CHUNK tokens, at most maxBatch), with the event loop
+    // served and the signal checked between them. Results do not depend on the chunking (every row is computed alone).
     const B = this.engine.maxBatch;
-    for (let s = common; s < ids.length; s += B) {
+    let n = Math.min(B, PREFILL_MIN_CHUNK);
+    for (let s = common; s < ids.length;) {
       throwIfAborted(signal);
-      const chunk = ids.slice(s, Math.min(ids.length, s + B));
+      const chunk = ids.slice(s, Math.min(ids.length, s + n));
+      const t0 = now();
       this.engine.forward(chunk, s);
       this.cached.push(...chunk);
+      s += chunk.length;
+      const ms = now() - t0;
+      n = Math.max(Math.min(B, PREFILL_MIN_CHUNK), Math.min(B, Math.floor(chunk.length * PREFILL_SLICE_MS / Math.max(ms, 0.1))));
+      if (s < ids.length) await yieldToEventLoop();
     }
+    throwIfAborted(signal);
     return ids.length - common;
   }
 
-  /** Stream the continuation of `prompt` (text or token ids). */
-  async *generate(prompt: string | number[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
-    this.busy = true;
+  /**
+   * Stream the continuation of `prompt` (text or token ids). One generation at a time per model: the lock is released
+   * when the iterator finishes, throws, is return()ed (`break` in for-await) or, as a fallback, is garbage collected.
+   */
+  generate(prompt: string | number[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    const run = AetherModel.nextRun++;
+    const it = this.generateRun(run, prompt, opts);
+    AetherModel.dropped.register(it, { model: new WeakRef(this), run });
+    return it;
+  }
+
+  private async *generateRun(run: number, prompt: unknown, optsIn: unknown): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model (finish it, abort it, or call return() on its iterator)');
+    const opts = checkGenerateOptions(optsIn);
+    const checkedPrompt = checkPrompt(prompt);
+    this.busy = run;
     const stats = emptyStats();
     this.stats = stats;
     try {
       throwIfAborted(opts.signal);
-      const ids = typeof prompt === 'string'
-        ? this.tokenizer.encode(prompt, { addBos: opts.addBos, parseSpecial: opts.parseSpecial ?? false })
-        : [...prompt];
+      const ids = typeof checkedPrompt === 'string'
+        ? this.tokenizer.encode(checkedPrompt, { addBos: opts.addBos, parseSpecial: opts.parseSpecial ?? false })
+        : checkedPrompt;
       for (const t of ids) {
         if (!Number.isInteger(t) || t < 0 || t >= this.config.vocab_size) throw new AetherError('invalid_argument', `token id ${t} is outside the vocabulary (0..${this.config.vocab_size - 1})`);
       }
@@ -163,13 +200,13 @@ export class AetherModel {
       const lastN = opts.repeatLastN ?? 64;
       let rng = this.engine.seedRng(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
       const t0 = now();
-      stats.prefillTokens = this.prefill(ids, opts.signal);
+      stats.prefillTokens = await this.prefill(ids, opts.signal);
       stats.prefillMs = now() - t0;
       const decoder = this.tokenizer.createDecoder();
       // Continuing a prompt: the first generated piece keeps its leading space (SPM), so prime the
       // decoder with the last prompt token and drop its text.
       decoder.push(ids[ids.length - 1]);
-      const stops = (opts.stop ?? []).filter((s) => s.length > 0);
+      const stops = (checkStop(opts.stop) ?? []).filter((s) => s.length > 0);
       let held = '';
       const t1 = now();
       for (let i = 0; i < maxTokens; i++) {
@@ -210,7 +247,7 @@ export class AetherModel {
       throw e;
     } finally {
       finish(stats);
-      this.busy = false;
+      if (this.busy === run) this.busy = 0;
     }
   }
 
@@ -226,6 +263,8 @@ export class AetherModel {
 
   /** Render `messages` with the model's chat template and stream the reply. */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    if (!Array.isArray(messages)) throw new AetherError('invalid_argument', `messages: expected an array of { role, content }, got ${messages === null ? 'null' : typeof messages}`);
+    opts = optionsObject('options', opts) as GenerateOptions;
     const { applyChatTemplate } = await import('./tokenizer/chat.js');
     const c = this.chatTemplate;
     const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
@@ -257,7 +296,45 @@ export class AetherModel {
   }
   private ffnRuntime?: FfnRuntime;
 
-  dispose(): void { this.engine.dispose(); this.cached = []; }
+  dispose(): void { this.engine.dispose(); this.cached = []; this.busy = 0; }
+}
+
+/** Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk. */
+const PREFILL_SLICE_MS = 50;
+const PREFILL_MIN_CHUNK = 16;
+
+/** GenerateOptions with every field type- and range-checked (AetherError 'invalid_argument' naming the field). */
+function checkGenerateOptions(v: unknown): GenerateOptions {
+  const o = optionsObject('options', v) as GenerateOptions & Record<string, unknown>;
+  optInt('maxTokens', o.maxTokens, 0);
+  optBool('greedy', o.greedy);
+  optNum('seed', o.seed, 0, Number.MAX_SAFE_INTEGER);
+  optInt('repeatLastN', o.repeatLastN, 0);
+  checkStop(o.stop);
+  optBool('addBos', o.addBos);
+  optBool('parseSpecial', o.parseSpecial);
+  optSignal('signal', o.signal);
+  optNum('temperature', o.temperature);
+  optInt('topK', o.topK, 0);
+  optNum('topP', o.topP, 0, 1);
+  optNum('minP', o.minP, 0, 1);
+  optNum('repeatPenalty', o.repeatPenalty, 0);
+  return o;
+}
+
+/** LoadOptions type- and range-checked (nCtx above the model's is refused later, once the model's n_ctx is known). */
+function checkLoadOptions(v: unknown): LoadOptions {
+  const o = optionsObject('options', v) as LoadOptions;
+  optInt('threads', o.threads, 1, 256);
+  optInt('maxBatch', o.maxBatch, 1, 4096);
+  optInt('nCtx', o.nCtx, 1);
+  optInt('spin', o.spin, 0);
+  optBool('verify', o.verify);
+  optBool('logitsAll', o.logitsAll);
+  optSignal('signal', o.signal);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new AetherError('invalid_argument', 'onProgress: expected a function');
+  if (o.modules !== undefined && (!Array.isArray(o.modules) || !o.modules.every((m) => typeof m === 'string'))) throw new AetherError('invalid_argument', 'modules: expected an array of module names');
+  return o;
 }
 
 /** Options chat() adds under the caller's: the rendered prompt carries its own BOS and special tokens. */
@@ -290,7 +367,11 @@ function partialStopSuffix(s: string, stops: string[]): number {
 }
 
 /** Load a .rknot model (or, in Node, a GGUF file / HF folder, converted on the fly). */
-export async function load(source: ModelSource, opts: LoadOptions = {}): Promise<AetherModel> {
+export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promise<AetherModel> {
+  const opts = checkLoadOptions(optsIn);
+  if (typeof source !== 'string' && (typeof source !== 'object' || source === null)) {
+    throw new AetherError('invalid_argument', `source: expected a path or URL string, a URL, a Blob or a ReadableStream, got ${source === null ? 'null' : typeof source}`);
+  }
   throwIfAborted(opts.signal);
   if (isNode && typeof source === 'string') {
     const { resolveNodeSource } = await import('./node/convert-on-load.js');
@@ -312,9 +393,12 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     });
     if (!engine) throw new AetherError('load_error', 'the model file has no tensors');
     const eng = engine as Engine;
+    throwIfAborted(opts.signal);
     await eng.finishLoad();
+    throwIfAborted(opts.signal); // an abort while the workers started (threads > 1) is honoured too
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
+    throwIfAborted(opts.signal);
     return new AetherModel(eng, tokenizer, meta);
   } catch (e) {
     (engine as Engine | null)?.dispose();
