@@ -169,6 +169,8 @@ export function generate() {
   const role = parseEnum('src/model/model.h', 'ae_role');
   const bad = parseEnum('src/model/model.h', 'ae_bad_reason');
   const ffnMode = parseEnum('src/model/model.h', 'ae_ffn_mode');
+  const opClass = parseEnum('src/model/model.h', 'ae_op_class').filter((e) => e.label !== undefined);
+  const headStat = parseEnum('src/model/model.h', 'ae_head_stat').filter((e) => e.label !== undefined);
   const firstLayerRole = parseDefine('src/model/model.h', 'AE_T_FIRST_LAYER_ROLE', role);
   const rknot = parseEnum('src/format/rknot.h', 'ae_rknot_error');
   const downMode = parseEnum('src/kernels/ffn_aux.h', 'ae_ffn_down_mode');
@@ -242,6 +244,10 @@ export function generate() {
   L.push(`export const RKNOT_CHECK_NAMES: readonly string[] = ${lit(labels(rknot))};`);
   L.push('/** enum ae_ffn_mode */');
   L.push(`export const FfnMode = ${lit(keyed(ffnMode, '', true))} as const;`);
+  L.push('/** enum ae_op_class: op classes of the per-layer time counters (ae_model_set_timing), in counter order */');
+  L.push(`export const OP_CLASS_NAMES: readonly string[] = ${lit(labels(opClass))};`);
+  L.push('/** enum ae_head_stat: attention statistics per (thread, layer, head) (ae_model_set_head_stats), in buffer order */');
+  L.push(`export const HEAD_STAT_NAMES: readonly string[] = ${lit(labels(headStat))};`);
   L.push('/** enum ae_ffn_down_mode (src/kernels/ffn_aux.h) */');
   L.push(`export const DOWN_MODE = ${lit(keyed(downMode, '', true))} as const;`);
   L.push('/** enum ae_ffn_stat: profile accumulators per neuron (doubles); N per neuron */');

@@ -153,6 +153,12 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     out.tokenize = await m.tokenize(prompt);
     out.detokenize = await m.detokenize(out.hitTokens);
     out.ffnActive = await m.ffnActive();
+    // metrics: time counters on, one generation, the structured form and its Prometheus text (the page renders it)
+    await m.setTiming(true); await m.resetMetrics();
+    await m.complete(prompt, { maxTokens: 4, greedy: true });
+    out.metrics = await m.metrics();
+    out.prometheus = (await import('/dist/src/browser/index.js')).formatPrometheus(out.metrics, { labels: { model: 'tiny' } });
+    await m.setTiming(false);
     try { await m.setFfnMode('dense'); out.dense = 'ok'; } catch (e) { out.dense = e.message; }
     try { await m.setFfnMode('no-such-mode'); out.badMode = 'accepted'; } catch (e) { out.badMode = { name: e.name, code: e.code }; }
     out.config = m.config;
@@ -212,6 +218,12 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.equal(api.ffnActive.length, api.config.n_layers);
   assert.ok(api.ffnActive.every((v) => v === api.config.hidden_dim), `dense decode step: every neuron active (${api.ffnActive})`);
   assert.equal(api.dense, 'ok');
+  assert.equal(api.metrics.layers.length, api.config.n_layers);
+  assert.equal(api.metrics.tokens.decode, 4);
+  assert.ok(api.metrics.timing && api.metrics.layers.every((l) => l.ffnActiveFraction === 1 && l.opSeconds.attention > 0), 'metrics per layer');
+  assert.ok(api.metrics.kvCache.byDtype.length >= 1 && api.metrics.kvCache.positions > 0);
+  assert.match(api.prometheus, /^# TYPE aether_decode_tokens_total counter\naether_decode_tokens_total\{model="tiny"\} 4$/m);
+  assert.match(api.prometheus, /^aether_op_seconds_total\{model="tiny",layer="0",op="attention"\} [0-9.e-]+$/m);
   assert.equal(api.badMode.name, 'AetherError');
   assert.equal(api.afterDispose, 'disposed');
   assert.equal(api.corrupt[0], 'hit');

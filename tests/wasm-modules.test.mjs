@@ -10,9 +10,10 @@ import { ROOT, DTYPE_ROWS } from './helpers/kernels.mjs';
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN
-// modules (src/model/forward.c; js/src/runtime/instance.ts wires them or stubs them).
+// modules (src/model/forward.c; js/src/runtime/instance.ts wires them or stubs them) and reads the host clock
+// for its time counters (env.ae_clock_ms, instance.ts ENV_FUNCS).
 const ALLOWED_FUNC_IMPORTS = {
-  core: ['ffn_fused.ae_ffn_fused_run', 'ffn_saturated.ae_ffn_saturated_run'], 'ffn-fused': [], 'ffn-saturated': [], 'kernels-test': [],
+  core: ['ffn_fused.ae_ffn_fused_run', 'ffn_saturated.ae_ffn_saturated_run', 'env.ae_clock_ms'], 'ffn-fused': [], 'ffn-saturated': [], 'kernels-test': [],
 };
 
 function findModule(name) {

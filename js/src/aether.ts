@@ -21,7 +21,9 @@ import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
 import { checkPrompt, checkStop, optBool, optInt, optionsObject, optNum, optSignal } from './validate.js';
+import type { ModelMetrics } from './runtime/metrics.js';
 export type { FfnOptions } from './runtime/ffn.js';
+export type { ModelMetrics, LayerMetrics, KvDtypeMetrics } from './runtime/metrics.js';
 
 export type ModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
@@ -104,6 +106,8 @@ export class AetherModel {
     const m = h.model.deref();
     if (m && m.busy === h.run) m.busy = 0;
   });
+  /** Cumulative counters of metrics() (since load or resetMetrics()). */
+  private totals = { prefill: 0, decode: 0, prefillMs: 0, decodeMs: 0, generations: 0 };
 
   constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
@@ -248,6 +252,9 @@ export class AetherModel {
     } finally {
       finish(stats);
       if (this.busy === run) this.busy = 0;
+      const t = this.totals;
+      t.prefill += stats.prefillTokens; t.decode += stats.generatedTokens;
+      t.prefillMs += stats.prefillMs; t.decodeMs += stats.decodeMs; t.generations++;
     }
   }
 
@@ -295,6 +302,55 @@ export class AetherModel {
     return this.ffnRuntime;
   }
   private ffnRuntime?: FfnRuntime;
+
+  /**
+   * Runtime metrics: per layer the FFN mode, active fraction and (with setTiming(true)) time per op class;
+   * KV cache bytes by dtype; cumulative tokens and seconds; the last generation's rates; memory.
+   * `formatPrometheus(model.metrics())` (runtime/metrics.ts) gives the Prometheus text form.
+   */
+  metrics(): ModelMetrics {
+    const e = this.engine, c = this.config;
+    const times = e.opTimes();
+    const secs = (row: number[] | undefined) => row ? Object.fromEntries(times!.ops.map((op, i) => [op, row[i] / 1000])) : null;
+    const layers = [];
+    for (let l = 0; l < c.n_layers; l++) {
+      const fc = e.ffnCounters(l);
+      const opSeconds = secs(times?.layers[l]);
+      if (opSeconds) { delete opSeconds.embed; delete opSeconds.output; }
+      layers.push({
+        layer: l, ffnMode: this.ffnRuntime?.modes[l] ?? 'dense',
+        ffnActiveFraction: fc.tokens > 0 ? fc.active / (fc.tokens * c.hidden_dim) : null, opSeconds,
+      });
+    }
+    const globalOps = secs(times?.global);
+    if (globalOps) for (const k of Object.keys(globalOps)) if (k !== 'embed' && k !== 'output') delete globalOps[k];
+    const positions = this.cached.length;
+    const kv = e.kvCacheLayout();
+    const f16Bytes = 2 * c.n_layers * c.n_kv_heads * c.head_dim * 2 * e.nCtx;  // K and V, 2 bytes per value
+    const kvBytes = kv.reduce((a, d) => a + d.bytes, 0);
+    const t = this.totals;
+    return {
+      model: { name: String((this.metadata.source as { name?: string } | undefined)?.name ?? c.arch), arch: c.arch, layers: c.n_layers, nCtx: e.nCtx, threads: e.threads },
+      tokens: { prefill: t.prefill, decode: t.decode, prefillSeconds: t.prefillMs / 1000, decodeSeconds: t.decodeMs / 1000, generations: t.generations },
+      last: { prefillTokensPerSecond: this.stats.prefillTps, decodeTokensPerSecond: this.stats.decodeTps },
+      kvCache: {
+        positions, capacity: e.nCtx,
+        byDtype: kv.map((d) => ({ dtype: d.dtype, bytes: d.bytes, usedBytes: d.bytesPerPosition * positions })),
+        f16Bytes, savedBytes: f16Bytes - kvBytes,
+      },
+      memory: (({ wasm, weights, runState }) => ({ wasmBytes: wasm, weightsBytes: weights, runStateBytes: runState }))(e.memoryBytes()),
+      layers, globalOpSeconds: globalOps, timing: e.timing,
+    };
+  }
+
+  /** Turn the per-layer time counters of metrics() on or off (off by default; on zeroes them). */
+  setTiming(on: boolean): void { this.engine.setTiming(on); }
+
+  /** Zero the cumulative counters of metrics() (tokens, seconds, FFN active counts, time counters). */
+  resetMetrics(): void {
+    this.totals = { prefill: 0, decode: 0, prefillMs: 0, decodeMs: 0, generations: 0 };
+    this.engine.resetCounters();
+  }
 
   dispose(): void { this.engine.dispose(); this.cached = []; this.busy = 0; }
 }

@@ -95,6 +95,38 @@ static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float e
   for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
 }
 
+/* ---- time counters per (layer, op class), thread 0, when the host set m->op_time ---- */
+__attribute__((import_module("env"), import_name("ae_clock_ms")))
+double ae_clock_ms(void);
+
+static AE_NOINLINE void tick_slow(ae_model *m, int row, int op) {
+  const double t = ae_clock_ms();
+  m->op_time[row * AE_OP_COUNT + op] += t - m->op_t0;
+  m->op_t0 = t;
+}
+/* Charge the time since the last boundary to (row, op): call right after a step's closing barrier. */
+#define TICK(row, op) do { if (ith == 0 && m->op_time) tick_slow(m, (row), (op)); } while (0)
+
+/* ---- attention statistics (aether profile-heads): att = the softmaxed row of query head h at position p over
+ * positions t0 .. p, added to this thread's accumulators ---- */
+static AE_NOINLINE void head_stats_add(ae_model *m, int ith, int l, int h, int p, int t0, const float *att) {
+  const int n = p + 1 - t0, S = m->hs_sinks, W = m->hs_window;
+  if (p < S + W) return;
+  double ent = 0.0, sink = 0.0, win = 0.0;
+  for (int i = 0; i < n; i++) {
+    const double a = att[i];
+    if (a > 0.0) ent -= a * ae_logf((float)a);
+    if (t0 + i < S) sink += a;
+    if (t0 + i > p - W) win += a;
+  }
+  double *acc = m->head_stats + (((size_t)ith * m->cfg.n_layers + l) * m->cfg.n_heads + h) * AE_HS_N;
+  acc[AE_HS_COUNT] += 1.0;
+  acc[AE_HS_ENTROPY] += ent;
+  acc[AE_HS_LOGN] += ae_logf((float)n);
+  acc[AE_HS_SINK] += sink;
+  acc[AE_HS_WINDOW] += win;
+}
+
 /* ---- FFN (SwiGLU / GeGLU), dense path ---- */
 static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
   const int D = m->cfg.dim, H = m->cfg.hidden_dim;
@@ -172,6 +204,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   for (int b = 0; b < n; b++)
     if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
 
+  if (ith == 0 && m->op_time) m->op_t0 = ae_clock_ms();
   /* embeddings (scaled: Gemma) and RoPE tables (full-attention layers, and SWA layers when theirs differs), split by token */
   {
     int b0, b1;
@@ -190,6 +223,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     }
   }
   ae_barrier(pool);
+  TICK(c->n_layers, AE_OP_EMBED);
 
   const int group = c->n_heads / c->n_kv_heads;
   for (int l = 0; l < c->n_layers; l++) {
@@ -214,6 +248,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       matmul_rows(m, &L->wv, m->xb, D, n, m->qkv + qd + kvd, qkvd, ith, nth);
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_QKV);
     /* biases, q/k norms (per head), RoPE, K/V into the cache: split by token */
     {
       int b0, b1;
@@ -235,6 +270,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       }
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ROPE_KV);
     /* attention: (token, head) pairs split over threads; causal, within the layer's window */
     {
       int i0, i1;
@@ -246,9 +282,11 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         const float *q = m->qkv + (size_t)b * qkvd + (size_t)h * hd;
         const size_t o = (size_t)t0 * kvd + (size_t)g * hd;
         ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + o, vc + o, p + 1 - t0, hd, kvd, ac.scale, ac.softcap, att);
+        if (m->head_stats) head_stats_add(m, ith, l, h, p, t0, att);
       }
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ATTENTION);
     {
       const ae_tensor *ws[] = {&L->wo};
       prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth);
@@ -266,12 +304,15 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       }
     }
     ae_barrier(pool);
+    TICK(l, AE_OP_ATTN_OUT);
 
     /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above, other modes in the FFN modules ---- */
     {
       const int fst = ae_ffn_block(m, l, n, ith, nth, pool);
       if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
+      if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
     }
+    TICK(l, AE_OP_FFN);
   }
 
   /* ---- output head: last token, or all tokens when asked ---- */
@@ -298,4 +339,5 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     if (i1 > i0) ae_softcap(m->logits + i0, i1 - i0, c->final_softcap);
   }
   if (ith == 0) m->n_past = pos + n;
+  if (m->op_time) { ae_barrier(pool); TICK(c->n_layers, AE_OP_OUTPUT); }
 }

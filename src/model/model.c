@@ -124,6 +124,49 @@ AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
   return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].ffn_active : -1;
 }
 
+/* Per-layer counters since the last reset: 0 = FFN neurons computed (summed over tokens), 1 = tokens. */
+AE_EXPORT double ae_model_counter(const ae_model *m, int layer, int which) {
+  if (layer < 0 || layer >= m->cfg.n_layers) return -1.0;
+  return which == 0 ? m->layers[layer].ffn_active_sum : which == 1 ? m->layers[layer].ffn_token_sum : -1.0;
+}
+
+AE_EXPORT void ae_model_reset_counters(ae_model *m) {
+  for (int l = 0; l < AE_MAX_LAYERS; l++) m->layers[l].ffn_active_sum = m->layers[l].ffn_token_sum = 0.0;
+  if (m->op_time) __builtin_memset(m->op_time, 0, (size_t)(m->cfg.n_layers + 1) * AE_OP_COUNT * sizeof(double));
+}
+
+/* Time counters per (layer, op class): buf holds (n_layers + 1) * AE_OP_COUNT doubles (zeroed here), NULL = off.
+ * Set between forwards only. */
+AE_EXPORT int ae_model_set_timing(ae_model *m, double *buf) {
+  if (buf && ((uintptr_t)buf & 7u)) return AE_ERR_INVALID_ARG;
+  m->op_time = buf;
+  if (buf) __builtin_memset(buf, 0, (size_t)(m->cfg.n_layers + 1) * AE_OP_COUNT * sizeof(double));
+  return AE_OK;
+}
+
+/* Attention statistics for head profiling: buf holds max_threads * n_layers * n_heads * AE_HS_N doubles (zeroed
+ * here), NULL = off. Set between forwards only. */
+AE_EXPORT int ae_model_set_head_stats(ae_model *m, double *buf, int sinks, int window) {
+  if ((buf && ((uintptr_t)buf & 7u)) || sinks < 0 || window < 1) return AE_ERR_INVALID_ARG;
+  m->head_stats = buf;
+  m->hs_sinks = sinks;
+  m->hs_window = window;
+  if (buf) __builtin_memset(buf, 0, (size_t)m->cfg.max_threads * m->cfg.n_layers * m->cfg.n_heads * AE_HS_N * sizeof(double));
+  return AE_OK;
+}
+
+/* K (which 0) or V (1) of KV head g of `layer` at positions t0 .. t0+n-1 as floats into out (n rows of head_dim),
+ * whatever the cache's storage: the one reader of cached rows for the host (head profiling, tests). */
+AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, int t0, int n, float *out) {
+  const ae_config *c = &m->cfg;
+  if (!m->initialised || layer < 0 || layer >= c->n_layers || g < 0 || g >= c->n_kv_heads || t0 < 0 || n < 0 || t0 + n > c->n_ctx)
+    return AE_ERR_INVALID_ARG;
+  const float *base = (which ? m->v_cache : m->k_cache) + (size_t)layer * c->n_ctx * m->kv_dim;
+  for (int t = 0; t < n; t++)
+    __builtin_memcpy(out + (size_t)t * c->head_dim, base + (size_t)(t0 + t) * m->kv_dim + (size_t)g * c->head_dim, (size_t)c->head_dim * 4);
+  return AE_OK;
+}
+
 /* Where validation failed: (layer, role, reason) for the host's error message. */
 static int32_t g_bad_layer, g_bad_role, g_bad_reason;
 AE_EXPORT int32_t ae_model_bad_layer(void) { return g_bad_layer; }

@@ -124,7 +124,22 @@ typedef struct {
   int32_t ffn_mode;   /* ae_ffn_mode */
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
+  double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
 } ae_layer;
+
+/* Op classes of the per-layer time counters (ae_model_set_timing; JS: the quoted name). Thread 0 reads the
+ * host clock (env.ae_clock_ms) at the step boundaries of the forward pass, so a class's time is the wall time
+ * of its steps, barrier waits included. Row n_layers of the counters holds the global ops (embed, output). */
+enum ae_op_class {
+  AE_OP_EMBED = 0,      /* "embed": token embeddings, RoPE tables */
+  AE_OP_QKV = 1,        /* "qkv": attention norm, q/k/v projections */
+  AE_OP_ROPE_KV = 2,    /* "rope_kv": biases, q/k norms, RoPE, K/V cache writes */
+  AE_OP_ATTENTION = 3,  /* "attention": scores, softmax, weighted V */
+  AE_OP_ATTN_OUT = 4,   /* "attn_out": output projection, residual add, FFN norm */
+  AE_OP_FFN = 5,        /* "ffn": the FFN block in the layer's mode */
+  AE_OP_OUTPUT = 6,     /* "output": final norm, logits */
+  AE_OP_COUNT = 7,
+};
 
 typedef struct {
   ae_config cfg;
@@ -150,7 +165,24 @@ typedef struct {
   float *v_cache;  /* (n_layers, n_ctx, kv_dim) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
+  double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
+  double op_t0;    /* clock at the last step boundary (thread 0) */
+  /* attention statistics per (thread, layer, head) for `aether profile-heads` (ae_model_set_head_stats); NULL: off */
+  double *head_stats;
+  int32_t hs_sinks, hs_window;
 } ae_model;
+
+/* Accumulators of the attention statistics, AE_HS_N doubles per (thread, layer, query head), summed over the
+ * queries at positions p >= hs_sinks + hs_window (where the sinks and the recent window are disjoint and leave
+ * other positions). JS: the quoted names. */
+enum ae_head_stat {
+  AE_HS_COUNT = 0,    /* "count": queries */
+  AE_HS_ENTROPY = 1,  /* "entropy": -sum a log a of the attention row, nats */
+  AE_HS_LOGN = 2,     /* "log_n": log of the positions the query saw (the entropy of a uniform row) */
+  AE_HS_SINK = 3,     /* "sink_mass": attention on positions < hs_sinks */
+  AE_HS_WINDOW = 4,   /* "window_mass": attention on the hs_window most recent positions (the query's own included) */
+  AE_HS_N = 5,
+};
 
 /* One forward job: tokens[0..n) at positions pos..pos+n-1. Logits of the last token (or of all
  * tokens when cfg.logits_all and want_all) land in model->logits. */

@@ -3,6 +3,7 @@ import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
+import { formatPrometheus } from '../../src/runtime/metrics.js';
 
 export const usage = `usage: aether run MODEL -p TEXT [options]
   MODEL                 .rknot file, GGUF file or HF folder (converted on the fly), or a URL
@@ -20,14 +21,17 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --ctx N               context length (default: the model's)
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
-  --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...`;
+  --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...
+  --metrics FMT         after the run print model.metrics(): 'prometheus' (text exposition, on stdout after
+                        the text; with --json as the 'metrics_prometheus' field) or 'json'
+  --timing              per-layer time counters per op class (in the metrics)`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      ctx: 'number', chat: 'boolean', json: 'boolean', 'max-batch': 'number', ...FFN_OPTION_SPEC,
+      ctx: 'number', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -35,6 +39,10 @@ export async function run(argv: string[]): Promise<number> {
   const prompt = v.prompt as string | undefined;
   if (prompt === undefined) throw new AetherError('invalid_argument', `missing -p TEXT\n${usage}`);
   const json = !!v.json;
+  const metricsFmt = v.metrics as string | undefined;
+  if (metricsFmt !== undefined && metricsFmt !== 'prometheus' && metricsFmt !== 'json') {
+    throw new AetherError('invalid_argument', `--metrics expects 'prometheus' or 'json', got '${metricsFmt}'`);
+  }
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
     threads: (v.threads as number) ?? 1, nCtx: v.ctx as number | undefined, maxBatch: v['max-batch'] as number | undefined,
@@ -43,6 +51,7 @@ export async function run(argv: string[]): Promise<number> {
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
+    if (v.timing) model.setTiming(true);
     const opts = {
       maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,
       topK: v['top-k'] as number | undefined, topP: v['top-p'] as number | undefined, minP: v['min-p'] as number | undefined,
@@ -59,13 +68,17 @@ export async function run(argv: string[]): Promise<number> {
       if (!json) process.stdout.write(piece.text);
     }
     const s = model.stats;
+    const metrics = metricsFmt ? model.metrics() : undefined;
     if (json) {
       process.stdout.write(JSON.stringify({
         model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
         finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
         decode_ms: s.decodeMs, threads: model.threads,
+        ...(metricsFmt === 'json' ? { metrics } : metricsFmt === 'prometheus' ? { metrics_prometheus: formatPrometheus(metrics!) } : {}),
       }) + '\n');
     } else {
+      if (metricsFmt === 'prometheus') process.stdout.write('\n' + formatPrometheus(metrics!));
+      else if (metricsFmt === 'json') process.stdout.write('\n' + JSON.stringify(metrics, null, 1) + '\n');
       process.stdout.write('\n');
       process.stderr.write(`\n[prompt ${s.promptTokens} tok, ${s.prefillTps.toFixed(1)} tok/s | generated ${s.generatedTokens} tok, ` +
         `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${s.finishReason}]\n`);

@@ -10,6 +10,7 @@ import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } fr
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
+import type { ModelMetrics } from '../runtime/metrics.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
@@ -243,6 +244,15 @@ export class BrowserModel {
 
   /** FFN neurons computed at the last forward, per layer (all layers, or `layers`). */
   ffnActive(layers?: number[]): Promise<number[]> { return this.ch.call('ffnActive', { layers }); }
+
+  /** Runtime metrics, as AetherModel.metrics(); `formatPrometheus` (exported here too) renders them. */
+  metrics(): Promise<ModelMetrics> { return this.ch.call('metrics', {}); }
+
+  /** Per-layer time counters on or off, as AetherModel.setTiming. */
+  async setTiming(on: boolean): Promise<void> { await this.ch.call('setTiming', { on }); }
+
+  /** Zero the cumulative counters of metrics(). */
+  async resetMetrics(): Promise<void> { await this.ch.call('resetMetrics', {}); }
 
   /** Free the model and stop its workers. */
   async dispose(): Promise<void> {

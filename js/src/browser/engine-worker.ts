@@ -76,6 +76,12 @@ const handlers: { [V in Verb]: Handler<V> } = {
     return ls.map((l) => m.engine.ffnActive(l));
   },
 
+  async metrics() { return requireModel().metrics(); },
+
+  async setTiming({ on }) { requireModel().setTiming(on); return null; },
+
+  async resetMetrics() { requireModel().resetMetrics(); return null; },
+
   async dispose() {
     model?.dispose();
     model = null;

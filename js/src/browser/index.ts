@@ -25,6 +25,8 @@ export type { Features } from '../runtime/env.js';
 export type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 export type { ModelConfig } from '../runtime/engine.js';
 export type { FfnOptions } from '../runtime/ffn.js';
+export { formatPrometheus, PROMETHEUS_CONTENT_TYPE } from '../runtime/metrics.js';
+export type { ModelMetrics, LayerMetrics, KvDtypeMetrics } from '../runtime/metrics.js';
 export type { ChatMessage } from '../tokenizer/chat.js';
 
 export const Aether = { load, probeFeatures, clearModelCache, listCachedModels };

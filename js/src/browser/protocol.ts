@@ -18,6 +18,7 @@ import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } fr
 import type { AetherErrorCode } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
+import type { ModelMetrics } from '../runtime/metrics.js';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -75,6 +76,9 @@ export interface Verbs {
   reset: { args: Record<string, never>; result: null };
   setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: FfnOptions }; result: null };
   ffnActive: { args: { layers?: number[] }; result: number[] };
+  metrics: { args: Record<string, never>; result: ModelMetrics };
+  setTiming: { args: { on: boolean }; result: null };
+  resetMetrics: { args: Record<string, never>; result: null };
   dispose: { args: Record<string, never>; result: null };
 }
 export type Verb = keyof Verbs;

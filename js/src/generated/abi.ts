@@ -57,6 +57,10 @@ export const RknotCheck = { OK: 0, BAD_DTYPE: 7, BAD_SHAPE: 8, BAD_OFFSET: 9, BA
 export const RKNOT_CHECK_NAMES: readonly string[] = ['', '', '', '', '', '', '', 'unknown dtype', 'shape is not whole blocks', 'offset misaligned or out of range', 'byte count does not match dtype and shape'];
 /** enum ae_ffn_mode */
 export const FfnMode = { dense: 0, fused: 1, static: 2, dynamic: 3, profile: 4 } as const;
+/** enum ae_op_class: op classes of the per-layer time counters (ae_model_set_timing), in counter order */
+export const OP_CLASS_NAMES: readonly string[] = ['embed', 'qkv', 'rope_kv', 'attention', 'attn_out', 'ffn', 'output'];
+/** enum ae_head_stat: attention statistics per (thread, layer, head) (ae_model_set_head_stats), in buffer order */
+export const HEAD_STAT_NAMES: readonly string[] = ['count', 'entropy', 'log_n', 'sink_mass', 'window_mass'];
 /** enum ae_ffn_down_mode (src/kernels/ffn_aux.h) */
 export const DOWN_MODE = { rows: 0, neuron: 1 } as const;
 /** enum ae_ffn_stat: profile accumulators per neuron (doubles); N per neuron */

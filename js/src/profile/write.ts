@@ -1,4 +1,5 @@
-/** Node: copy a .rknot file with a new `saturation` metadata section (tensor bytes unchanged, re-checksummed by the writer). */
+/** Node: copy a .rknot file with new metadata sections (`saturation`, `attention_heads`, `kv_policy`; tensor bytes
+ * unchanged, re-checksummed by the writer). */
 import { AetherError } from '../errors.js';
 import { nodeFs, openForRead, readExact } from '../formats/fileio.js';
 import { openRknot } from '../formats/rknot-node.js';
@@ -8,13 +9,18 @@ import type { SaturationMeta } from '../formats/saturation.js';
 const CHUNK = 4 << 20;
 
 export async function writeSaturated(src: string, out: string, saturation: SaturationMeta): Promise<number> {
+  return writeWithSections(src, out, { saturation });
+}
+
+/** Copy `src` to `out` with the given top-level metadata sections set (replacing any of the same name). */
+export async function writeWithSections(src: string, out: string, sections: Record<string, unknown>): Promise<number> {
   await nodeFs();
   const path = await import('node:path');
   if (path.resolve(src) === path.resolve(out)) throw new AetherError('invalid_argument', `the output ${out} must differ from the input`);
   const { header, meta, fileSize } = await openRknot(src);
   const { format, tensors, ...rest } = meta;
   const wmeta = { ...rest, format: { required_features: format.required_features, optional_features: format.optional_features },
-    tensors: tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape })), saturation } as unknown as RknotWriteMetadata;
+    tensors: tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape })), ...sections } as unknown as RknotWriteMetadata;
   const fh = await openForRead(src);
   try {
     const byName = new Map(tensors.map((t) => [t.name, t]));

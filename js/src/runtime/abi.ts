@@ -6,7 +6,7 @@
 import { DTYPE_ROWS, HOST_BASE, LAYER_TENSOR_ROLES, GLOBAL_TENSOR_ROLES, POOL, Role } from '../generated/abi.js';
 
 export {
-  Arch, BAD_TENSOR_REASONS, BadReason, Cfg, FfnAct, FfnMode, FWD, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, MODULE_SLOTS,
+  Arch, BAD_TENSOR_REASONS, HEAD_STAT_NAMES, OP_CLASS_NAMES, BadReason, Cfg, FfnAct, FfnMode, FWD, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, MODULE_SLOTS,
   RKNOT_CHECK_NAMES, RknotCheck, Role, SMP, STATUS_NAMES, Status,
 } from '../generated/abi.js';
 

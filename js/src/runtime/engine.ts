@@ -4,7 +4,7 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import {
-  Arch, Cfg, DTYPE_IDS, FWD, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
+  Arch, Cfg, DTYPE_IDS, FWD, HEAD_STAT_NAMES, OP_CLASS_NAMES, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
   ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
 import { checkStatus } from './status.js';
@@ -339,6 +339,96 @@ export class Engine {
   }
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
+
+  /** Since the last resetCounters(): FFN neurons computed in `layer` (summed over tokens) and tokens run. */
+  ffnCounters(layer: number): { active: number; tokens: number } {
+    return { active: this.core.ae_model_counter(this.model, layer, 0), tokens: this.core.ae_model_counter(this.model, layer, 1) };
+  }
+
+  /** Zero the FFN counters and the time counters. */
+  resetCounters(): void { this.core.ae_model_reset_counters(this.model); }
+
+  /**
+   * Time counters per (layer, op class) in the forward pass (thread 0 reads the clock at each step boundary;
+   * measured cost in docs/PERFORMANCE.md). Off by default; turning them on (again) zeroes them.
+   */
+  setTiming(on: boolean): void {
+    this.check();
+    if (on && !this.timingBuf) this.timingBuf = this.heap.alloc((this.config.n_layers + 1) * OP_CLASS_NAMES.length * 8, 8);
+    checkStatus(this.core.ae_model_set_timing(this.model, on ? this.timingBuf : 0), { op: 'set timing' });
+    this.timingOn = on;
+  }
+  get timing(): boolean { return this.timingOn; }
+  private timingBuf = 0;
+  private timingOn = false;
+
+  /**
+   * Milliseconds per op class: `layers[l][op]` for each layer and `global[op]` (embed, output), op in
+   * OP_CLASS_NAMES order; null when timing is off.
+   */
+  opTimes(): { ops: readonly string[]; layers: number[][]; global: number[] } | null {
+    if (!this.timingOn) return null;
+    const k = OP_CLASS_NAMES.length, L = this.config.n_layers;
+    const all = Array.from(new Float64Array(this.heap.memory.buffer, this.timingBuf, (L + 1) * k));
+    const layers: number[][] = [];
+    for (let l = 0; l < L; l++) layers.push(all.slice(l * k, (l + 1) * k));
+    return { ops: OP_CLASS_NAMES, layers, global: all.slice(L * k) };
+  }
+
+  /**
+   * Attention statistics of every forward (profile-heads): on zeroes the accumulators; queries at positions
+   * >= sinks + window are counted (src/model/model.h enum ae_head_stat).
+   */
+  setHeadStats(on: boolean, sinks: number, window: number): void {
+    this.check();
+    const n = this.threads * this.config.n_layers * this.config.n_heads * HEAD_STAT_NAMES.length;
+    if (on && !this.headStatsBuf) this.headStatsBuf = this.heap.alloc(n * 8, 8);
+    checkStatus(this.core.ae_model_set_head_stats(this.model, on ? this.headStatsBuf : 0, sinks, window),
+      { op: 'set head statistics', subject: `sinks ${sinks}, window ${window}` });
+  }
+  private headStatsBuf = 0;
+
+  /** The attention statistics summed over threads: [layer][head] -> { count, entropy, log_n, sink_mass, window_mass }. */
+  readHeadStats(): Record<string, number>[][] {
+    const L = this.config.n_layers, H = this.config.n_heads, k = HEAD_STAT_NAMES.length;
+    const all = new Float64Array(this.heap.memory.buffer, this.headStatsBuf, this.threads * L * H * k);
+    const out: Record<string, number>[][] = [];
+    for (let l = 0; l < L; l++) {
+      out.push([]);
+      for (let h = 0; h < H; h++) {
+        const r: Record<string, number> = {};
+        HEAD_STAT_NAMES.forEach((name, i) => {
+          let s = 0;
+          for (let t = 0; t < this.threads; t++) s += all[((t * L + l) * H + h) * k + i];
+          r[name] = s;
+        });
+        out[l].push(r);
+      }
+    }
+    return out;
+  }
+
+  /** K (which 0) or V (1) of KV head `g` of `layer` at positions 0..n-1 as floats, row-major (n, head_dim). */
+  readKv(layer: number, which: 0 | 1, g: number, n: number): Float32Array {
+    const hd = this.config.head_dim;
+    if (!this.kvReadBuf) this.kvReadBuf = this.heap.alloc(this.nCtx * hd * 4, 16);
+    checkStatus(this.core.ae_model_kv_read(this.model, layer, which, g, 0, n, this.kvReadBuf),
+      { op: 'read KV cache', subject: `layer ${layer}, ${which ? 'V' : 'K'} head ${g}, ${n} positions` });
+    return this.heap.f32(this.kvReadBuf, n * hd).slice();
+  }
+  private kvReadBuf = 0;
+
+  /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
+  kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
+    const kvDim = this.config.n_kv_heads * this.config.head_dim;
+    const perPos = 2 * this.config.n_layers * kvDim * 4;
+    return [{ dtype: 'f32', bytes: perPos * this.nCtx, bytesPerPosition: perPos }];
+  }
+
+  /** Bytes of wasm memory: all of it, the weights (data section), the run state (KV cache included). */
+  memoryBytes(): { wasm: number; weights: number; runState: number } {
+    return { wasm: this.heap.memory.buffer.byteLength, weights: this.dataSize, runState: this.arenaSize };
+  }
 
   /** Whether module `name` ('ffn-fused', 'ffn-saturated') was loaded (EngineOptions.modules). */
   hasModule(name: string): boolean { return name in this.modules; }

@@ -7,6 +7,11 @@ export type Exports = Record<string, any>;
 /** Module names as they appear in import declarations (C `import_module`) -> file names. */
 const IMPORT_MODULE_NAMES: Record<string, string> = { ffn_fused: 'ffn-fused', ffn_saturated: 'ffn-saturated' };
 
+/** Host functions a module may import from `env` besides the memory: the clock of the time counters (forward.c). */
+const ENV_FUNCS: Record<string, (...a: any[]) => unknown> = {
+  ae_clock_ms: typeof performance !== 'undefined' ? () => performance.now() : () => Date.now(),
+};
+
 /**
  * Instantiate `modules` (name -> compiled module) over `memory`. Modules without function imports go
  * first; a function import from a module that is not loaded gets a stub returning AE_ERR_UNSUPPORTED.
@@ -21,7 +26,7 @@ export function instantiateSet(modules: Record<string, WebAssembly.Module>, memo
     for (const imp of WebAssembly.Module.imports(modules[name])) {
       if (imp.kind !== 'function') continue;
       const from = IMPORT_MODULE_NAMES[imp.module] ?? imp.module;
-      const fn = out[from]?.[imp.name];
+      const fn = imp.module === 'env' ? ENV_FUNCS[imp.name] : out[from]?.[imp.name];
       (imports[imp.module] ??= {})[imp.name] = typeof fn === 'function' ? fn : () => Status.UNSUPPORTED;
     }
     let inst: WebAssembly.Instance;
