@@ -1,6 +1,11 @@
 /* Model setup: config and tensor setters, validation of the tensor table, arena layout. */
 #include "model/model.h"
 
+#ifndef __wasm__
+/* Native builds of the portable C (fuzz/c, sanitizer runs): the address range standing in for the linear memory. */
+uint64_t ae_native_mem_lo, ae_native_mem_hi;
+#endif
+
 AE_EXPORT size_t ae_model_sizeof(void) { return sizeof(ae_model); }
 
 AE_EXPORT int ae_model_reset(ae_model *m) {
@@ -187,9 +192,13 @@ static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne
   if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, AE_BAD_SHAPE);
   if (ne0 % tr->blck_size) return bad(layer, role, AE_BAD_BLOCKS);
   uint64_t bytes = (uint64_t)ae_row_size((ae_type)t->type, ne0) * (uint64_t)ne1;
-  uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+#ifdef __wasm__
+  const uint64_t lo = AE_HOST_BASE, mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+#else  /* native test builds (fuzz/c, sanitizers): the window the harness says tensors live in */
+  const uint64_t lo = ae_native_mem_lo, mem = ae_native_mem_hi;
+#endif
   uint64_t start = (uint64_t)(uintptr_t)t->data;
-  if (start < AE_HOST_BASE || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
+  if (start < lo || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
   if (start % 4) return bad(layer, role, AE_BAD_ALIGN);
   return AE_OK;
 }
@@ -199,7 +208,8 @@ static int finite_pos(float v) { return v > 0.0f && v < 3.0e38f; }
 static int check_config(const ae_config *c) {
   if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_LAST) return AE_ERR_BAD_CONFIG;
   if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
-  if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
+  /* n_heads bounded so that n_heads * head_dim (and q + 2 kv) cannot overflow (found by fuzz/c model-init) */
+  if (c->n_heads <= 0 || c->n_heads > 4096 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
   if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
   if (c->rope_dim <= 0 || c->rope_dim > c->head_dim || (c->rope_dim & 1)) return AE_ERR_BAD_CONFIG;
   if (c->hidden_dim <= 0 || c->hidden_dim > 262144 || c->vocab <= 0 || c->vocab > (1 << 22)) return AE_ERR_BAD_CONFIG;
