@@ -48,3 +48,24 @@ for (const arch of ['llama', 'qwen2', 'phi3']) {
     });
   }
 }
+
+// Prefill (tokens in batches: the GEMM kernels, 4-token tiles plus a tail) gives the same bits as feeding the
+// tokens one by one (the matvec kernels), on 1 and 2 threads: every kernel of the batched path computes
+// each token's values with the per-token operation sequence.
+for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) {
+  test(`llama ${dtype}: prefill == token by token, bit for bit (1 and 2 threads)`, async () => {
+    const { file } = await generateModel('llama', dtype, 5);
+    const prompt = [1, 17, 290, 33, 5, 260, 301, 44, 120, 7, 19];   // 11 tokens: batches of 8 and 3
+    for (const threads of [1, 2]) {
+      const model = await load(file, { threads, maxBatch: 8 });
+      try {
+        model.engine.forward(prompt, 0);
+        const batched = model.engine.logits();
+        model.reset();
+        prompt.forEach((t, i) => model.engine.forward([t], i));
+        const single = model.engine.logits();
+        assert.ok(Buffer.from(batched.buffer).equals(Buffer.from(single.buffer)), `${threads} thread(s): prefill logits differ from token-by-token`);
+      } finally { model.dispose(); }
+    }
+  });
+}

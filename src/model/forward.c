@@ -95,6 +95,15 @@ static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float e
   for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
 }
 
+/* Calibration capture (model.h AE_CAP_*): rows b0..b1 of x (width w) into block `which` of the layer's area. */
+static void capture_rows(const ae_model *m, const ae_layer *L, int which, const float *x, int w, int b0, int b1) {
+  if (!L->cap) return;
+  const int D = m->cfg.dim, B = m->cfg.max_batch;
+  const size_t off = which == AE_CAP_ATTN ? 0 : which == AE_CAP_WO ? (size_t)B * D
+                   : which == AE_CAP_FFN ? (size_t)B * (D + m->q_dim) : (size_t)B * (2 * D + m->q_dim);
+  for (int b = b0; b < b1; b++) __builtin_memcpy(L->cap + off + (size_t)b * w, x + (size_t)b * w, (size_t)w * 4);
+}
+
 /* ---- time counters per (layer, op class), thread 0, when the host set m->op_time ---- */
 __attribute__((import_module("env"), import_name("ae_clock_ms")))
 double ae_clock_ms(void);
@@ -145,6 +154,7 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
       for (int b = b0; b < b1; b++) ae_gelu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
     else
       for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
+    capture_rows(m, L, AE_CAP_DOWN, m->hb, H, b0, b1);
   }
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
@@ -234,6 +244,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
 
     /* ---- attention ---- */
     rmsnorm_rows(m->x, n, D, L->attn_norm.data, c->norm_eps, m->xb, ith, nth);
+    if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_ATTN, m->xb, D, b0, b1); }
     ae_barrier(pool);
     {
       const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
@@ -287,6 +298,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ATTENTION);
+    if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1); }
     {
       const ae_tensor *ws[] = {&L->wo};
       prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth);
@@ -302,6 +314,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
         ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, L->ffn_norm.data, D, c->norm_eps);
       }
+      capture_rows(m, L, AE_CAP_FFN, m->xb, D, b0, b1);
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ATTN_OUT);

@@ -1,0 +1,139 @@
+/* Prefill GEMM for the weights dotted with q8_0 activations (q8_0, q4_0): ae_matmul_rows_<t>_simd128.
+ *
+ * Tile: one weight row x 4 tokens, the tokens in the lanes of one f32x4 accumulator. Each weight block is
+ * loaded and unpacked once (q8_0: the two i16 forms w << 8 and w & 0xff00; q4_0: the four nibble masks, see
+ * dot_q8_0_simd128.c / dot_q4_0_simd128.c) and dotted with the 4 tokens' prepared activations; the 4 i32
+ * partial vectors are reduced together (ae_reduce4_i32) to the 4 exact block sums. Then per token, in float,
+ *   acc += (float)sumi * (d_w * d_x)          (block order)
+ * which is the operation sequence of ae_vec_dot_<t>_ref and of the matvec kernels: every y[b][r] equals
+ * ae_matvec on token b bit for bit (so prefill gives the token-by-token results), for any row range or
+ * token count.
+ *
+ * Loops: rows in chunks of GEMM_ROWS (the chunk's weights stay in L1/L2 while every token group passes over
+ * them), token groups of 4 (a last group of 1-3 tokens repeats its last token in the spare lanes and stores
+ * only the real ones), column chunks of GEMM_CB blocks (activations of 4 tokens prepared on the stack,
+ * 18 KiB; partial sums cross chunks through y, a float store / load is exact).
+ *
+ * Measured (bench/gemm.mjs, docs/PERFORMANCE.md): about 1.1x the matvec per token. Both are bound by the
+ * 4 i32x4.dot_i16x8 + 4 activation loads + the reduction per (row, token, block), which a tile cannot
+ * share; only the weight unpacking and scale conversion are shared. A 2-row x 4-token tile (each
+ * activation load serving two rows) was slower: 8 unpacked weight vectors + partial sums exceed V8's 16
+ * SIMD registers on x64 and spill. */
+#include "simd128_util.h"
+
+#define GEMM_ROWS 64
+#define GEMM_CB 64
+
+typedef struct { v128 e0, o0, e1, o1; } xblk;   /* one token's block, i16 lanes (layouts as the matvecs') */
+
+enum { W_Q8_0, W_Q4_0 };
+
+/* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], sum8[4 b + t], dx[4 b + t]. */
+AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xblk *xs, int32_t *sum8, float *dx) {
+  for (int t = 0; t < 4; t++) {
+    const ae_block_q8_0 *xb = (const ae_block_q8_0 *)(x + (size_t)(t < nt ? t : nt - 1) * stride) + c0;
+    for (int b = 0; b < n; b++) {
+      const v128 a = ae_load(xb[b].qs), c = ae_load(xb[b].qs + 16);
+      const v128 e0 = ae_i8_even(a), o0 = ae_i8_odd(a), e1 = ae_i8_even(c), o1 = ae_i8_odd(c);
+      xblk *o = &xs[4 * b + t];
+      if (kind == W_Q8_0) {
+        o->e0 = e0; o->o0 = o0; o->e1 = e1; o->o1 = o1;
+        sum8[4 * b + t] = 0;
+      } else {   /* q4_0: pairs with the nibble masks (dot_q4_0_simd128.c) and 2048 sum(x) */
+        o->e0 = wasm_i16x8_shl(e0, 8); o->o0 = o0; o->e1 = wasm_i16x8_shl(e1, 4); o->o1 = wasm_i16x8_shl(o1, 8);
+        const v128 s = wasm_i16x8_add(wasm_i16x8_add(e0, o0), wasm_i16x8_add(e1, o1));
+        sum8[4 * b + t] = 2048 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(s));
+      }
+      dx[4 * b + t] = ae_h2f_s(xb[b].d);
+    }
+  }
+}
+
+AE_INLINE v128 dot4(v128 m0, v128 m1, v128 m2, v128 m3, const xblk *x) {
+  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m0, x->e0), wasm_i32x4_dot_i16x8(m1, x->o0)),
+                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(m2, x->e1), wasm_i32x4_dot_i16x8(m3, x->o1)));
+}
+
+AE_INLINE void unpack(int kind, const uint8_t *w, v128 *m) {
+  if (kind == W_Q8_0) {
+    const v128 a = ae_load(w + 2), c = ae_load(w + 18), hi = wasm_i16x8_splat((int16_t)0xff00);
+    m[0] = wasm_i16x8_shl(a, 8); m[1] = wasm_v128_and(a, hi); m[2] = wasm_i16x8_shl(c, 8); m[3] = wasm_v128_and(c, hi);
+  } else {
+    const v128 v = ae_load(w + 2);
+    m[0] = wasm_v128_and(v, wasm_i16x8_splat(0x000f)); m[1] = wasm_v128_and(v, wasm_i16x8_splat(0x0f00));
+    m[2] = wasm_v128_and(v, wasm_i16x8_splat(0x00f0)); m[3] = wasm_u16x8_shr(v, 12);
+  }
+}
+
+AE_INLINE v128 bscale(const uint8_t *w) {
+  ae_fp16 h;
+  __builtin_memcpy(&h, w, 2);
+  return wasm_f32x4_splat(ae_h2f_s(h));
+}
+
+/* Block sums -> acc += (float)sumi * (d_w * d_x) per token lane. */
+AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 dw, const float *dx) {
+  if (kind == W_Q4_0) s = wasm_i32x4_sub(s, ae_load(sum8));
+  s = wasm_i32x4_shr(s, 8);
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(dw, ae_load(dx))));
+}
+
+/* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). */
+AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
+  const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
+  for (int b = 0; b < n; b++, w += bs) {
+    v128 m[4];
+    unpack(kind, w, m);
+    const xblk *x = xs + 4 * b;
+    const v128 s = ae_reduce4_i32(dot4(m[0], m[1], m[2], m[3], x), dot4(m[0], m[1], m[2], m[3], x + 1),
+                                  dot4(m[0], m[1], m[2], m[3], x + 2), dot4(m[0], m[1], m[2], m[3], x + 3));
+    acc = fma_block(kind, acc, s, sum8 + 4 * b, bscale(w), dx + 4 * b);
+  }
+  return acc;
+}
+
+AE_INLINE v128 load_y(const float *yt, int y_stride, int nt, int r, int c0) {
+  float a[4] = {0, 0, 0, 0};
+  if (c0) for (int t = 0; t < nt; t++) a[t] = yt[(size_t)t * y_stride + r];
+  return ae_load(a);
+}
+AE_INLINE void store_y(float *yt, int y_stride, int nt, int r, v128 acc) {
+  float a[4];
+  ae_store(a, acc);
+  for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
+}
+
+AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                    int y_stride, int r0, int r1) {
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * (kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0));
+  xblk xs[4 * GEMM_CB];
+  int32_t sum8[4 * GEMM_CB];
+  float dx[4 * GEMM_CB];
+  const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
+  for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
+    const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      const uint8_t *xt = (const uint8_t *)xq + (size_t)t0 * xq_stride;
+      float *yt = y + (size_t)t0 * y_stride;
+      for (int c0 = 0; c0 < nb; c0 += GEMM_CB) {
+        const int n = nb - c0 < GEMM_CB ? nb - c0 : GEMM_CB;
+        prep4(kind, xt, xq_stride, nt, c0, n, xs, sum8, dx);
+        for (int r = rc; r < re; r++)
+          store_y(yt, y_stride, nt, r, row1x4(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, sum8, dx,
+                                              load_y(yt, y_stride, nt, r, c0)));
+      }
+    }
+  }
+}
+
+void ae_matmul_rows_q8_0_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  gemm(W_Q8_0, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+
+void ae_matmul_rows_q4_0_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  gemm(W_Q4_0, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
