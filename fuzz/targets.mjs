@@ -88,13 +88,18 @@ const rknot = {
     }
     return mutateBytesN(bytes, rng, seeds);
   },
-  async prepare() { this.load = (await dist('loader/stream.js')).loadRknotStreamDetailed; },
+  async prepare() { this.load = (await dist('loader/stream.js')).loadRknotStreamDetailed; this.AetherError = (await dist('errors.js')).AetherError; },
   async run(bytes, rng) {
     // a stream split at random points (the loader must not care), into a plain buffer as destination
     const sizes = [1 + rng.int(64), 1 + rng.int(4096), 1 + rng.int(1 << 16)];
     let p = 0, i = 0;
     const stream = new ReadableStream({ pull(c) { if (p >= bytes.length) { c.close(); return; } const n = sizes[i++ % 3]; c.enqueue(bytes.slice(p, p + n)); p += n; } });
-    await this.load(stream, { plan: (m, h) => ({ dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) }), source: { name: 'fuzz.rknot', size: rng.chance(0.5) ? bytes.length : undefined } });
+    // plan() as the engine's: a data section beyond the wasm32 memory is refused with an AetherError (Heap.alloc)
+    const plan = (m, h) => {
+      if (h.dataSize > 64 << 20) throw new this.AetherError('load_error', `out of wasm memory: need ${h.dataSize} bytes`);
+      return { dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) };
+    };
+    await this.load(stream, { plan, source: { name: 'fuzz.rknot', size: rng.chance(0.5) ? bytes.length : undefined } });
   },
 };
 
@@ -176,7 +181,7 @@ const safetensors = {
       const hl = Number(b.readBigUInt64LE(0));
       if (8 + hl <= b.length) {
         const j = mutateJsonText(u8(b.subarray(8, 8 + hl)), rng, []);
-        const len = Buffer.alloc(8); len.writeBigUInt64LE(BigInt(j.length + (rng.chance(0.2) ? rng.int(3) - 1 : 0)));
+        const len = Buffer.alloc(8); len.writeBigUInt64LE(BigInt(Math.max(0, j.length + (rng.chance(0.2) ? rng.int(3) - 1 : 0))));
         return u8(Buffer.concat([len, Buffer.from(j), b.subarray(8 + hl)]));
       }
     }
