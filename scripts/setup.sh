@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt emscripten"
+# libclang-rt-14-dev: libFuzzer, ASan and UBSan runtimes of the native sanitizer / fuzz builds (fuzz/c/build.sh)
+PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 libclang-rt-14-dev wabt emscripten"
 [ "${AETHER_BROWSER_TESTS:-1}" = "1" ] && PKGS="$PKGS chromium"
 missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then

@@ -198,8 +198,20 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
       verifier.update(0, new Uint8Array(0));
     };
 
+    // a source that fails (network reset, file error, a stream's error()) -> load_error naming the source, the byte
+    // reached and the stage, instead of the source's own error type
+    const next = async () => {
+      try {
+        return await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
+      } catch (e) {
+        if (e instanceof AetherError) throw e;
+        const stage = !header ? 'header' : !dest ? 'JSON metadata' : `data section, tensor '${verifier?.current() ?? '?'}'`;
+        throw new AetherError('load_error', `${name}: reading failed at byte ${consumed} (in the ${stage}): ${(e as Error)?.message ?? String(e)}`,
+          { file: name, offset: consumed, stage, cause: String((e as Error)?.message ?? e) });
+      }
+    };
     for (;;) {
-      const r = await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
+      const r = await next();
       if (signal?.aborted) throw abortError(name, signal);
       if (r.done) break;
       const chunk = r.value instanceof Uint8Array ? r.value : new Uint8Array(r.value as ArrayBuffer);

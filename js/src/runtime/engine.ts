@@ -59,6 +59,7 @@ const STACK_SIZE = 1 << 20;
 
 /** What a disposed engine's heap is replaced with: any use throws 'disposed'. */
 const DISPOSED_HEAP = new Proxy({}, { get() { throw new AetherError('disposed', 'the model has been disposed'); } }) as Heap;
+const DISPOSED_CORE = DISPOSED_HEAP as unknown as Exports;
 
 /**
  * Tell V8 that `bytes` of memory were released (see Engine.dispose): a non-shared wasm memory of that size is
@@ -269,6 +270,8 @@ export class Engine {
 
   private check(): void {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
+    // a dead worker would leave the calling thread waiting in the pool's barrier forever: refuse instead
+    if (this.workers?.dead) throw new AetherError('wasm_error', `${this.workers.dead}: the model cannot run on its ${this.threads} threads any more; dispose it and load it again`);
   }
 
   /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
@@ -489,7 +492,7 @@ export class Engine {
     }
     const bytes = this.heap.memory.buffer.byteLength;
     const self = this as unknown as Record<string, unknown>;
-    self.core = undefined; self.modules = {}; self.heap = DISPOSED_HEAP;
+    self.core = DISPOSED_CORE; self.modules = {}; self.heap = DISPOSED_HEAP;
     this.tensorTable.clear();
     if (this.threaded) gcHint(bytes);
   }
