@@ -54,12 +54,12 @@ test('a source that stalls at any stage: the signal aborts it (AbortError) witho
   }
 });
 
-test('memory growth that fails: load_error naming the size; the process stays usable', async () => {
+test('memory growth that fails: out_of_memory naming the size; the process stays usable', async () => {
   const grow = WebAssembly.Memory.prototype.grow;
   WebAssembly.Memory.prototype.grow = function () { throw new RangeError('WebAssembly.Memory.grow(): Maximum memory size exceeded'); };
   try {
     // logits of every position of 4096-token batches (64 MiB) do not fit the initial memory: the load must grow it
-    await assertAetherError(() => load(Q8, { logitsAll: true, maxBatch: 4096 }), 'load_error', ['cannot grow wasm memory']);
+    await assertAetherError(() => load(Q8, { logitsAll: true, maxBatch: 4096 }), 'out_of_memory', ['cannot grow wasm memory']);
   } finally {
     WebAssembly.Memory.prototype.grow = grow;
   }

@@ -76,7 +76,7 @@ test('ASan + UBSan: generated models of every architecture and dtype run clean a
       assert.doesNotMatch(r.stderr, /runtime error|AddressSanitizer|LeakSanitizer/, `${arch} ${dtype}: ${r.stderr}`);
       const got = new Float32Array(new Uint8Array(fs.readFileSync(out)).buffer);
       // the wasm engine, same split: the first half as one prefill (chunks of maxBatch), then token by token
-      const m = await load(g.file, { maxBatch });
+      const m = await load(g.file, { maxBatch, kvDtype: 'f32' }); // the native run keeps an f32 KV cache (C default)
       const vocab = m.config.vocab_size, half = tokens.length / 2;
       const want = [];
       m.engine.forward(tokens.slice(0, half), 0);

@@ -51,3 +51,22 @@ int ae_argmax_simd128(const float *x, int n) { return ae_argmax_ref(x, n); }
 double ae_clock_ms(void) { return 0.0; }
 int ae_ffn_fused_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) { (void)m; (void)layer; (void)n; (void)ith; (void)nth; (void)pool; return AE_ERR_UNSUPPORTED; }
 int ae_ffn_saturated_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) { (void)m; (void)layer; (void)n; (void)ith; (void)nth; (void)pool; return AE_ERR_UNSUPPORTED; }
+
+/* KV-cache attention (src/kernels/simd128/attn_kv_simd128.c holds these next to its SIMD kernels): the same dtype
+ * rules here, the reference attention. */
+int ae_attn_accum_supported(int t) { return t == AE_F32 || t == AE_F16 || t == AE_Q8_0 || t == AE_Q4_0; }
+void ae_attn_accum(ae_type t, const void *v, int n, int head_dim, const float *att, float *out) {
+  if (ae_attn_accum_supported(t) && n > 0) ae_attn_accum_ref(t, v, n, head_dim, att, out);
+}
+int ae_kv_types_ok(int kt, int vt, int head_dim) {
+  if (!ae_is_weight_type(kt) || !ae_attn_accum_supported(vt) || head_dim <= 0 || head_dim > 1024) return 0;
+  return ae_traits((ae_type)kt)->matvec != 0;
+}
+size_t ae_kv_row_size(ae_type t, int head_dim) {
+  const int b = ae_traits(t)->blck_size;
+  return ae_row_size(t, (head_dim + b - 1) / b * b);
+}
+void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                     int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf) {
+  ae_attention_kv_ref(out, out_stride, q, q_stride, ng, run, nrun, head_dim, scale, softcap, att, att_stride, qbuf);
+}
