@@ -7,7 +7,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 # libclang-rt-14-dev: libFuzzer, ASan and UBSan runtimes of the native sanitizer / fuzz builds (fuzz/c/build.sh)
-PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 libclang-rt-14-dev wabt emscripten"
+PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 libclang-rt-14-dev wabt emscripten curl"
 [ "${AETHER_BROWSER_TESTS:-1}" = "1" ] && PKGS="$PKGS chromium"
 missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
