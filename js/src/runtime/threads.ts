@@ -43,7 +43,7 @@ export class WorkerPool {
         if (NodeWorker) {
           // the parent's execArgv minus what only applies to a main script (--input-type with -e would kill the worker)
           const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
-          const nw = new NodeWorker(url, { execArgv });
+          const nw = execArgv.length === process.execArgv.length ? new NodeWorker(url) : new NodeWorker(url, { execArgv });
           nw.on('message', onMsg);
           nw.on('error', (e) => reject(new AetherError('wasm_error', `worker ${init.ith} crashed: ${e.message}`)));
           w = nw;
