@@ -21,6 +21,7 @@ import { chatFallbackFor, chatStopStrings } from './tokenizer/chat-stops.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
+import { checkPrompt, checkStop, optBool, optInt, optionsObject, optNum, optSignal } from './validate.js';
 import * as openai from './openai.js';
 import type { ModelMetrics } from './runtime/metrics.js';
 import { checkKvPolicy, formatKvPolicy, type KvPolicy } from './formats/kv-policy.js';
@@ -63,7 +64,7 @@ export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topL
   seed?: number;
   /** Tokens the repetition penalty looks back at (default 64). */
   repeatLastN?: number;
-  /** Extra strings that end generation (not included in the output). */
+  /** Extra strings that end generation (not included in the output); at run time one string is taken as one stop sequence. */
   stop?: string[];
   /** Prepend BOS to a text prompt (default: the tokenizer's add_bos_token). */
   addBos?: boolean;
@@ -133,7 +134,14 @@ export class AetherModel {
   modelId: string;
   /** Token ids whose K/V are in the cache, in order. */
   private cached: number[] = [];
-  private busy = false;
+  /** The running generation's token (0: none); a dropped iterator releases it (finally, or the registry below). */
+  private busy = 0;
+  private static nextRun = 1;
+  /** Fallback for an iterator dropped while suspended (never resumed, never return()ed): release its lock when collected. */
+  private static readonly dropped = new FinalizationRegistry<{ model: WeakRef<AetherModel>; run: number }>((h) => {
+    const m = h.model.deref();
+    if (m && m.busy === h.run) m.busy = 0;
+  });
   /** Cumulative counters of metrics() (since load or resetMetrics()). */
   private totals = { prefill: 0, decode: 0, prefillMs: 0, decodeMs: 0, generations: 0 };
 
@@ -141,7 +149,12 @@ export class AetherModel {
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
     const src = (metadata as { source?: { name?: unknown } }).source;
     this.modelId = typeof src?.name === 'string' ? src.name : 'aether';
+    // A tokenizer may have fewer tokens than vocab_size (padded embeddings): never sample an id it cannot decode.
+    if (tokenizer.vocabSize < engine.config.vocab_size) engine.sampleLimit = tokenizer.vocabSize;
   }
+
+  /** Whether a generation holds this model (generate/chat/complete not finished, and its iterator not dropped). */
+  get running(): boolean { return this.busy !== 0; }
 
   get threads(): number { return this.engine.threads; }
   /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
@@ -159,14 +172,17 @@ export class AetherModel {
     return this.tokenizer.decode(ids, opts);
   }
 
-  /** Forget the KV cache (the next call recomputes its whole prompt). */
-  reset(): void { this.cached = []; }
+  /** Forget the KV cache (the next call recomputes its whole prompt). Refused while a generation runs. */
+  reset(): void {
+    if (this.busy) throw new AetherError('invalid_argument', 'reset() while a generation is running on this model: finish it, abort it (signal) or call return() on its iterator first');
+    this.cached = [];
+  }
 
   /**
    * Run `ids` so that the cache holds exactly them; reuses the longest cached prefix. Returns the number
    * of tokens computed. Afterwards the logits are those of the last id.
    */
-  private prefill(ids: number[], signal?: AbortSignal): number {
+  private async prefill(ids: number[], signal?: AbortSignal): Promise<number> {
     if (ids.length === 0) throw new AetherError('invalid_argument', 'the prompt is empty (no tokens)');
     if (ids.length > this.engine.nCtx) {
       throw new AetherError('kv_cache_full', `the prompt has ${ids.length} tokens, more than the context length ${this.engine.nCtx}`);
@@ -175,28 +191,49 @@ export class AetherModel {
     while (common < this.cached.length && common < ids.length && this.cached[common] === ids[common]) common++;
     if (common === ids.length) common--; // recompute the last token to get its logits
     this.cached.length = common;
+    // Chunks of about PREFILL_SLICE_MS each (at least PREFILL_MIN_CHUNK tokens, at most maxBatch), with the event loop
+    // served and the signal checked between them. Results do not depend on the chunking (every row is computed alone).
     const B = this.engine.maxBatch;
-    for (let s = common; s < ids.length; s += B) {
+    let n = Math.min(B, PREFILL_MIN_CHUNK);
+    for (let s = common; s < ids.length;) {
       throwIfAborted(signal);
-      const chunk = ids.slice(s, Math.min(ids.length, s + B));
+      const chunk = ids.slice(s, Math.min(ids.length, s + n));
+      const t0 = now();
       this.engine.forward(chunk, s);
       this.cached.push(...chunk);
+      s += chunk.length;
+      const ms = now() - t0;
+      n = Math.max(Math.min(B, PREFILL_MIN_CHUNK), Math.min(B, Math.floor(chunk.length * PREFILL_SLICE_MS / Math.max(ms, 0.1))));
+      if (s < ids.length) await yieldToEventLoop();
     }
+    throwIfAborted(signal);
     return ids.length - common;
   }
 
-  /** Stream the continuation of `prompt` (text or token ids). */
-  async *generate(prompt: string | number[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
-    this.busy = true;
+  /**
+   * Stream the continuation of `prompt` (text or token ids). One generation at a time per model: the lock is released
+   * when the iterator finishes, throws, is return()ed (`break` in for-await) or, as a fallback, is garbage collected.
+   */
+  generate(prompt: string | number[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    const run = AetherModel.nextRun++;
+    const it = this.generateRun(run, prompt, opts);
+    AetherModel.dropped.register(it, { model: new WeakRef(this), run });
+    return it;
+  }
+
+  private async *generateRun(run: number, prompt: unknown, optsIn: unknown): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model (finish it, abort it, or call return() on its iterator)');
+    const opts = checkGenerateOptions(optsIn);
+    const checkedPrompt = checkPrompt(prompt);
+    this.busy = run;
     const stats = emptyStats();
     this.stats = stats;
     let t1 = -1; // start of decoding (after the prefill)
     try {
       throwIfAborted(opts.signal);
-      const ids = typeof prompt === 'string'
-        ? this.tokenizer.encode(prompt, { addBos: opts.addBos, parseSpecial: opts.parseSpecial ?? false })
-        : [...prompt];
+      const ids = typeof checkedPrompt === 'string'
+        ? this.tokenizer.encode(checkedPrompt, { addBos: opts.addBos, parseSpecial: opts.parseSpecial ?? false })
+        : checkedPrompt;
       for (const t of ids) {
         if (!Number.isInteger(t) || t < 0 || t >= this.config.vocab_size) throw new AetherError('invalid_argument', `token id ${t} is outside the vocabulary (0..${this.config.vocab_size - 1})`);
       }
@@ -212,13 +249,13 @@ export class AetherModel {
       const lastN = opts.repeatLastN ?? 64;
       let rng = this.engine.seedRng(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
       const t0 = now();
-      stats.prefillTokens = this.prefill(ids, opts.signal);
+      stats.prefillTokens = await this.prefill(ids, opts.signal);
       stats.prefillMs = now() - t0;
       const decoder = this.tokenizer.createDecoder();
       // Continuing a prompt: the first generated piece keeps its leading space (SPM), so prime the
       // decoder with the last prompt token and drop its text.
       decoder.push(ids[ids.length - 1]);
-      const stops = (opts.stop ?? []).filter((s) => s.length > 0);
+      const stops = (checkStop(opts.stop) ?? []).filter((s) => s.length > 0);
       let held = '';
       t1 = now();
       for (let i = 0; i < maxTokens; i++) {
@@ -265,7 +302,7 @@ export class AetherModel {
       if (t1 >= 0) stats.decodeMs = now() - t1;
       if (stats.finishReason === null) stats.finishReason = 'aborted';
       finish(stats);
-      this.busy = false;
+      if (this.busy === run) this.busy = 0;
       const t = this.totals;
       t.prefill += stats.prefillTokens; t.decode += stats.generatedTokens;
       t.prefillMs += stats.prefillMs; t.decodeMs += stats.decodeMs; t.generations++;
@@ -299,6 +336,9 @@ export class AetherModel {
    * (an end-of-generation token, or the format's turn stop strings, see chatTemplate.stop, plus `opts.stop`).
    */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
+    if (!Array.isArray(messages)) throw new AetherError('invalid_argument', `messages: expected an array of { role, content }, got ${messages === null ? 'null' : typeof messages}`);
+    opts = optionsObject('options', opts) as GenerateOptions;
+    if (opts.stop !== undefined) opts = { ...opts, stop: checkStop(opts.stop) };
     const { renderChat } = await import('./tokenizer/chat.js');
     const { prompt, options } = renderChat(this.chatTemplate, messages, opts, CHAT_GENERATE_DEFAULTS);
     return yield* this.generate(prompt, options);
@@ -328,7 +368,8 @@ export class AetherModel {
   async embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
     if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) throw new AetherError('invalid_argument', 'embed: expected a string or an array of strings');
     if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
-    this.busy = true;
+    const run = AetherModel.nextRun++;
+    this.busy = run;
     try {
       const embeddings: Float32Array[] = [];
       let promptTokens = 0;
@@ -352,7 +393,7 @@ export class AetherModel {
       }
       return { embeddings, promptTokens };
     } finally {
-      this.busy = false;
+      if (this.busy === run) this.busy = 0;
     }
   }
 
@@ -565,7 +606,45 @@ export class AetherModel {
     this.engine.resetCounters();
   }
 
-  dispose(): void { this.engine.dispose(); this.cached = []; }
+  dispose(): void { this.engine.dispose(); this.cached = []; this.busy = 0; }
+}
+
+/** Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk. */
+const PREFILL_SLICE_MS = 50;
+const PREFILL_MIN_CHUNK = 16;
+
+/** GenerateOptions with every field type- and range-checked (AetherError 'invalid_argument' naming the field). */
+function checkGenerateOptions(v: unknown): GenerateOptions {
+  const o = optionsObject('options', v) as GenerateOptions & Record<string, unknown>;
+  optInt('maxTokens', o.maxTokens, 0);
+  optBool('greedy', o.greedy);
+  optNum('seed', o.seed, 0, Number.MAX_SAFE_INTEGER);
+  optInt('repeatLastN', o.repeatLastN, 0);
+  checkStop(o.stop);
+  optBool('addBos', o.addBos);
+  optBool('parseSpecial', o.parseSpecial);
+  optSignal('signal', o.signal);
+  optNum('temperature', o.temperature);
+  optInt('topK', o.topK, 0);
+  optNum('topP', o.topP, 0, 1);
+  optNum('minP', o.minP, 0, 1);
+  optNum('repeatPenalty', o.repeatPenalty, 0);
+  return o;
+}
+
+/** LoadOptions type- and range-checked (nCtx above the model's is refused later, once the model's n_ctx is known). */
+function checkLoadOptions(v: unknown): LoadOptions {
+  const o = optionsObject('options', v) as LoadOptions;
+  optInt('threads', o.threads, 1, 256);
+  optInt('maxBatch', o.maxBatch, 1, 4096);
+  optInt('nCtx', o.nCtx, 1);
+  optInt('spin', o.spin, 0);
+  optBool('verify', o.verify);
+  optBool('logitsAll', o.logitsAll);
+  optSignal('signal', o.signal);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new AetherError('invalid_argument', 'onProgress: expected a function');
+  if (o.modules !== undefined && (!Array.isArray(o.modules) || !o.modules.every((m) => typeof m === 'string'))) throw new AetherError('invalid_argument', 'modules: expected an array of module names');
+  return o;
 }
 
 /** Options chat() adds under the caller's: the rendered prompt carries its own BOS and special tokens. */
@@ -615,7 +694,11 @@ function partialStopSuffix(s: string, stops: string[]): number {
 }
 
 /** Load a .rknot model (or, in Node, a GGUF file / HF folder, converted on the fly). */
-export async function load(source: ModelSource, opts: LoadOptions = {}): Promise<AetherModel> {
+export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promise<AetherModel> {
+  const opts = checkLoadOptions(optsIn);
+  if (typeof source !== 'string' && (typeof source !== 'object' || source === null)) {
+    throw new AetherError('invalid_argument', `source: expected a path or URL string, a URL, a Blob or a ReadableStream, got ${source === null ? 'null' : typeof source}`);
+  }
   throwIfAborted(opts.signal);
   if (isNode && typeof source === 'string') {
     const { resolveNodeSource } = await import('./node/convert-on-load.js');
@@ -638,9 +721,12 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     });
     if (!engine) throw new AetherError('load_error', 'the model file has no tensors');
     const eng = engine as Engine;
+    throwIfAborted(opts.signal);
     await eng.finishLoad();
+    throwIfAborted(opts.signal); // an abort while the workers started (threads > 1) is honoured too
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
+    throwIfAborted(opts.signal);
     const model = new AetherModel(eng, tokenizer, meta);
     const warm = opts.warmup ?? !isNode;
     if (warm !== false) {

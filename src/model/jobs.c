@@ -11,7 +11,22 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
 }
 
 /* Run a forward pass on the pool (the caller is thread 0). @return ae_status */
+/* 1 if any of x[0..n) is NaN or +-Inf (exponent bits all ones); integer ops, so the compiler vectorises it. */
+static int any_nonfinite(const float *x, size_t n) {
+  const uint32_t *u = (const uint32_t *)x;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
+  return bad != 0;
+}
+
+/* Run a forward pass on the pool (the caller is thread 0). NaN / Inf in the logits it produced (corrupt weights,
+ * overflow) -> AE_ERR_NONFINITE instead of a sampler picking garbage. @return ae_status */
 AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
   ae_pool_run(pool, AE_JOB_FORWARD, (uint32_t)(uintptr_t)a);
+  if (a->status == AE_OK) {
+    const ae_model *m = a->model;
+    const size_t rows = a->want_all && m->cfg.logits_all ? (size_t)a->n_tokens : 1;
+    if (any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab)) a->status = AE_ERR_NONFINITE;
+  }
   return a->status;
 }

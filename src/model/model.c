@@ -1,6 +1,11 @@
 /* Model setup: config and tensor setters, validation of the tensor table, arena layout. */
 #include "model/model.h"
 
+#ifndef __wasm__
+/* Native builds of the portable C (fuzz/c, sanitizer runs): the address range standing in for the linear memory. */
+uint64_t ae_native_mem_lo, ae_native_mem_hi;
+#endif
+
 AE_EXPORT size_t ae_model_sizeof(void) { return sizeof(ae_model); }
 
 AE_EXPORT int ae_model_reset(ae_model *m) {
@@ -253,9 +258,13 @@ static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne
   if (t->ne0 != ne0 || t->ne1 != ne1) return bad(layer, role, AE_BAD_SHAPE);
   if (ne0 % tr->blck_size) return bad(layer, role, AE_BAD_BLOCKS);
   uint64_t bytes = (uint64_t)ae_row_size((ae_type)t->type, ne0) * (uint64_t)ne1;
-  uint64_t mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+#ifdef __wasm__
+  const uint64_t lo = AE_HOST_BASE, mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+#else  /* native test builds (fuzz/c, sanitizers): the window the harness says tensors live in */
+  const uint64_t lo = ae_native_mem_lo, mem = ae_native_mem_hi;
+#endif
   uint64_t start = (uint64_t)(uintptr_t)t->data;
-  if (start < AE_HOST_BASE || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
+  if (start < lo || start + bytes > mem) return bad(layer, role, AE_BAD_RANGE);
   if (start % 4) return bad(layer, role, AE_BAD_ALIGN);
   return AE_OK;
 }
@@ -300,6 +309,7 @@ static int finite_pos(float v) { return v > 0.0f && v < 3.0e38f; }
 static int check_config(const ae_config *c) {
   if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_LAST) return AE_ERR_BAD_CONFIG;
   if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
+  /* n_heads bounded so that n_heads * head_dim (and q + 2 kv) cannot overflow (also found by fuzz/c model-init) */
   if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
   if (c->n_heads > 4096 || (int64_t)c->n_heads * c->head_dim > 262144) return AE_ERR_BAD_CONFIG;  /* q_dim fits an int */
   if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
@@ -555,7 +565,11 @@ AE_EXPORT int ae_model_relayout(ae_model *m, void *arena, size_t size) {
 AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
   int st = ae_model_validate(m);
   if (st) return st;
+#ifdef __wasm__
   const uint64_t need = layout(m, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+#else  /* native test builds: the arena is the harness's own allocation */
+  const uint64_t need = layout(m, 0), mem = UINT64_MAX;
+#endif
   if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
   layout(m, (uintptr_t)arena);
   m->n_past = 0;

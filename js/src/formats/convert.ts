@@ -33,6 +33,34 @@ export const CONVERTER_VERSION = 'aether-convert/0.1.0';
 export type QuantMode = 'keep' | 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q5_0' | 'q4_0';
 export const QUANT_MODES: readonly QuantMode[] = ['keep', 'f32', 'f16', 'bf16', 'q8_0', 'q5_0', 'q4_0'];
 
+/**
+ * Upper bounds of the sizes a converter input declares, checked before any of them drives a loop or an
+ * allocation (the same caps the .rknot reader applies, js/src/formats/rknot-read.ts).
+ */
+export const CONFIG_LIMITS = {
+  n_layers: 4096, dim: 1 << 20, n_heads: 4096, n_kv_heads: 4096, head_dim: 1 << 16, hidden_dim: 1 << 24, n_ctx: 1 << 30,
+} as const;
+
+/**
+ * Throw config_error unless `value` (read from `field` of `file`) is an integer in 1..`max`; layer counts must also
+ * be at most the number of tensors in the input (every layer needs tensors of its own).
+ */
+export function checkCount(file: string, field: string, value: number, max: number, nTensors?: number): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > max) {
+    throw new AetherError('config_error', `${file}: ${field} = ${value}: expected an integer in 1..${max}`, { file, field, value, max });
+  }
+  if (nTensors !== undefined && value > nTensors) {
+    throw new AetherError('config_error', `${file}: ${field} = ${value} layers, but the input has only ${nTensors} tensors`, { file, field, value, tensors: nTensors });
+  }
+  return value;
+}
+
+/** Files of a Hugging Face folder the converter (and the tokenizer import) read, existing or not. */
+export const HF_READ_FILES = [
+  'config.json', 'model.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer.model',
+  'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json',
+] as const;
+
 /** A row range of a tensor in an input file. */
 export interface SourceRef {
   file: string;
@@ -291,9 +319,18 @@ async function planGGUF(path: string, quant: QuantMode): Promise<ConversionPlan>
   const byName = new Map(g.tensors.map((t) => [t.name, t]));
   const embd = byName.get('token_embd.weight');
   if (!embd || embd.dims.length !== 2) throw new AetherError('config_error', `${path}: token_embd.weight is missing or not 2-D`, { file: path, field: 'token_embd.weight' });
-  const dim = num('embedding_length', true)!;
-  const nHeads = num('attention.head_count', true)!;
-  const headDim = num('attention.key_length', false) ?? dim / nHeads;
+  const K = (k: string) => `${arch}.${k}`;
+  const dim = checkCount(path, K('embedding_length'), num('embedding_length', true)!, CONFIG_LIMITS.dim);
+  const nHeads = checkCount(path, K('attention.head_count'), num('attention.head_count', true)!, CONFIG_LIMITS.n_heads);
+  // counts bounded before anything loops over them (block_count 2^31-1 used to build names until the heap died)
+  checkCount(path, K('block_count'), num('block_count', true)!, CONFIG_LIMITS.n_layers, g.tensors.length);
+  checkCount(path, K('context_length'), num('context_length', true)!, CONFIG_LIMITS.n_ctx);
+  checkCount(path, K('feed_forward_length'), num('feed_forward_length', true)!, CONFIG_LIMITS.hidden_dim);
+  const kvh = num('attention.head_count_kv', false);
+  if (kvh !== undefined) checkCount(path, K('attention.head_count_kv'), kvh, CONFIG_LIMITS.n_kv_heads);
+  const kl = num('attention.key_length', false);
+  if (kl !== undefined) checkCount(path, K('attention.key_length'), kl, CONFIG_LIMITS.head_dim);
+  const headDim = kl ?? dim / nHeads;
   if (!Number.isInteger(headDim)) throw new AetherError('config_error', `${path}: embedding_length ${dim} is not a multiple of head_count ${nHeads}`, { file: path });
   const vocabMeta = num('vocab_size', false);
   const vocab = embd.dims[1];
@@ -586,9 +623,14 @@ async function planHF(dir: string, quant: QuantMode): Promise<ConversionPlan> {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw formatError(cfgPath, k, undefined, `expected a number, got ${JSON.stringify(hf[k])}`);
     return v;
   };
-  const dim = int('hidden_size');
-  const nHeads = int('num_attention_heads');
-  const headDim = int('head_dim', dim / nHeads);
+  const dim = checkCount(cfgPath, 'hidden_size', int('hidden_size'), CONFIG_LIMITS.dim);
+  const nHeads = checkCount(cfgPath, 'num_attention_heads', int('num_attention_heads'), CONFIG_LIMITS.n_heads);
+  const headDim = checkCount(cfgPath, 'head_dim', int('head_dim', dim / nHeads), CONFIG_LIMITS.head_dim);
+  // counts bounded before anything loops over them or allocates (num_hidden_layers 2^31-1 used to exhaust the heap)
+  checkCount(cfgPath, 'num_hidden_layers', int('num_hidden_layers'), CONFIG_LIMITS.n_layers);
+  checkCount(cfgPath, 'max_position_embeddings', int('max_position_embeddings'), CONFIG_LIMITS.n_ctx);
+  checkCount(cfgPath, 'intermediate_size', int('intermediate_size'), CONFIG_LIMITS.hidden_dim);
+  checkCount(cfgPath, 'num_key_value_heads', int('num_key_value_heads', nHeads), CONFIG_LIMITS.n_kv_heads);
   const prf = hf.partial_rotary_factor === undefined ? 1 : numf('partial_rotary_factor');
   const st = await readSafetensorsModel(dir);
   const tokenizer = await tokenizerFromHFFolder(dir);
@@ -615,7 +657,7 @@ async function planHF(dir: string, quant: QuantMode): Promise<ConversionPlan> {
   const fused = mapped.has('blk.0.attn_qkv.weight');
   const eos = Array.isArray(hf.eos_token_id) ? hf.eos_token_id[0] : hf.eos_token_id;
   const bos = Array.isArray(hf.bos_token_id) ? hf.bos_token_id[0] : hf.bos_token_id;
-  const nLayers = int('num_hidden_layers');
+  const nLayers = checkCount(cfgPath, 'num_hidden_layers', int('num_hidden_layers'), CONFIG_LIMITS.n_layers, st.tensors.size);
   const nCtx = int('max_position_embeddings');
   const ropeTheta = numf('rope_theta', 10000);
   const ropeDim = Math.round(headDim * prf);
@@ -744,6 +786,37 @@ async function sameFile(a: string, b: string): Promise<boolean> {
 }
 
 /**
+ * Refuse an output path (or its OUT.tmp) that is an input file: any file of the input, by path or by inode
+ * (hard links, symlinks), every existing file of an HF input folder (tokenizer.model, tokenizer_config.json, ...),
+ * and the names the HF reader looks for even when absent (writing one would change what the folder means).
+ */
+export async function checkOutputPath(input: string, output: string, inputFiles: string[]): Promise<void> {
+  const fsp = await nodeFs();
+  const pathMod = await import('node:path');
+  const refuse = (f: string) => {
+    throw new AetherError('invalid_argument', `output ${output} is the input file ${f}: refusing to overwrite the input`, { file: output, input: f });
+  };
+  const outs = [output, output + '.tmp'];
+  const inDir = (await fsp.stat(input).catch(() => undefined))?.isDirectory() ? input : undefined;
+  const candidates = [...inputFiles];
+  if (inDir) {
+    for (const n of HF_READ_FILES) candidates.push(pathMod.join(inDir, n));
+    for (const n of await fsp.readdir(inDir).catch(() => [] as string[])) candidates.push(pathMod.join(inDir, n));
+  }
+  for (const o of outs) {
+    for (const f of candidates) if (await sameFile(f, o)) refuse(f);
+    if (inDir) {
+      // the same folder reached by another path (symlink, ..): compare the parent folder's identity and the name
+      const [a, b] = await Promise.all([fsp.realpath(inDir).catch(() => undefined), fsp.realpath(pathMod.dirname(o)).catch(() => undefined)]);
+      const base = pathMod.basename(o);
+      if (a && b && a === b && ((HF_READ_FILES as readonly string[]).includes(base) || base.endsWith('.safetensors') || base.endsWith('.json'))) {
+        refuse(pathMod.join(inDir, base));
+      }
+    }
+  }
+}
+
+/**
  * Convert `input` (GGUF file or HF folder) to `output` (.rknot). Refuses output == any input file
  * (also via OUT.tmp); writes OUT.tmp and renames; on error or abort OUT.tmp is removed.
  */
@@ -753,11 +826,7 @@ export async function convertModel(input: string, output: string, opts: ConvertO
   const fsp = await nodeFs();
   const pathMod = await import('node:path');
   const plan = await planConversion(input, quant);
-  for (const f of plan.inputFiles) {
-    if (await sameFile(f, output) || await sameFile(f, output + '.tmp')) {
-      throw new AetherError('invalid_argument', `output ${output} is the input file ${f}: refusing to overwrite the input`, { file: output });
-    }
-  }
+  await checkOutputPath(input, output, plan.inputFiles);
   if ((await fsp.stat(output).catch(() => undefined))?.isDirectory()) throw new AetherError('invalid_argument', `output ${output} is a directory`);
   const sizes = await Promise.all(plan.inputFiles.map(async (f) => (await fsp.stat(f)).size));
   const inputBytes = sizes.reduce((a, b) => a + b, 0);

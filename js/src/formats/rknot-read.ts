@@ -316,7 +316,13 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
   for (const k of ['scores', 'token_type']) {
     const v = tk[k];
     if (v === undefined) continue;
-    if (!Array.isArray(v) || v.length !== nTok || !v.every((x) => typeof x === 'number')) throw F(`tokenizer.${k}`, `expected an array of ${nTok} numbers`);
+    if (!Array.isArray(v) || v.length !== nTok) throw F(`tokenizer.${k}`, `expected an array of ${nTok} numbers`);
+    for (let i = 0; i < nTok; i++) {
+      if (typeof v[i] !== 'number' || !Number.isFinite(v[i])) throw F(`tokenizer.${k}[${i}]`, `expected a finite number, got ${JSON.stringify(v[i])}`);
+    }
+  }
+  for (const k of ['add_bos_token', 'add_eos_token', 'add_space_prefix']) {
+    if (tk[k] !== undefined && typeof tk[k] !== 'boolean') throw F(`tokenizer.${k}`, `expected true or false, got ${JSON.stringify(tk[k])}`);
   }
   if (tk.merges !== undefined && (!Array.isArray(tk.merges) || !tk.merges.every((x) => typeof x === 'string'))) throw F('tokenizer.merges', 'expected an array of strings');
   for (const k of ['bos_token_id', 'eos_token_id', 'unknown_token_id', 'padding_token_id']) {
@@ -464,5 +470,33 @@ export function checkBlockScales(t: RknotTensor, bytes: Uint8Array, fileName: st
     const where = dataOffset === undefined ? `data-section offset ${rel}` : `byte ${dataOffset + rel}`;
     throw new AetherError('format_error', `${fileName}: tensor '${t.name}': block ${bad} at ${where} has a NaN or Inf scale (${t.dtype})`,
       { file: fileName, tensor: t.name, block: bad, offset: dataOffset === undefined ? rel : dataOffset + rel });
+  }
+}
+
+/**
+ * Index of the first NaN / Inf among elements [from, to) of an f32 or f16 tensor's bytes (-1: none; other dtypes -1:
+ * their values are checked through the block scales). `bytes` starts at the tensor's first byte.
+ */
+export function findNonFinite(dtype: string, bytes: Uint8Array, from: number, to: number): number {
+  if (dtype === 'f32') {
+    const u = new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 2);
+    for (let i = from; i < to; i++) if ((u[i] & 0x7f800000) === 0x7f800000) return i;
+  } else if (dtype === 'f16') {
+    const u = new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+    for (let i = from; i < to; i++) if ((u[i] & 0x7c00) === 0x7c00) return i;
+  }
+  return -1;
+}
+
+/** Throw format_error if an f32 / f16 tensor has a NaN or Inf among elements [from, to) (a valid checksum does not make them usable). */
+export function checkFiniteValues(t: RknotTensor, bytes: Uint8Array, fileName: string, dataOffset: number | undefined, from: number, to: number): void {
+  const bad = findNonFinite(t.dtype, bytes, from, to);
+  if (bad >= 0) {
+    const size = t.dtype === 'f32' ? 4 : 2;
+    const rel = t.offset + bad * size;
+    const where = dataOffset === undefined ? `data-section offset ${rel}` : `byte ${dataOffset + rel}`;
+    const v = t.dtype === 'f32' ? new Float32Array(bytes.buffer, bytes.byteOffset + bad * 4, 1)[0] : NaN;
+    throw new AetherError('format_error', `${fileName}: tensor '${t.name}': element ${bad} at ${where} is ${t.dtype === 'f32' ? v : 'NaN or Inf'} (${t.dtype} weights must be finite)`,
+      { file: fileName, tensor: t.name, element: bad, offset: dataOffset === undefined ? rel : dataOffset + rel });
   }
 }

@@ -91,7 +91,18 @@ export async function readSafetensors(path: string): Promise<SafetensorsFile> {
       }
       tensors.push({ name, dtype: info.dtype as SafetensorsDType, shape, file: path, offset: dataOffset + off[0], bytes });
     }
-    checkOverlap(path, tensors.filter((t) => t.bytes > 0).map((t) => ({ name: t.name, start: t.offset, end: t.offset + t.bytes })));
+    const ranges = tensors.filter((t) => t.bytes > 0).map((t) => ({ name: t.name, start: t.offset, end: t.offset + t.bytes }));
+    checkOverlap(path, ranges);
+    // The format requires the data section to be covered exactly, without holes (the safetensors library refuses
+    // anything else): a header length off by one shifts every tensor by a byte, which only this check catches.
+    ranges.sort((a, b) => a.start - b.start);
+    let at = dataOffset;
+    for (const r of ranges) {
+      if (r.start !== at) throw formatError(path, `${r.name}.data_offsets`, r.start, `tensor data starts at byte ${r.start}, expected ${at}: the data section has a hole (is the header length ${hlen} right?)`);
+      at = r.end;
+    }
+    if (at !== size) throw formatError(path, 'header length', 0, `the tensors cover bytes [${dataOffset}, ${at}) but the file has ${size} bytes: ${size - at} bytes are not part of any tensor (is the header length ${hlen} right?)`);
+    if (hlen > 0 && hbytes[0] !== 0x7b) throw formatError(path, 'header', 8, `JSON header starts with byte 0x${hbytes[0].toString(16)}, expected '{'`);
     return { path, fileSize: size, headerLength: hlen, dataOffset, metadata, tensors };
   } finally {
     await fh.close();

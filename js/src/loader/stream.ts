@@ -4,7 +4,7 @@
  * linear memory, 64-byte aligned, data-section size) and copies every incoming chunk straight into it:
  * the file is never held in a JS buffer. While streaming it verifies each tensor's CRC-32 (`verify`,
  * default true) as soon as its last byte arrives, and the f16 block scales of quantised tensors
- * (NaN/Inf -> format_error; `checkScales`, default true) as blocks complete.
+ * and the values of f32 / f16 tensors (NaN/Inf -> format_error; `checkScales`, default true) as blocks complete.
  *
  * Node file paths take a faster route by default (`direct`): positional reads straight into `dest`
  * (no intermediate chunk buffers, no copy), double-buffered so the next read runs while the current
@@ -18,7 +18,7 @@ import { AetherError } from '../errors.js';
 import { crc32 } from '../formats/checksum.js';
 import { DTYPES } from '../formats/dtypes.js';
 import {
-  checkBlockScales, checkTensorChecksum, parseRknotHeader, parseRknotJson, RKNOT_ALIGNMENT, RKNOT_HEADER_SIZE,
+  checkBlockScales, checkFiniteValues, checkTensorChecksum, parseRknotHeader, parseRknotJson, RKNOT_ALIGNMENT, RKNOT_HEADER_SIZE,
   validateRknotMetadata, type RknotHeader, type RknotMetadata, type RknotTensor,
 } from '../formats/rknot-read.js';
 import { openSource, type OpenSourceOptions, type Source, type SourceInput } from './source.js';
@@ -100,6 +100,13 @@ class DataVerifier {
           const upto = Math.floor((e - t.offset) / dt.typeSize);
           if (upto > this.scaleDone[i]) {
             checkBlockScales(t, this.dest.subarray(t.offset, tEnd), this.name, this.header.dataOffset, this.scaleDone[i], upto);
+            this.scaleDone[i] = upto;
+          }
+        } else if (this.checkScales && (t.dtype === 'f32' || t.dtype === 'f16')) {
+          // NaN / Inf weights (the checksum only says the bytes are the ones written)
+          const upto = Math.floor((e - t.offset) / dt.typeSize);
+          if (upto > this.scaleDone[i]) {
+            checkFiniteValues(t, this.dest.subarray(t.offset, tEnd), this.name, this.header.dataOffset, this.scaleDone[i], upto);
             this.scaleDone[i] = upto;
           }
         }
@@ -191,8 +198,20 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
       verifier.update(0, new Uint8Array(0));
     };
 
+    // a source that fails (network reset, file error, a stream's error()) -> load_error naming the source, the byte
+    // reached and the stage, instead of the source's own error type
+    const next = async () => {
+      try {
+        return await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
+      } catch (e) {
+        if (e instanceof AetherError) throw e;
+        const stage = !header ? 'header' : !dest ? 'JSON metadata' : `data section, tensor '${verifier?.current() ?? '?'}'`;
+        throw new AetherError('load_error', `${name}: reading failed at byte ${consumed} (in the ${stage}): ${(e as Error)?.message ?? String(e)}`,
+          { file: name, offset: consumed, stage, cause: String((e as Error)?.message ?? e) });
+      }
+    };
     for (;;) {
-      const r = await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
+      const r = await next();
       if (signal?.aborted) throw abortError(name, signal);
       if (r.done) break;
       const chunk = r.value instanceof Uint8Array ? r.value : new Uint8Array(r.value as ArrayBuffer);

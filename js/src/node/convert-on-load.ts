@@ -22,9 +22,7 @@ export async function resolveNodeSource(src: string, signal?: AbortSignal): Prom
   }
   if (!isDir && !isGguf) return src;
   throwIfAborted(signal);
-  // Cache key: absolute path + size + mtime (the input is never modified).
-  const crypto = await import('node:crypto');
-  const key = crypto.createHash('sha256').update(`${path.resolve(src)}|${st.size}|${st.mtimeMs}`).digest('hex').slice(0, 16);
+  const key = await cacheKey(src, isDir);
   const dir = path.join(os.tmpdir(), 'aether-cache');
   fs.mkdirSync(dir, { recursive: true });
   const out = path.join(dir, `${path.basename(src).replace(/\.gguf$/i, '')}-${key}.rknot`);
@@ -32,4 +30,30 @@ export async function resolveNodeSource(src: string, signal?: AbortSignal): Prom
   const { convertModel } = await import('../formats/convert.js');
   await convertModel(src, out, { quant: 'keep', signal } as any);
   return out;
+}
+
+/** Files up to this size are keyed by their content (config.json, tokenizer files); bigger ones by size, mtime, inode. */
+const CONTENT_KEY_MAX = 64 << 20;
+
+/**
+ * Cache key of a conversion input: the converter version, the absolute path, and for every file of the input (the
+ * GGUF file, or every file of the HF folder) its name, size, mtime and inode, plus the sha256 of the content of
+ * the small ones. Editing config.json or a tokenizer file in place (even keeping its size and mtime) changes the key.
+ */
+export async function cacheKey(src: string, isDir: boolean): Promise<string> {
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const crypto = await import('node:crypto');
+  const { CONVERTER_VERSION } = await import('../formats/convert.js');
+  const h = crypto.createHash('sha256');
+  h.update(`${CONVERTER_VERSION}\0${path.resolve(src)}\0`);
+  const files = isDir ? fs.readdirSync(src).sort().map((n) => path.join(src, n)) : [src];
+  for (const f of files) {
+    let st: import('node:fs').Stats;
+    try { st = fs.statSync(f); } catch { continue; }
+    if (!st.isFile()) continue;
+    h.update(`${path.basename(f)}\0${st.size}\0${st.mtimeMs}\0${st.ino}\0`);
+    if (st.size <= CONTENT_KEY_MAX) h.update(fs.readFileSync(f));
+  }
+  return h.digest('hex').slice(0, 16);
 }

@@ -9,7 +9,8 @@ import {
 } from './abi.js';
 import { checkStatus } from './status.js';
 import { DTYPE_ROWS } from '../generated/abi.js';
-import { compileModule, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
+import { compileModule, isNode, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
+import { hardwareThreads } from '../validate.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
@@ -110,6 +111,23 @@ export interface EngineOptions {
 
 const STACK_SIZE = 1 << 20;
 
+/** What a disposed engine's heap is replaced with: any use throws 'disposed'. */
+const DISPOSED_HEAP = new Proxy({}, { get() { throw new AetherError('disposed', 'the model has been disposed'); } }) as Heap;
+const DISPOSED_CORE = DISPOSED_HEAP as unknown as Exports;
+
+/**
+ * Tell V8 that `bytes` of memory were released (see Engine.dispose): a non-shared wasm memory of that size is
+ * counted by V8's GC heuristics (a shared one, or a plain ArrayBuffer of the same size, measurably is not), and
+ * its pages are never touched, so it costs address space only for an instant.
+ */
+function gcHint(bytes: number): void {
+  try {
+    const pages = Math.max(1, Math.min(Math.ceil(bytes / 65536), 32768));
+    let hint: WebAssembly.Memory | null = new WebAssembly.Memory({ initial: pages, maximum: pages });
+    void hint;
+    hint = null;
+  } catch { /* no address space for the hint: fine */ }
+}
 /** Per-layer compression modes, in the order of src/model/model.h ae_cmp_mode. */
 export const CMP_MODES = ['dense', 'compressed'] as const;
 export type CompressionModeName = typeof CMP_MODES[number];
@@ -163,14 +181,18 @@ export class Engine {
   private biasIds = 0; private biasVals = 0; private topIds = 0; private topLps = 0;
   private arena = 0; private arenaSize = 0; dataBase = 0; dataSize = 0;
   private disposed = false;
+  /** Sample only ids below this (0: the whole vocabulary): a tokenizer smaller than vocab_size cannot decode the rest. */
+  sampleLimit = 0;
   /** Tensor table as loaded (name -> info; offsets relative to dataBase). */
   private readonly tensorTable = new Map<string, TensorInfo>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
     this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 64, 4096));
-    this.nCtx = Math.min(opts.nCtx ?? config.n_ctx, config.n_ctx);
-    if (opts.nCtx !== undefined && (!Number.isInteger(opts.nCtx) || opts.nCtx < 1)) throw new AetherError('invalid_argument', `nCtx = ${opts.nCtx} must be a positive integer`);
+    if (opts.nCtx !== undefined && (!Number.isInteger(opts.nCtx) || opts.nCtx < 1 || opts.nCtx > config.n_ctx)) {
+      throw new AetherError('invalid_argument', `nCtx: ${opts.nCtx} is outside 1..${config.n_ctx} (the model's context length n_ctx)`, { field: 'nCtx', value: opts.nCtx, max: config.n_ctx });
+    }
+    this.nCtx = opts.nCtx ?? config.n_ctx;
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 200000));
   }
@@ -178,9 +200,17 @@ export class Engine {
   /** Compile the modules and decide threading; nothing model-specific yet. */
   static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; simd: 'relaxed' | 'plain'; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
     requireSimd();
-    const want = Math.max(1, Math.floor(opts.threads ?? 1));
+    if (opts.threads !== undefined && (!Number.isInteger(opts.threads) || opts.threads < 1)) {
+      throw new AetherError('invalid_argument', `threads: expected a positive integer, got ${String(opts.threads)}`, { field: 'threads' });
+    }
+    const want = opts.threads ?? 1;
     const feats = probeFeatures();
     const warnings: string[] = [];
+    const hw = await hardwareThreads(isNode);
+    if (hw !== undefined && want > hw) {
+      warnings.push(`threads=${want} is more than the ${hw} hardware threads of this machine: the threads spin and wait for each other ` +
+        `(measured 500x slower with 64 threads on 2 cores); use threads <= ${hw}`);
+    }
     let threads = want;
     if (want > 1 && !feats.threads) {
       threads = 1;
@@ -346,18 +376,19 @@ export class Engine {
     if (act === undefined) throw new AetherError('unsupported', `FFN activation '${cfg.ffn_act}' is not supported (${Object.keys(FfnAct).join(', ')})`);
     const swaLayers = cfg.swa_layers ?? [];
     const window = swaLayers.some(Boolean) ? cfg.sliding_window ?? 0 : 0;
-    const ints: [number, number][] = [
-      [Cfg.ARCH, arch], [Cfg.DIM, cfg.dim], [Cfg.N_LAYERS, cfg.n_layers], [Cfg.N_HEADS, cfg.n_heads],
-      [Cfg.N_KV_HEADS, cfg.n_kv_heads], [Cfg.HEAD_DIM, cfg.head_dim], [Cfg.HIDDEN_DIM, cfg.hidden_dim],
-      [Cfg.VOCAB, cfg.vocab_size], [Cfg.N_CTX, this.nCtx], [Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
-      [Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], [Cfg.MAX_BATCH, this.maxBatch],
-      [Cfg.MAX_THREADS, this.threads], [Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
-      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window], [Cfg.KV_TYPE_K, DTYPE_IDS[kv.k]], [Cfg.KV_TYPE_V, DTYPE_IDS[kv.v]],
+    const ints: [string, number, number][] = [
+      ['arch', Cfg.ARCH, arch], ['dim', Cfg.DIM, cfg.dim], ['n_layers', Cfg.N_LAYERS, cfg.n_layers], ['n_heads', Cfg.N_HEADS, cfg.n_heads],
+      ['n_kv_heads', Cfg.N_KV_HEADS, cfg.n_kv_heads], ['head_dim', Cfg.HEAD_DIM, cfg.head_dim], ['hidden_dim', Cfg.HIDDEN_DIM, cfg.hidden_dim],
+      ['vocab_size', Cfg.VOCAB, cfg.vocab_size], ['nCtx', Cfg.N_CTX, this.nCtx], ['rope_dim', Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
+      ['rope_type', Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], ['maxBatch', Cfg.MAX_BATCH, this.maxBatch],
+      ['threads', Cfg.MAX_THREADS, this.threads], ['logitsAll', Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
+      ['ffn_act', Cfg.FFN_ACT, act], ['sliding_window', Cfg.SWA_WINDOW, window],
+      ['kvDtype.k', Cfg.KV_TYPE_K, DTYPE_IDS[kv.k]], ['kvDtype.v', Cfg.KV_TYPE_V, DTYPE_IDS[kv.v]],
     ];
     this.kvTypes = kv;
-    for (const [k, v] of ints) {
-      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
-      checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `key ${k} = ${v}` });
+    for (const [name, k, v] of ints) {
+      if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config ${name} = ${v} is not a valid integer (0..2^31-1)`, { field: name, value: v });
+      checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `${name} = ${v}` });
     }
     const rs = cfg.rope_scaling;
     const freqScale = rs?.type === 'linear' ? 1 / rs.factor : 1;
@@ -432,6 +463,8 @@ export class Engine {
 
   private check(): void {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
+    // a dead worker would leave the calling thread waiting in the pool's barrier forever: refuse instead
+    if (this.workers?.dead) throw new AetherError('wasm_error', `${this.workers.dead}: the model cannot run on its ${this.threads} threads any more; dispose it and load it again`);
   }
 
   /**
@@ -541,14 +574,15 @@ export class Engine {
     const rv = this.heap.i32(this.recent, r.length);
     for (let i = 0; i < r.length; i++) rv[i] = r[i];
     dv.setBigUint64(s + SMP.RNG, rngState, true);
+    const n = this.sampleLimit > 0 ? Math.min(this.sampleLimit, this.config.vocab_size) : this.config.vocab_size;
     dv.setInt32(s + SMP.N_BIAS, bias.length, true);
     dv.setInt32(s + SMP.N_TOP, nTop, true);
-    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, this.config.vocab_size);
+    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, n);
     if (token < 0) throw new AetherError('invalid_argument', 'the logit bias bans every token of the vocabulary');
     const out: SampleResult = { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
     if (nTop >= 0) {
       out.logprob = dv.getFloat32(s + SMP.LOGPROB, true);
-      const k = Math.min(nTop, this.config.vocab_size);
+      const k = Math.min(nTop, n);
       const ti = this.heap.i32(this.topIds, k), tl = this.heap.f32(this.topLps, k);
       out.top = Array.from({ length: k }, (_, i) => ({ token: ti[i], logprob: tl[i] }));
     }
@@ -771,14 +805,26 @@ export class Engine {
   get coreExports(): Exports { return this.core; }
   get modelPtr(): number { return this.model; }
 
+  /**
+   * Stop the workers and drop every reference to the wasm memory and instances. A shared memory (threads > 1)
+   * is invisible to V8's external-memory accounting, so nothing would prompt a garbage collection and each
+   * load/dispose cycle kept its memory (~8 MB for the tiny model, the whole model for a real one) until some
+   * unrelated GC: report the released size as a short-lived ArrayBuffer so V8 schedules one (its pages are
+   * never touched, so it costs no RSS). Measured in tests/soak.test.mjs and bench/soak.mjs.
+   */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
     if (this.workers) {
-      this.core.ae_pool_quit(this.pool);
+      try { this.core.ae_pool_quit(this.pool); } catch { /* a dead worker or a trapped instance: terminate anyway */ }
       this.workers.terminate();
       this.workers = null;
     }
+    const bytes = this.heap.memory.buffer.byteLength;
+    const self = this as unknown as Record<string, unknown>;
+    self.core = DISPOSED_CORE; self.modules = {}; self.heap = DISPOSED_HEAP;
+    this.tensorTable.clear();
+    if (this.threaded) gcHint(bytes);
   }
 }
 

@@ -23,7 +23,9 @@ export class Heap {
 
   /** Reserve `bytes` aligned to `align`; grows the memory as needed. Returns the byte offset. */
   alloc(bytes: number, align = 64): number {
-    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new AetherError('invalid_argument', `cannot allocate ${bytes} bytes`);
+    if (!Number.isSafeInteger(bytes) || bytes < 0) {
+      throw new AetherError('invalid_argument', `wasm heap: cannot reserve ${bytes} bytes (expected a non-negative integer size; a model or option size is invalid)`);
+    }
     const start = Math.ceil(this.top / align) * align;
     const end = start + bytes;
     if (!Number.isSafeInteger(end) || end > MAX_PAGES * PAGE) {

@@ -6,7 +6,24 @@ import type { WorkerInit } from './worker.js';
 interface AnyWorker { postMessage(m: unknown): void; terminate(): unknown }
 
 export class WorkerPool {
-  private constructor(private readonly workers: AnyWorker[]) {}
+  /** Why the pool cannot run any more (a worker exited or failed after start), or undefined. */
+  dead: string | undefined;
+  private stopping = false;
+  private constructor(private readonly workers: AnyWorker[]) {
+    workers.forEach((w, i) => {
+      const died = (why: string) => { if (!this.stopping && !this.dead) this.dead = `compute worker ${i + 1} ${why}`; };
+      const nw = w as { on?: (ev: string, f: (x: any) => void) => void };
+      if (typeof nw.on === 'function') {
+        nw.on('exit', (code: number) => died(`exited (code ${code})`));
+        nw.on('error', (e: Error) => died(`failed: ${e?.message ?? e}`));
+        nw.on('message', (m: any) => { if (m?.type === 'error') died(`failed: ${m.message}`); });
+      } else {
+        const bw = w as Worker;
+        bw.addEventListener('error', (ev: ErrorEvent) => died(`failed: ${ev.message}`));
+        bw.addEventListener('message', (ev: MessageEvent) => { if (ev.data?.type === 'error') died(`failed: ${ev.data.message}`); });
+      }
+    });
+  }
 
   get size(): number { return this.workers.length; }
 
@@ -24,7 +41,9 @@ export class WorkerPool {
           else if (m?.type === 'error') reject(new AetherError('wasm_error', `worker ${init.ith} failed: ${m.message}`));
         };
         if (NodeWorker) {
-          const nw = new NodeWorker(url);
+          // the parent's execArgv minus what only applies to a main script (--input-type with -e would kill the worker)
+          const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
+          const nw = execArgv.length === process.execArgv.length ? new NodeWorker(url) : new NodeWorker(url, { execArgv });
           nw.on('message', onMsg);
           nw.on('error', (e) => reject(new AetherError('wasm_error', `worker ${init.ith} crashed: ${e.message}`)));
           w = nw;
@@ -51,6 +70,7 @@ export class WorkerPool {
   }
 
   terminate(): void {
+    this.stopping = true;
     for (const w of this.workers) w.terminate();
     this.workers.length = 0;
   }

@@ -38,8 +38,8 @@ function bool(kv: Map<string, unknown>, key: string): boolean | undefined {
   const v = raw(kv.get(key));
   if (v === undefined || v === null) return undefined;
   if (typeof v === 'boolean') return v;
-  if (typeof v === 'number' || typeof v === 'bigint') return Number(v) !== 0;
-  return bad(key, `expected a boolean, got ${typeof v}`);
+  if ((typeof v === 'number' || typeof v === 'bigint') && (Number(v) === 0 || Number(v) === 1)) return Number(v) === 1;
+  return bad(key, `expected a boolean, got ${typeof v} ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
 }
 
 function str(kv: Map<string, unknown>, key: string): string | undefined {
@@ -76,6 +76,7 @@ function numbers(kv: Map<string, unknown>, key: string): number[] | undefined {
     const x = a[i];
     const n = typeof x === 'bigint' ? Number(x) : x;
     if (typeof n !== 'number') bad(key, `element ${i} is ${typeof x}, expected a number`);
+    if (!Number.isFinite(n)) bad(key, `element ${i} is ${n}, expected a finite number`);
     out[i] = n;
   }
   return out;

@@ -143,8 +143,13 @@ export function applyHFConfig(data: TokenizerData, src: HFTokenizerSources): Tok
     delete data.bos_token_id;
     data.add_bos_token = false;
   }
-  if (typeof config.add_bos_token === 'boolean') data.add_bos_token = config.add_bos_token;
-  if (typeof config.add_eos_token === 'boolean') data.add_eos_token = config.add_eos_token;
+  // strict: a string such as "0" or "false" is refused, not taken as a truthy value
+  for (const k of ['add_bos_token', 'add_eos_token'] as const) {
+    const v = config[k];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'boolean') fail((src.file ?? 'tokenizer.json').replace(/[^/\\]*$/, 'tokenizer_config.json'), `${k}: expected true or false, got ${JSON.stringify(v)}`);
+    data[k] = v;
+  }
   const tmpl = chatTemplateOf(config.chat_template);
   if (tmpl !== undefined) data.chat_template = tmpl;
 
@@ -156,8 +161,14 @@ export function applyHFConfig(data: TokenizerData, src: HFTokenizerSources): Tok
   return data;
 }
 
+/** Unused ids a vocabulary may have (holes between the ids of tokenizer.json / added_tokens_decoder). */
+const MAX_ID_HOLES = 1 << 16;
+
 function setToken(data: TokenizerData, id: number, content: string, type: number): void {
   const tokens = data.tokens;
+  if (id >= tokens.length + MAX_ID_HOLES) {
+    throw new AetherError('tokenizer_error', `tokenizer_config.json: added_tokens_decoder id ${id} (${JSON.stringify(content.slice(0, 40))}) is far beyond the vocabulary (${tokens.length} tokens)`, { id });
+  }
   while (tokens.length <= id) {
     const i = tokens.length;
     tokens.push(`[PAD${i}]`);
@@ -205,6 +216,9 @@ export function tokenizerFromHFJson(tokenizerJson: unknown, src: HFTokenizerSour
   }
   if (n === 0) fail(file, 'empty vocabulary');
   if (n > 16_000_000) fail(file, `vocabulary id ${n - 1} is implausibly large`);
+  // ids drive the allocation below: refuse an id space much sparser than its entries (real vocabularies are dense)
+  const entries = Object.keys(vocab).length + added.length;
+  if (n > entries + MAX_ID_HOLES) fail(file, `vocabulary ids go up to ${n - 1} but there are only ${entries} entries (more than ${MAX_ID_HOLES} unused ids)`);
 
   const pre = components(tj.pre_tokenizer);
   const norm = components(tj.normalizer);
