@@ -12,7 +12,8 @@ function fmtBytes(n: number): string {
   return n + ' B';
 }
 
-export function createProgress(opts: { title: string; force?: boolean; stream?: NodeJS.WriteStream; minIntervalMs?: number }): ProgressBar {
+export function createProgress(opts: { title: string; force?: boolean; stream?: NodeJS.WriteStream; minIntervalMs?: number; unit?: 'bytes' | 'items' }): ProgressBar {
+  const fmt = opts.unit === 'items' ? (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1)) : fmtBytes;
   const out = opts.stream ?? process.stderr;
   const tty = !!out.isTTY;
   const enabled = tty || !!opts.force;
@@ -28,7 +29,7 @@ export function createProgress(opts: { title: string; force?: boolean; stream?: 
     const fill = Math.round(frac * width);
     const bar = '#'.repeat(fill) + '-'.repeat(width - fill);
     const eta = rate > 0 && total > done ? ` eta ${Math.ceil((total - done) / rate)}s` : '';
-    let line = `${opts.title} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${fmtBytes(done)}/${fmtBytes(total)} ${fmtBytes(rate)}/s${eta}`;
+    let line = `${opts.title} [${bar}] ${(frac * 100).toFixed(0).padStart(3)}% ${fmt(done)}/${fmt(total)} ${fmt(rate)}/s${eta}`;
     if (label) line += ` ${label}`;
     const cols = tty ? (out.columns ?? 100) - 1 : 200;
     return line.length > cols ? line.slice(0, cols) : line;

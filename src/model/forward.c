@@ -131,6 +131,15 @@ static void matmul_section(ae_model *m, const mm_item *it, int nit, const float 
   }
 }
 
+/* Calibration capture (model.h AE_CAP_*): rows b0..b1 of x (width w) into block `which` of the layer's area. */
+static void capture_rows(const ae_model *m, const ae_layer *L, int which, const float *x, int w, int b0, int b1) {
+  if (!L->cap) return;
+  const int D = m->cfg.dim, B = m->cfg.max_batch;
+  const size_t off = which == AE_CAP_ATTN ? 0 : which == AE_CAP_WO ? (size_t)B * D
+                   : which == AE_CAP_FFN ? (size_t)B * (D + m->q_dim) : (size_t)B * (2 * D + m->q_dim);
+  for (int b = b0; b < b1; b++) __builtin_memcpy(L->cap + off + (size_t)b * w, x + (size_t)b * w, (size_t)w * 4);
+}
+
 /* ---- time counters per (layer, op class), thread 0, when the host set m->op_time ---- */
 __attribute__((import_module("env"), import_name("ae_clock_ms")))
 double ae_clock_ms(void);
@@ -166,7 +175,7 @@ static AE_NOINLINE void head_stats_add(ae_model *m, int ith, int l, int h, int p
 /* Per token (split by token): x[b] += post_norm(add[b]) when add is set, xb[b] = rmsnorm(x[b]) * norm, then xb[b]
  * converted for the weights ws (one step, one barrier after it instead of three). */
 static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tensor *post, const float *norm,
-                            const ae_tensor *const *ws, int nw, int ith, int nth) {
+                            const ae_tensor *const *ws, int nw, const ae_layer *cap_layer, int cap, int ith, int nth) {
   const int D = m->cfg.dim;
   const float eps = m->cfg.norm_eps;
   int b0, b1;
@@ -180,6 +189,7 @@ static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tenso
     }
     if (norm) ae_rmsnorm(m->xb + (size_t)b * D, x, norm, D, eps);
   }
+  if (norm && cap_layer) capture_rows(m, cap_layer, cap, m->xb, D, b0, b1);
   /* the same rows, so no barrier between norm and conversion */
   if (norm) prep_rows(m, ws, nw, m->xb, D, D, b0, b1);
 }
@@ -213,6 +223,8 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
       if (m->cfg.ffn_act == AE_ACT_GELU_TANH) ae_gelu_mul(g, u, r1 - r0);
       else ae_silu_mul(g, u, r1 - r0);
       if (hq) ae_quantize_row(dt, g, hq + (size_t)b * hs + ae_row_size(dvt, r0), r1 - r0);
+      if (L->cap)   /* calibration capture of down's input (capture_rows' AE_CAP_DOWN block), this chunk's columns */
+        __builtin_memcpy(L->cap + (size_t)m->cfg.max_batch * (2 * D + m->q_dim) + (size_t)b * H + r0, g, (size_t)(r1 - r0) * 4);
     }
   }
   if (ith == 0) L->ffn_active = n * H;
@@ -225,7 +237,7 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   }
   ae_barrier(pool);
   if (!defer_add) {
-    resid_norm_prep(m, n, m->tmp, &L->ffn_post_norm, 0, 0, 0, ith, nth);
+    resid_norm_prep(m, n, m->tmp, &L->ffn_post_norm, 0, 0, 0, 0, 0, ith, nth);
     ae_barrier(pool);
   }
 }
@@ -264,7 +276,7 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
   int deferred;
   const int st = ffn_block(m, layer, n, ith, nth, pool, &d, 0, &deferred);
   if (deferred) {
-    resid_norm_prep(m, n, m->tmp, &m->layers[layer].ffn_post_norm, 0, 0, 0, ith, nth);
+    resid_norm_prep(m, n, m->tmp, &m->layers[layer].ffn_post_norm, 0, 0, 0, 0, 0, ith, nth);
     ae_barrier(pool);
   }
   return st;
@@ -315,7 +327,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     /* ---- attention ---- */
     {   /* the previous FFN's residual add, the norm and the conversion for q/k/v in one step (split by token) */
       const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
-      resid_norm_prep(m, n, pending ? m->tmp : 0, pending, L->attn_norm.data, ws, 4, ith, nth);
+      resid_norm_prep(m, n, pending ? m->tmp : 0, pending, L->attn_norm.data, ws, 4, L, AE_CAP_ATTN, ith, nth);
       pending = 0;
     }
     ae_barrier(pool);
@@ -365,6 +377,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ATTENTION);
+    if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1); }
     {
       const ae_tensor *ws[] = {&L->wo};
       if (prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth)) ae_barrier(pool);
@@ -376,7 +389,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     ae_barrier(pool);
     {   /* residual add, FFN norm and the conversion for gate / up (split by token) */
       const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
-      resid_norm_prep(m, n, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, ith, nth);
+      resid_norm_prep(m, n, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, L, AE_CAP_FFN, ith, nth);
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ATTN_OUT);

@@ -120,6 +120,24 @@ AE_EXPORT int ae_model_set_ffn_mode(ae_model *m, int layer, int mode, const void
   return AE_OK;
 }
 
+/* Calibration capture of one layer (see AE_CAP_* in model.h); ptr 0 turns it off. */
+AE_EXPORT int ae_model_set_capture(ae_model *m, int layer, float *ptr) {
+  if (layer < 0 || layer >= m->cfg.n_layers || ((uintptr_t)ptr & 3u)) return AE_ERR_INVALID_ARG;
+  m->layers[layer].cap = ptr;
+  return AE_OK;
+}
+
+/* Float offset of capture block `which` (ae_cap_block; AE_CAP_COUNT: floats of the whole capture area). */
+AE_EXPORT int ae_model_capture_offset(ae_model *m, int which) {
+  const ae_config *c = &m->cfg;
+  const int q_dim = c->n_heads * c->head_dim;
+  const int w[AE_CAP_COUNT] = {c->dim, q_dim, c->dim, c->hidden_dim};
+  if (which < 0 || which > AE_CAP_COUNT) return -1;
+  int off = 0;
+  for (int k = 0; k < which; k++) off += c->max_batch * w[k];
+  return off;
+}
+
 AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
   return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].ffn_active : -1;
 }

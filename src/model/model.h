@@ -124,8 +124,18 @@ typedef struct {
   int32_t ffn_mode;   /* ae_ffn_mode */
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
+  float *cap;         /* calibration capture (ae_model_set_capture), NULL = off; see AE_CAP_* */
   double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
 } ae_layer;
+
+/* Calibration capture (aether analyze / compress): when a layer's `cap` is set, the forward copies the
+ * inputs of its weight matrices for the n tokens of the call into it, as four blocks of max_batch rows:
+ * AE_CAP_ATTN  [max_batch][dim]        normed input of q/k/v (attn_norm output)
+ * AE_CAP_WO    [max_batch][q_dim]      attention output (input of attn_output)
+ * AE_CAP_FFN   [max_batch][dim]        normed input of gate/up (ffn_norm output)
+ * AE_CAP_DOWN  [max_batch][hidden_dim] h = act(gate) * up (input of down; dense FFN path only)
+ * ae_model_capture_offset(m, which) gives each block's float offset. Rows beyond n are left untouched. */
+enum ae_cap_block { AE_CAP_ATTN = 0, AE_CAP_WO = 1, AE_CAP_FFN = 2, AE_CAP_DOWN = 3, AE_CAP_COUNT = 4 };
 
 /* Op classes of the per-layer time counters (ae_model_set_timing; JS: the quoted name). Thread 0 reads the
  * host clock (env.ae_clock_ms) at the step boundaries of the forward pass, so a class's time is the wall time

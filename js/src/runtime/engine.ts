@@ -308,6 +308,16 @@ export class Engine {
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
 
+  /**
+   * Calibration capture (src/model/model.h AE_CAP_*): with `ptr` != 0 the forward copies the inputs of
+   * layer `layer`'s weight matrices into the area at `ptr` (captureFloats() floats); 0 turns it off.
+   */
+  setCapture(layer: number, ptr: number): void {
+    checkStatus(this.core.ae_model_set_capture(this.model, layer, ptr), { op: 'set capture', subject: `layer ${layer}` });
+  }
+  /** Float offset of capture block `which` (0 attn input, 1 attention output, 2 FFN input, 3 h; 4 = total floats). */
+  captureOffset(which: number): number { return this.core.ae_model_capture_offset(this.model, which); }
+
   /** Since the last resetCounters(): FFN neurons computed in `layer` (summed over tokens) and tokens run. */
   ffnCounters(layer: number): { active: number; tokens: number } {
     return { active: this.core.ae_model_counter(this.model, layer, 0), tokens: this.core.ae_model_counter(this.model, layer, 1) };

@@ -1,0 +1,147 @@
+/**
+ * Spectral atlas (aether analyze): per 2-D weight of every layer
+ *   sigma1, sigma2, cliff = sigma1 / sigma2, stable rank = ||W||_F^2 / sigma1^2,
+ *   alpha: power-law exponent of the eigenvalues of W^T W (linalg.powerLawAlpha: Hill MLE, xmin by KS),
+ *   energy75 / energy50: fraction of ||W||_F^2 kept by the best rank-r approximation, r = 75% / 50% of full rank,
+ *   aa_energy75 / aa_energy50: the same for W S, S the whitening of the matrix's calibration inputs (S S^T =
+ *     E[x x^T]): the fraction of E||W x||^2 that the best rank-r approximation keeps (activation-aware: what the
+ *     model computes is W x, not W). Without calibration text these are absent.
+ * and per layer a compression mode for the FFN ('preserve' | '75' | '50', see atlasMode), stored in the .rknot
+ * metadata as `compression.atlas` (docs/rknot.md).
+ */
+import type { AetherModel } from '../aether.js';
+import { decodeToF32 } from '../formats/quantize.js';
+import type { SourceDType } from '../formats/quantize.js';
+import { AetherError } from '../errors.js';
+import { type Calibration, type CapBlock } from './calib.js';
+import { energyKept, mat, matmul, powerLawAlpha, singularValues, symmetricFromUpper, whitening, type Mat } from './linalg.js';
+
+/** Per-layer weight matrices (name after blk.N.) and the capture block that holds their input. */
+export const MATRIX_INPUT: Record<string, CapBlock> = {
+  'attn_q': 'attn', 'attn_k': 'attn', 'attn_v': 'attn', 'attn_qkv': 'attn', 'attn_output': 'wo',
+  'ffn_gate': 'ffn', 'ffn_up': 'ffn', 'ffn_down': 'down',
+};
+export const FFN_MATRICES = ['ffn_gate', 'ffn_up', 'ffn_down'] as const;
+
+export interface MatrixScores {
+  layer: number; name: string; rows: number; cols: number;
+  sigma1: number; sigma2: number; cliff: number; stable_rank: number;
+  alpha: number; alpha_xmin: number; alpha_tail: number; alpha_ks: number;
+  energy75: number; energy50: number;
+  aa_energy75?: number; aa_energy50?: number;
+}
+
+export type CompressionMode = 'preserve' | '75' | '50';
+
+export interface AtlasLayer {
+  layer: number;
+  /** FFN compression mode from the activation-aware energies (atlasMode) */
+  mode: CompressionMode;
+  /** the design's claimed rule: every FFN matrix with sigma1/sigma2 >= 8 -> '50' (compressible), else 'preserve' (fragile) */
+  mode_cliff: CompressionMode;
+  matrices: Record<string, Omit<MatrixScores, 'layer' | 'name'>>;
+}
+
+export interface Atlas {
+  version: 1;
+  rule: { keep: number; cliff: number };
+  calibration?: Record<string, unknown>;
+  layers: AtlasLayer[];
+}
+
+/** A layer tensor decoded to a row-major (rows = ne1, cols = ne0) float64 matrix. */
+export function weightMatrix(model: AetherModel, name: string): Mat {
+  const info = model.engine.tensorInfo(name);
+  if (!info) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
+  const cols = info.shape[0], rows = info.shape[1] ?? 1;
+  const f = decodeToF32(info.dtype as SourceDType, model.engine.tensorBytes(name), rows * cols);
+  return mat(rows, cols, f);
+}
+
+/** Whitening S of the second moment E[x x^T] of a capture block (cached per layer and block by the caller). */
+export function blockWhitening(cal: Calibration, layer: number, block: CapBlock): Mat {
+  const b = cal.layers[layer].blocks[block];
+  if (b.xx.length === 0) throw new AetherError('invalid_argument', `no second moments for block ${block}`);
+  return whitening(symmetricFromUpper(b.xx, b.d, 1 / cal.tokens)).S;
+}
+
+export function matrixScores(W: Mat, layer: number, name: string, S?: Mat): MatrixScores {
+  const sigma = singularValues(W);
+  const full = sigma.length;
+  const r75 = Math.max(1, Math.round(0.75 * full)), r50 = Math.max(1, Math.round(0.5 * full));
+  let fro = 0;
+  for (const s of sigma) fro += s * s;
+  const pl = powerLawAlpha(sigma.map((s) => s * s));
+  const out: MatrixScores = {
+    layer, name, rows: W.rows, cols: W.cols,
+    sigma1: sigma[0], sigma2: sigma[1] ?? 0, cliff: sigma[1] > 0 ? sigma[0] / sigma[1] : Infinity,
+    stable_rank: sigma[0] > 0 ? fro / (sigma[0] * sigma[0]) : 0,
+    alpha: pl.alpha, alpha_xmin: pl.xmin, alpha_tail: pl.n, alpha_ks: pl.ks,
+    energy75: energyKept(sigma, r75), energy50: energyKept(sigma, r50),
+  };
+  if (S) {
+    const ws = singularValues(matmul(W, S));
+    out.aa_energy75 = energyKept(ws, r75);
+    out.aa_energy50 = energyKept(ws, r50);
+  }
+  return out;
+}
+
+/**
+ * The FFN mode of a layer from its scores: '50' when every FFN matrix keeps >= `keep` of its activation-aware
+ * energy at 50% rank, else '75' when it does at 75% rank, else 'preserve'. Without calibration the plain
+ * energies are used.
+ */
+export function atlasMode(ms: Record<string, Omit<MatrixScores, 'layer' | 'name'>>, keep: number): CompressionMode {
+  const ffn = FFN_MATRICES.map((n) => ms[n]).filter(Boolean);
+  if (ffn.length === 0) return 'preserve';
+  const e = (m: typeof ffn[number], r: 50 | 75) => (r === 50 ? m.aa_energy50 ?? m.energy50 : m.aa_energy75 ?? m.energy75);
+  if (ffn.every((m) => e(m, 50) >= keep)) return '50';
+  if (ffn.every((m) => e(m, 75) >= keep)) return '75';
+  return 'preserve';
+}
+
+export function cliffMode(ms: Record<string, Omit<MatrixScores, 'layer' | 'name'>>, cliff: number): CompressionMode {
+  const ffn = FFN_MATRICES.map((n) => ms[n]).filter(Boolean);
+  return ffn.length > 0 && ffn.every((m) => m.cliff >= cliff) ? '50' : 'preserve';
+}
+
+export interface AnalyzeOptions {
+  calibration?: Calibration;
+  calibrationInfo?: Record<string, unknown>;
+  /** energy threshold of atlasMode (default 0.9) */
+  keep?: number;
+  /** layers to analyse (default all) */
+  layers?: number[];
+  onProgress?: (done: number, total: number, label: string) => void;
+}
+
+/** Scores of every 2-D weight of the layers, and the atlas. */
+export async function analyzeModel(model: AetherModel, opts: AnalyzeOptions = {}): Promise<{ matrices: MatrixScores[]; atlas: Atlas }> {
+  const NL = model.config.n_layers;
+  const layers = opts.layers ?? Array.from({ length: NL }, (_, l) => l);
+  const keep = opts.keep ?? 0.9, cliff = 8;
+  const jobs: { l: number; name: string }[] = [];
+  for (const l of layers) for (const name of Object.keys(MATRIX_INPUT)) if (model.engine.tensorInfo(`blk.${l}.${name}.weight`)) jobs.push({ l, name });
+  const matrices: MatrixScores[] = [];
+  const cache = new Map<string, Mat>();
+  for (let i = 0; i < jobs.length; i++) {
+    const { l, name } = jobs[i];
+    opts.onProgress?.(i, jobs.length, `blk.${l}.${name}`);
+    let S: Mat | undefined;
+    if (opts.calibration) {
+      const key = `${l}.${MATRIX_INPUT[name]}`;
+      if (!cache.has(key)) { for (const k of cache.keys()) if (!k.startsWith(`${l}.`)) cache.delete(k); cache.set(key, blockWhitening(opts.calibration, l, MATRIX_INPUT[name])); }
+      S = cache.get(key);
+    }
+    matrices.push(matrixScores(weightMatrix(model, `blk.${l}.${name}.weight`), l, name, S));
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  opts.onProgress?.(jobs.length, jobs.length, 'done');
+  const atlasLayers: AtlasLayer[] = layers.map((l) => {
+    const ms: AtlasLayer['matrices'] = {};
+    for (const m of matrices.filter((x) => x.layer === l)) { const { layer: _l, name, ...rest } = m; ms[name] = rest; }
+    return { layer: l, mode: atlasMode(ms, keep), mode_cliff: cliffMode(ms, cliff), matrices: ms };
+  });
+  return { matrices, atlas: { version: 1, rule: { keep, cliff }, calibration: opts.calibrationInfo, layers: atlasLayers } };
+}
