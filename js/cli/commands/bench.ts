@@ -10,7 +10,7 @@ export const usage = `usage: aether bench MODEL [options]
   -t, --threads T     compute threads (default 1)
   --reps R            repetitions; the median is reported (default 3)
 ${FFN_USAGE}
-  --spin N            spin iterations before a waiting thread sleeps (default 200000)
+  --spin N            spin iterations before a waiting thread sleeps (default 20000)
   --json              print one JSON object`;
 
 function median(xs: number[]): number {

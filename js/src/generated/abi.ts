@@ -23,7 +23,7 @@ export interface DTypeRow {
 
 export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'F32', name: 'f32', ggmlId: 0, blockSize: 1, typeSize: 4, act: 'f32', kind: 'W', scaleOffsets: [] },
-  { id: 'F16', name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
+  { id: 'F16', name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2, act: 'f32', kind: 'WM', scaleOffsets: [] },
   { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
