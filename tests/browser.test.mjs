@@ -245,6 +245,43 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.ok(!consoleLines.some((l) => l.type === 'warning' && l.text.startsWith('aether:')), 'no threading warning when isolated');
 });
 
+test('large-memory path: every address above 2 GiB (2 threads and 1), the same tokens; a plan over maxMemory is out_of_memory', { timeout: 90_000 }, async () => {
+  const server = await serve(true);
+  const { page, pageErrors } = await openBrowser();
+  await page.goto(`${server.url}examples/browser/`);
+  await page.waitForSelector('body[data-ready="1"]', WAIT);
+  const r = await page.evaluate(async ({ prompt, n }) => {
+    const { Aether } = window.aetherDemo;
+    const url = new URL('/models/tiny-llama-a-q8_0.rknot', location.href).href;
+    const out = {};
+    for (const threads of [2, 1]) {
+      // 2.1 GiB left unused below the engine: stacks, weights, KV cache and logits all sit above 2^31
+      const m = await Aether.load(url, { threads, cache: false, addressOffset: Math.floor(2.1 * 2 ** 30) });
+      out[threads] = { memory: m.memory, threads: m.threads, tokens: (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens };
+      await m.dispose();
+    }
+    try { await Aether.load(url, { cache: false, maxMemory: 4 << 20 }); out.oom = 'loaded'; } catch (e) { out.oom = { code: e.code, message: e.message }; }
+    try { await Aether.load(url, { cache: false, kvDtype: 'q3_K' }); out.badKv = 'loaded'; } catch (e) { out.badKv = { code: e.code, message: e.message }; }
+    const q8 = await Aether.load(url, { cache: false, kvDtype: 'q8_0', nCtx: 64 });
+    out.q8 = { memory: q8.memory, nCtx: q8.nCtx };
+    await q8.dispose();
+    return out;
+  }, { prompt: PROMPT, n: N });
+  for (const threads of [2, 1]) {
+    assert.equal(r[threads].threads, threads);
+    assert.ok(r[threads].memory.runtime > 2 ** 31, `runtime ${r[threads].memory.runtime}`);
+    assert.ok(r[threads].memory.total > 2 ** 31 + r[threads].memory.weights);
+    assert.deepEqual(r[threads].memory.kvDtype, { k: 'f16', v: 'f16' });
+    assert.deepEqual(r[threads].tokens, expected.tokens, `${threads} thread(s) above 2 GiB`);
+  }
+  assert.equal(r.oom.code, 'out_of_memory');
+  assert.match(r.oom.message, /maxMemory cap of 4\.0 MiB/);
+  assert.equal(r.badKv.code, 'invalid_argument');
+  assert.deepEqual(r.q8.memory.kvDtype, { k: 'q8_0', v: 'q8_0' });
+  assert.equal(r.q8.nCtx, 64);
+  assert.deepEqual(pageErrors, []);
+});
+
 test('page without COOP/COEP: crossOriginIsolated false, one thread, a warning, the same tokens', { timeout: 60_000 }, async () => {
   const server = await serve(false);
   const { page, consoleLines, pageErrors } = await openBrowser();

@@ -174,7 +174,7 @@ function hfFolder(name, config, tensors) {
 
 const HF_VOCAB = 4096; // the copied tokenizer.model has 4096 pieces
 
-test('HF Qwen2 folder: BF16 weights -> f16 (keep), biases f32, tied embeddings (lm_head ignored), neox', async () => {
+test('HF Qwen2 folder: BF16 weights kept bf16 (keep) or -> f16, biases f32, tied embeddings (lm_head ignored), neox', async () => {
   const x = (n, s) => randF32(n, s);
   const L = 'model.layers.0.';
   const t = [
@@ -204,9 +204,15 @@ test('HF Qwen2 folder: BF16 weights -> f16 (keep), biases f32, tied embeddings (
   assert.ok(summary.notes.some((n) => /lm_head/.test(n)));
   const bf = (a) => { const u = new Uint32Array(a.length); const s = new Uint32Array(a.buffer, a.byteOffset, a.length); for (let i = 0; i < a.length; i++) u[i] = s[i] & 0xffff0000; return new Float32Array(u.buffer); };
   const q = await readRknotTensor(out, 'blk.0.attn_q.weight');
-  assert.equal(q.info.dtype, 'f16');
+  assert.equal(q.info.dtype, 'bf16');
   assert.deepEqual(q.info.shape, [DIM, HEADS * HD]);
-  assert.ok(eqBytes(q.data, encodeF16(bf(t[2][3]))));
+  const top = (a) => { const u = new Uint32Array(a.buffer, a.byteOffset, a.length), h = new Uint16Array(a.length); for (let i = 0; i < a.length; i++) h[i] = u[i] >>> 16; return new Uint8Array(h.buffer); };
+  assert.ok(eqBytes(q.data, top(t[2][3])), 'bf16 weights copied byte for byte');
+  const out16 = path.join(tmp, 'qwen2-hf-f16.rknot');
+  await convertModel(dir, out16, { quant: 'f16' });
+  const q16 = await readRknotTensor(out16, 'blk.0.attn_q.weight');
+  assert.equal(q16.info.dtype, 'f16');
+  assert.ok(eqBytes(q16.data, encodeF16(bf(t[2][3]))));
   const b = await readRknotTensor(out, 'blk.0.attn_q.bias');
   assert.equal(b.info.dtype, 'f32');
   assert.ok(eqBytes(b.data, bf(t[3][3])));

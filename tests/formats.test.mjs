@@ -161,8 +161,8 @@ test('readGGUF: malformed files fail with format_error naming file, field and by
   await ggufCase('dims-overflow', { kv: goodKV, tensors: [f32Tensor('big', [2 ** 40, 2 ** 40], 0)], data: Buffer.alloc(64) }, 'format_error', ['big.ne[1]', 'at byte', 'overflow']);
   await ggufCase('dims-zero', { tensors: [f32Tensor('z', [4, 0], 0)], data: Buffer.alloc(64) }, 'format_error', ['z.ne[1]', 'dim is 0']);
   await ggufCase('ndims', { tensors: [f32Tensor('d5', [1, 1, 1, 1, 1], 0)], data: Buffer.alloc(64) }, 'format_error', ['d5.n_dims', '5 dims']);
-  const q5k = await ggufCase('dtype', { tensors: [{ name: 'w', dims: [256], type: 13, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'Q5_K', 'at byte']);
-  assert.equal(q5k.details.field, 'w.type');
+  const q3k = await ggufCase('dtype', { tensors: [{ name: 'w', dims: [256], type: 11, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'Q3_K', 'at byte', 'expected F32, F16, Q4_0']);
+  assert.equal(q3k.details.field, 'w.type');
   await ggufCase('dtype-unknown', { tensors: [{ name: 'w', dims: [32], type: 77, offset: 0 }], data: Buffer.alloc(256) }, 'format_error', ['w.type', 'unknown type 77']);
   await ggufCase('blocksize', { tensors: [{ name: 'q', dims: [30], type: 8, offset: 0 }], data: Buffer.alloc(64) }, 'format_error', ['q', 'multiple of the q8_0 block size']);
   await ggufCase('misaligned', { tensors: [f32Tensor('m', [4], 16)], data: Buffer.alloc(64) }, 'format_error', ['m.offset', 'alignment 32']);
@@ -290,7 +290,7 @@ test('.rknot: malformed metadata fails with the right code naming the field', as
   await rknotCase('align', variant((m) => { t(m, 'output.weight').offset += 32; }), 'format_error', ['output.weight.offset', 'multiple of 64']);
   await rknotCase('dims', variant((m) => { t(m, 'token_embd.weight').shape = [2 ** 40, 2 ** 40]; }), 'format_error', ['token_embd.weight.shape', 'overflows']);
   await rknotCase('dimneg', variant((m) => { t(m, 'token_embd.weight').shape = [64, -1]; }), 'format_error', ['token_embd.weight.shape', 'positive integer']);
-  await rknotCase('dtype', variant((m) => { t(m, 'token_embd.weight').dtype = 'q5_K'; }), 'format_error', ['token_embd.weight.dtype', 'unknown dtype "q5_K"']);
+  await rknotCase('dtype', variant((m) => { t(m, 'token_embd.weight').dtype = 'q3_K'; }), 'format_error', ['token_embd.weight.dtype', 'unknown dtype "q3_K"']);
   await rknotCase('bytes', variant((m) => { t(m, 'token_embd.weight').bytes += 1; }), 'format_error', ['token_embd.weight.bytes']);
   await rknotCase('checksum', variant((m) => { t(m, 'token_embd.weight').checksum = 'md5:00'; }), 'format_error', ['token_embd.weight.checksum']);
   await rknotCase('dup', variant((m) => { m.tensors.push({ ...m.tensors[0] }); }), 'format_error', ['token_embd.weight', 'duplicate']);
@@ -305,7 +305,7 @@ test('.rknot: malformed metadata fails with the right code naming the field', as
   await rknotCase('tok', variant((m) => { m.tokenizer.scores.pop(); }), 'format_error', ['tokenizer.scores']);
   await rknotCase('vocab', variant((m) => { m.tokenizer.tokens.push('x'); m.tokenizer.scores.push(0); m.tokenizer.token_type.push(1); }), 'config_error', ['tokenizer.tokens', 'vocab_size']);
   await rknotCase('normdtype', variant((m) => { const n = t(m, 'output_norm.weight'); n.dtype = 'f16'; n.bytes = 128; }), 'config_error', ['output_norm.weight.dtype', 'f32']);
-  await rknotCase('kv', variant((m) => { m.kv_cache = { dtype: 'q8_0' }; }), 'format_error', ['kv_cache.dtype']);
+  await rknotCase('kv', variant((m) => { m.kv_cache = { dtype: 'q6_K' }; }), 'format_error', ['kv_cache.dtype']);
   // unknown optional keys are accepted and preserved
   const ok = path.join(tmp, 'extra-keys.rknot');
   fs.writeFileSync(ok, variant((m) => { m.future_section = { a: 1 }; m.saturation = { layers: [] }; m.quality = [{ ppl: 1 }]; }));
@@ -514,5 +514,5 @@ test('CLI: aether convert --json and aether inspect --json (rknot and GGUF); err
   assert.equal(JSON.parse(bad.stdout).error.code, 'invalid_argument');
   const q = run('convert', M.q8_0, '-o', out, '--quant', 'q2_K');
   assert.equal(q.status, 1);
-  assert.match(q.stderr, /--quant q2_K: expected one of keep, f32, f16, q8_0, q4_0/);
+  assert.match(q.stderr, /--quant q2_K: expected one of keep, f32, f16, bf16, q8_0, q5_0, q4_0/);
 });

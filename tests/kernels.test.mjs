@@ -141,10 +141,24 @@ function tieRow(r, n, step) {   // rows whose scaled values hit .5 exactly (amax
   return x;
 }
 
-// JS references of the activation quantisers, one per activation dtype of the registry
-const JS_QUANT = { q8_0: jsQ8_0, q8_K: jsQ8_K };
+function jsQ8_1(x) {   // ggml quantize_row_q8_1_ref: q8_0's quants, s = fp16((float)sum(q) * d) with the f32 d
+  const out = new Uint8Array(x.length / 32 * 36), dv = new DataView(out.buffer);
+  for (let b = 0; b < x.length / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[32 * b + j]));
+    const d = Math.fround(amax / 127), id = d ? Math.fround(1 / d) : 0;
+    dv.setUint16(36 * b, floatToHalfBits(d), true);
+    let sum = 0;
+    for (let j = 0; j < 32; j++) { const q = jsRoundAway(Math.fround(x[32 * b + j] * id)); dv.setInt8(36 * b + 4 + j, q); sum += q; }
+    dv.setUint16(36 * b + 2, floatToHalfBits(Math.fround(sum * d)), true);
+  }
+  return out;
+}
 
-test('activation quantisers (q8_0, q8_K): SIMD == reference == JS (ggml semantics), incl. rounding ties', () => {
+// JS references of the activation quantisers, one per activation dtype of the registry
+const JS_QUANT = { q8_0: jsQ8_0, q8_1: jsQ8_1, q8_K: jsQ8_K };
+
+test('activation quantisers (q8_0, q8_1, q8_K): SIMD == reference == JS (ggml semantics), incl. rounding ties', () => {
   for (const t of ACT_TYPES) assert.ok(JS_QUANT[TYPE_NAMES[t]], `activation dtype ${TYPE_NAMES[t]}: add its JS quantiser to JS_QUANT`);
   const r = rng(21);
   for (const nb of [1, 2, 3, 8, 9, 24, 96]) {
@@ -188,7 +202,7 @@ test('quantisers of the quantised weight dtypes: SIMD == reference, round trip e
 // Independent JS readers of the ggml block formats (same float operation order as the reference);
 // dtypes without one here are read with the converter's decoder (js/src/formats/quantize.ts).
 const f = Math.fround;
-const JS_READERS = new Set([T.Q8_0, T.Q4_0, T.Q8_K, T.Q4_K, T.Q6_K]);
+const JS_READERS = new Set([T.Q8_0, T.Q4_0, T.Q8_K, T.Q4_K, T.Q6_K, T.Q8_1]);
 function jsDequant(type, bytes, n) {
   if (!JS_READERS.has(type)) return decodeToF32(TYPE_NAMES[type], bytes, n);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), y = new Float32Array(n);
@@ -201,6 +215,7 @@ function jsDequant(type, bytes, n) {
       const d = h(o);
       for (let j = 0; j < 16; j++) { const q = bytes[o + 2 + j]; y[Y + j] = f(((q & 15) - 8) * d); y[Y + j + 16] = f(((q >> 4) - 8) * d); }
     }
+    if (type === T.Q8_1) { const d = h(o); for (let j = 0; j < 32; j++) y[Y + j] = f(dv.getInt8(o + 4 + j) * d); }
     if (type === T.Q8_K) { const d = dv.getFloat32(o, true); for (let j = 0; j < 256; j++) y[Y + j] = f(d * dv.getInt8(o + 4 + j)); }
     if (type === T.Q4_K) {
       const d = h(o), dmin = h(o + 2), q = (i) => bytes[o + 4 + i];

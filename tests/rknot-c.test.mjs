@@ -48,8 +48,10 @@ test('C tensor check: dtype, shape in whole blocks, exact byte count, aligned in
   const { ex } = await core();
   const DS = 1 << 20;
   assert.equal(ex.ae_rknot_check_tensor(8, 64, 4, 0, 4 * 2 * 34, DS), 0);     // q8_0 64x4
-  assert.equal(ex.ae_rknot_check_tensor(3, 64, 4, 0, 1, DS), 7);              // unknown dtype id 3
+  assert.equal(ex.ae_rknot_check_tensor(11, 256, 4, 0, 1, DS), 7);            // unknown dtype id 11 (q3_K)
   assert.equal(ex.ae_rknot_check_tensor(15, 256, 1, 0, 292, DS), 7);          // q8_K is activations only
+  assert.equal(ex.ae_rknot_check_tensor(9, 32, 1, 0, 36, DS), 7);             // so is q8_1
+  assert.equal(ex.ae_rknot_check_tensor(3, 64, 4, 0, 4 * 2 * 20, DS), 0);     // q4_1 64x4
   assert.equal(ex.ae_rknot_check_tensor(8, 48, 4, 0, 1, DS), 8);              // 48 is not whole q8_0 blocks
   assert.equal(ex.ae_rknot_check_tensor(0, 64, 4, 0, 1000, DS), 10);          // f32 64x4 is 1024 bytes
   assert.equal(ex.ae_rknot_check_tensor(0, 64, 4, 32, 1024, DS), 9);          // misaligned

@@ -10,7 +10,7 @@
  * leaves the model usable.
  */
 import { AetherError, throwIfAborted } from './errors.js';
-import { Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { DEFAULT_KV_DTYPE, Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
@@ -361,7 +361,8 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
       plan: (m: RknotMetadata, header: { dataSize: number }) => {
-        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize, opts);
+        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
+          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m) });
         engine = e;
         return { dest };
       },
@@ -376,6 +377,14 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     (engine as Engine | null)?.dispose();
     throw e;
   }
+}
+
+/** The KV-cache dtypes a file's kv_cache policy asks for (undefined: none, the runtime default). */
+function fileKvDtype(m: RknotMetadata): LoadOptions['kvDtype'] {
+  const k = m.kv_cache;
+  if (!k || (k.dtype === undefined && k.dtype_k === undefined && k.dtype_v === undefined)) return undefined;
+  const d = k.dtype ?? DEFAULT_KV_DTYPE;
+  return { k: k.dtype_k ?? d, v: k.dtype_v ?? d };
 }
 
 export const Aether = { load, probeFeatures };

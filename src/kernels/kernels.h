@@ -35,6 +35,25 @@ static_assert(sizeof(ae_block_q4_0) == 18, "q4_0 block");
 typedef struct { ae_fp16 d; int8_t qs[AE_QK8_0]; } ae_block_q8_0;       /* x[i] = q[i] * d */
 static_assert(sizeof(ae_block_q8_0) == 34, "q8_0 block");
 
+/* Legacy 32-element blocks with 5-bit quants or a min (ggml block_q4_1 / q5_0 / q5_1) and q8_1, the
+ * activation dtype of q4_1 / q5_1 (q8_0 plus s = d * sum(qs) as f16). Element j < 16 is the low nibble of
+ * qs[j], element j + 16 the high nibble; the 5th bit of element e is bit e of qh (a little-endian u32). */
+#define AE_QK4_1 32
+typedef struct { ae_fp16 d; ae_fp16 m; uint8_t qs[AE_QK4_1 / 2]; } ae_block_q4_1;             /* x = q * d + m */
+static_assert(sizeof(ae_block_q4_1) == 20, "q4_1 block");
+#define AE_QK5_0 32
+typedef struct { ae_fp16 d; uint8_t qh[4]; uint8_t qs[AE_QK5_0 / 2]; } ae_block_q5_0;         /* x = (q - 16) * d */
+static_assert(sizeof(ae_block_q5_0) == 22, "q5_0 block");
+#define AE_QK5_1 32
+typedef struct { ae_fp16 d; ae_fp16 m; uint8_t qh[4]; uint8_t qs[AE_QK5_1 / 2]; } ae_block_q5_1;  /* x = q * d + m */
+static_assert(sizeof(ae_block_q5_1) == 24, "q5_1 block");
+#define AE_QK8_1 32
+typedef struct { ae_fp16 d; ae_fp16 s; int8_t qs[AE_QK8_1]; } ae_block_q8_1;                /* x = q * d; s = fp16(d * sum q) */
+static_assert(sizeof(ae_block_q8_1) == 36, "q8_1 block");
+
+/* bfloat16: the top 16 bits of an f32 (ggml GGML_TYPE_BF16). */
+typedef uint16_t ae_block_bf16;
+
 #define AE_QK_K 256
 #define AE_K_SCALE_SIZE 12
 typedef struct {
@@ -44,6 +63,15 @@ typedef struct {
   uint8_t qs[AE_QK_K / 2];          /* 4-bit quants */
 } ae_block_q4_K;
 static_assert(sizeof(ae_block_q4_K) == 144, "q4_K block");
+
+typedef struct {
+  ae_fp16 d;                        /* super-block scale for the 6-bit scales */
+  ae_fp16 dmin;                     /* super-block scale for the 6-bit mins */
+  uint8_t scales[AE_K_SCALE_SIZE];  /* 8 scales + 8 mins, 6 bits each (packed as q4_K's) */
+  uint8_t qh[AE_QK_K / 8];          /* 5th bit: element 32 j + l has it in bit j of qh[l] */
+  uint8_t qs[AE_QK_K / 2];          /* low 4 bits (laid out as q4_K's) */
+} ae_block_q5_K;
+static_assert(sizeof(ae_block_q5_K) == 176, "q5_K block");
 
 typedef struct {
   uint8_t ql[AE_QK_K / 2];      /* low 4 bits */
@@ -157,6 +185,48 @@ void ae_attention(float *out, const float *q, const float *k, const float *v, in
                   int kv_stride, float scale, float softcap, float *att);
 void ae_attention_ref(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
                       int kv_stride, float scale, float softcap, float *att);
+
+/* ---- attention over a typed KV cache (the forward pass; docs/DESIGN.md "KV cache") -----------------------
+ * A run of the cache of one KV head: n positions whose K rows (dtype kt) and V rows (dtype vt) are contiguous,
+ * row t at k + t * ae_row_size(kt, head_dim) (same for v). A head's cache may be several runs of different
+ * dtypes (mixed-precision policies): the scores of all runs are softmaxed together, then each run adds its
+ * share of V, in position order.
+ *   kt: any weight dtype (its rows are dotted with q converted to kt's vec_dot_type: ggml's mul_mat, llama.cpp's
+ *       cache_type_k semantics); vt: a dtype with ae_attn_accum (f32, f16, q8_0, q4_0, see
+ *       ae_attn_accum_supported). A head's row holds head_dim values padded with zeros to a whole number of
+ *       blocks (ae_kv_row_size; e.g. head_dim 48 in q8_0: 2 blocks, the last half zeros). */
+typedef struct {
+  const void *k, *v;   /* first row of the run */
+  int32_t kt, vt;      /* ae_type of K and V */
+  int32_t n;           /* positions in the run */
+} ae_kv_run;
+
+/* Bytes of one head's row of the cache: head_dim values rounded up to t's block size. */
+size_t ae_kv_row_size(ae_type t, int head_dim);
+/* head_dim rounded up to the largest block size (sizes of the qbuf scratch below). */
+#define AE_KV_PAD(hd) (((hd) + 255) & ~255)
+
+/* out[d] = out[d] + att[t] * V_t[d] for t in [0, n) in t order (q8_0 / q4_0: (att[t] * scale_t) * q), d < head_dim.
+ * SIMD equals the reference bit for bit, and splitting the run gives the same bits. */
+typedef void (*ae_attn_accum_fn)(const void *v, int n, int head_dim, const float *att, float *out);
+int ae_attn_accum_supported(int t);
+void ae_attn_accum(ae_type t, const void *v, int n, int head_dim, const float *att, float *out);
+void ae_attn_accum_ref(ae_type t, const void *v, int n, int head_dim, const float *att, float *out);
+#define AE_DECL_ACCUM(T) void ae_attn_accum_##T##_simd128(const void *v, int n, int head_dim, const float *att, float *out);
+AE_DECL_ACCUM(f32) AE_DECL_ACCUM(f16) AE_DECL_ACCUM(q8_0) AE_DECL_ACCUM(q4_0)
+#undef AE_DECL_ACCUM
+
+/* ng query heads sharing one KV head (GQA; query j at q + j * q_stride floats) over the runs run[0..nrun):
+ * s_j = scale * (K q_j) (K rows read once for the ng heads), soft-capped when softcap > 0, att_j = softmax(s_j),
+ * out_j = att_j . V (out + j * out_stride floats). Scratch: att ng rows of att_stride >= sum of n floats;
+ * qbuf (ng + 1) * AE_KV_PAD(head_dim) * 4 bytes (q in K's vec_dot_type, and a padded copy). The _ref version
+ * uses the scalar reference kernels throughout. */
+void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                     int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
+void ae_attention_kv_ref(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                         int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
+/* Whether dtypes (kt, vt) can hold a KV cache of heads of head_dim values (ae_attention_kv's conditions). */
+int ae_kv_types_ok(int kt, int vt, int head_dim);
 
 /* ---- embeddings and sampling helpers -------------------------------------------------------------- */
 /* y[0..ncols) = row `row` of W (dtype t) as floats. */

@@ -33,7 +33,9 @@ import { BYTE_TO_UNICODE } from '../../dist/src/tokenizer/bpe.js';
 import { rng, tinyTokenizer } from './gen-model.mjs';
 import { f32Shortest } from '../../dist/src/formats/convert.js';
 
-const GGML_TYPE = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
+import { DTYPES } from '../../dist/src/formats/dtypes.js';
+
+const GGML_TYPE = Object.fromEntries(Object.values(DTYPES).map((d) => [d.name, d.ggmlId]));
 
 /** A small byte-level BPE vocabulary (GGUF tokenizer.ggml.model 'gpt2'): 256 byte characters, merges, specials. */
 export function tinyBpeTokenizer(vocab, pre, specials) {
@@ -54,6 +56,7 @@ export function tinyBpeTokenizer(vocab, pre, specials) {
 }
 
 const D = 64, NH = 4, NKV = 2, HIDDEN = 160, VOCAB = 320;
+const SHAPE0 = { D, NH, NKV, HIDDEN, VOCAB };
 
 /**
  * Variants: name -> { arch, layers, headDim, ... }. Each writes what llama.cpp's converter writes for such a model
@@ -94,14 +97,16 @@ function llama3Factors(rd, base, { factor, low, high, orig }) {
 }
 
 /**
- * Write GGUF variant `name` with 2-D weights in `dtype` to a temp file.
+ * Write GGUF variant `name` with 2-D weights in `dtype` to a temp file. opts.shape overrides { D, NH, NKV,
+ * HIDDEN, VOCAB } and opts.headDim the variant's head dim (the K-quants need rows that are multiples of 256).
  * @returns {{ file, cfg, W, variant }} cfg: the config the reference runs (rknot style), W: dequantised weights by
  *          .rknot tensor name (phi3's fused gate_up split into ffn_gate / ffn_up, as the converter stores it).
  */
-export function generateGGUF(name, dtype = 'f32', seed = 1) {
+export function generateGGUF(name, dtype = 'f32', seed = 1, opts = {}) {
   const v = GGUF_VARIANTS[name];
   if (!v) throw new Error(`unknown GGUF variant ${name}`);
-  const arch = v.arch, hd = v.headDim, L = v.layers, qd = NH * hd, kvd = NKV * hd;
+  const { D, NH, NKV, HIDDEN, VOCAB } = { ...SHAPE0, ...opts.shape };
+  const arch = v.arch, hd = opts.headDim ?? v.headDim, L = v.layers, qd = NH * hd, kvd = NKV * hd;
   const nCtx = v.nCtx ?? 64;
   const rd = hd;
   const r = rng(seed * 104729 + name.length * 31 + name.charCodeAt(0));

@@ -32,14 +32,17 @@ export const ARCHS = {
 
 /**
  * Write a model of `arch` with 2-D weights in `dtype` into a temp .rknot.
- * @returns {{ file, cfg, W: Map<string, Float32Array> }} W holds the dequantised weights.
+ * opts.shape overrides dims (dim, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size); opts.dtypeOf(name)
+ * gives a 2-D tensor's dtype (default `dtype`).
+ * @returns {{ file, cfg, W: Map<string, Float32Array>, bytes: Map<string, Uint8Array>, dtypes: Map<string, string> }}
+ *   W holds the dequantised weights, bytes the encoded ones.
  */
-export async function generateModel(arch, dtype = 'f32', seed = 1) {
+export async function generateModel(arch, dtype = 'f32', seed = 1, opts = {}) {
   const a = ARCHS[arch];
   const cfg = {
     arch, dim: 64, n_layers: 2, n_heads: 4, n_kv_heads: 2, head_dim: 16, hidden_dim: 160, vocab_size: 320, n_ctx: 64,
     norm_eps: 1e-5, rope_theta: 10000, rope_dim: a.rope_dim, rope_type: a.rope_type, tie_embeddings: a.tie_embeddings,
-    qkv_bias: a.qkv_bias, fused_qkv: a.fused_qkv, bos_token_id: 1, eos_token_id: 2,
+    qkv_bias: a.qkv_bias, fused_qkv: a.fused_qkv, bos_token_id: 1, eos_token_id: 2, ...(opts.shape ?? {}),
   };
   const r = rng(seed * 7919 + arch.length);
   const D = cfg.dim, H = cfg.hidden_dim, qd = cfg.n_heads * cfg.head_dim, kvd = cfg.n_kv_heads * cfg.head_dim;
@@ -48,7 +51,7 @@ export async function generateModel(arch, dtype = 'f32', seed = 1) {
     const n = shape.reduce((x, y) => x * y, 1);
     const v = new Float32Array(n);
     for (let i = 0; i < n; i++) v[i] = offset + (r() * 2 - 1) * scale;
-    specs.push({ name, shape, values: v, dtype: isMatrix ? dtype : 'f32' });
+    specs.push({ name, shape, values: v, dtype: isMatrix ? (opts.dtypeOf?.(name) ?? dtype) : 'f32' });
   };
   add('token_embd.weight', [D, cfg.vocab_size], 0.5, true);
   for (let l = 0; l < cfg.n_layers; l++) {
@@ -79,5 +82,5 @@ export async function generateModel(arch, dtype = 'f32', seed = 1) {
     config: cfg, tokenizer: tinyTokenizer(cfg.vocab_size),
     tensors: specs.map((s) => ({ name: s.name, dtype: s.dtype, shape: s.shape })),
   }, (spec) => bytes.get(spec.name));
-  return { file, cfg, W };
+  return { file, cfg, W, bytes, dtypes: new Map(specs.map((s) => [s.name, s.dtype])) };
 }

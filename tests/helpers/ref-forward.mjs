@@ -36,6 +36,38 @@ export function quantizeActQ8(x) {
   return y;
 }
 
+/** Activation row as ggml's quantize_row_q8_K sees it: blocks of 256, max = first value of largest
+ * magnitude, iscale = -127 / max, q = min(127, nearest-even(iscale x)), x = q / iscale (f32 d). */
+export function quantizeActQ8K(x) {
+  const y = new Float64Array(x.length);
+  for (let b = 0; b < x.length; b += 256) {
+    let amax = 0, max = 0;
+    for (let i = b; i < b + 256; i++) { const a = Math.abs(f32(x[i])); if (a > amax) { amax = a; max = f32(x[i]); } }
+    if (!amax) continue;
+    const is = f32(-127 / max), d = f32(1 / is);
+    for (let i = b; i < b + 256; i++) {
+      const v = f32(is * f32(x[i])), fl = Math.floor(v), r = v - fl;
+      const q = Math.min(127, r > 0.5 || (r === 0.5 && fl % 2 !== 0) ? fl + 1 : fl);
+      y[i] = q * d;
+    }
+  }
+  return y;
+}
+/** q8_1 (activations of q4_1 / q5_1): q8_0's values, plus per block the stored s = fp16(sum(q) * d_f32) minus
+ * the exact sum of the dequantised values (the kernel multiplies the weight block's min by s). */
+export function quantizeActQ8_1(x) {
+  const y = quantizeActQ8(x), corr = new Float64Array(x.length / 32);
+  for (let b = 0; b < x.length; b += 32) {
+    let amax = 0;
+    for (let i = b; i < b + 32; i++) amax = Math.max(amax, Math.abs(f32(x[i])));
+    const d = f32(amax / 127), id = d ? f32(1 / d) : 0;
+    let sumq = 0, sx = 0;
+    for (let i = b; i < b + 32; i++) { const v = f32(f32(x[i]) * id); sumq += Math.sign(v) * Math.round(Math.abs(v)); sx += y[i]; }
+    corr[b / 32] = toF16(f32(sumq * d)) - sx;
+  }
+  return { y, corr };
+}
+
 /**
  * @param cfg .rknot-style config: {arch, dim, n_layers, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size, norm_eps,
  *        rope_theta, rope_dim, rope_type} and the optional architecture variants (js/src/formats/rknot.ts RknotConfig):
@@ -44,7 +76,12 @@ export function quantizeActQ8(x) {
  * @param W Map name -> Float32Array (GGUF names; Gemma norms already hold 1 + w, as llama.cpp's converter writes them)
  * @param opts.quantizedActs quantise activations to q8_0 before every weight matrix (what the wasm path
  *        does for q8_0/q4_0 weights)
+ * @param opts.actOf per weight array (a value of W): its activation dtype ('f32', 'q8_0', 'q8_1', 'q8_K'),
+ *        overriding quantizedActs; for 'q8_1', opts.minsOf(w) gives the weight's block mins (rows x blocks)
  * @param opts.nCtx runtime context (picks LongRoPE's long factors when > rope_scaling.original_context)
+ * @param opts.kvDtype KV-cache dtype the wasm side uses ('f32' default here, 'f16', 'q8_0'): K and V are stored
+ *        rounded to it (q8_0: per head, in blocks of 32 padded with zeros), and for q8_0 K each query head is
+ *        quantised to q8_0 before its dot products (llama.cpp's cache_type_k semantics)
  *
  * Written from the model definitions (Hugging Face transformers / llama.cpp graphs), in float64:
  *   x = embd[token] * embd_scale
@@ -58,6 +95,21 @@ export function quantizeActQ8(x) {
 export function createRefModel(cfg, W, opts = {}) {
   const D = cfg.dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, H = cfg.hidden_dim;
   const qd = nh * hd, kvd = nkv * hd, rd = cfg.rope_dim ?? hd;
+  const kvDtype = opts.kvDtype ?? 'f32';
+  /** heads of hd values as the KV cache stores them (f32: as computed in f32; f16: rounded; q8_0: quantised, padded) */
+  const kvRound = (x, heads = nkv) => {
+    if (kvDtype === 'f32') return Float64Array.from(x, f32);
+    if (kvDtype === 'f16') return Float64Array.from(x, (v) => toF16(f32(v)));
+    if (kvDtype !== 'q8_0') throw new Error(`ref forward: kvDtype ${kvDtype}`);
+    const hp = Math.ceil(hd / 32) * 32, y = new Float64Array(x.length);
+    for (let h = 0; h < heads; h++) {
+      const row = new Float64Array(hp);
+      for (let i = 0; i < hd; i++) row[i] = x[h * hd + i];
+      const qr = quantizeActQ8(row);
+      for (let i = 0; i < hd; i++) y[h * hd + i] = qr[i];
+    }
+    return y;
+  };
   const kcache = [], vcache = [];
   for (let l = 0; l < cfg.n_layers; l++) { kcache.push([]); vcache.push([]); }
   const get = (n) => { const t = W.get(n); if (!t) throw new Error(`ref: missing tensor ${n}`); return t; };
@@ -72,9 +124,17 @@ export function createRefModel(cfg, W, opts = {}) {
   const isSwa = (l) => !!(cfg.swa_layers?.[l] && cfg.sliding_window);
 
   function matvec(w, x, rows, cols) {
-    if (opts.quantizedActs) x = quantizeActQ8(x);
+    const a = opts.actOf ? opts.actOf(w) : opts.quantizedActs ? 'q8_0' : 'f32';
+    let corr = null;
+    if (a === 'q8_0') x = quantizeActQ8(x);
+    else if (a === 'q8_K') x = quantizeActQ8K(x);
+    else if (a === 'q8_1') ({ y: x, corr } = quantizeActQ8_1(x));
     const y = new Float64Array(rows);
     for (let r = 0; r < rows; r++) { let s = 0; const o = r * cols; for (let c = 0; c < cols; c++) s += w[o + c] * x[c]; y[r] = s; }
+    if (corr) {
+      const mins = opts.minsOf(w), nb = cols / 32;
+      for (let r = 0; r < rows; r++) for (let b = 0; b < nb; b++) y[r] += mins[r * nb + b] * corr[b];
+    }
     return y;
   }
   function rmsnorm(x, w, off = 0, n = x.length) {
@@ -128,16 +188,17 @@ export function createRefModel(cfg, W, opts = {}) {
       if (kn) for (let h = 0; h < nkv; h++) rmsnorm(k, kn, h * hd, hd);
       const swa = isSwa(l);
       rope(q, nh, pos, swa); rope(k, nkv, pos, swa);
-      kcache[l][pos] = k; vcache[l][pos] = v;
+      kcache[l][pos] = kvRound(k); vcache[l][pos] = kvRound(v);
       const t0 = swa ? Math.max(0, pos - cfg.sliding_window + 1) : 0;
       const att = new Float64Array(qd);
       const group = nh / nkv;
+      const qk = kvDtype === 'q8_0' ? kvRound(q, nh) : q;
       for (let h = 0; h < nh; h++) {
         const g = Math.floor(h / group);
         const scores = new Float64Array(pos + 1);
         let mx = -Infinity;
         for (let t = t0; t <= pos; t++) {
-          let s = 0; for (let i = 0; i < hd; i++) s += q[h * hd + i] * kcache[l][t][g * hd + i];
+          let s = 0; for (let i = 0; i < hd; i++) s += qk[h * hd + i] * kcache[l][t][g * hd + i];
           scores[t] = cap(s * attnScale, cfg.attn_softcap); if (scores[t] > mx) mx = scores[t];
         }
         let sum = 0; for (let t = t0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }

@@ -7,11 +7,23 @@ export const EPS = 2 ** -24;
 // identical float operation sequence ((float)sumi * (d_w * d_x) accumulated in block order; K-quants
 // per super-block), so the SIMD result must equal the reference bit for bit.
 // One entry per quantised weight dtype of the registry (a missing entry fails the kernel tests).
-export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_K: 0, q6_K: 0 };
+export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_1: 0, q5_0: 0, q5_1: 0, q4_K: 0, q5_K: 0, q6_K: 0 };
 
 // Quantise -> dequantise round trip of N(0, 1) data: relative RMS error bound per quantised weight dtype
-// (format resolution, not SIMD error: q4 ~ 1/2^4 steps, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
-export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_K: 0.12, q6_K: 0.03, q8_0: 0.01 };
+// (format resolution, not SIMD error: q4 ~ 1/2^4 steps, q5 ~ 1/2^5, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
+export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_1: 0.12, q5_0: 0.06, q5_1: 0.06, q4_K: 0.12, q5_K: 0.06, q6_K: 0.03, q8_0: 0.01 };
+
+// Quantised dot (reference or SIMD) vs the float64 dot of the dequantised weights and activations
+// (tests/kernels-dtypes.test.mjs). Per block the kernel forms exact integer sums, converts them ((float) of
+// an integer above 2^24 rounds once), multiplies by a product of two scales (2 roundings) and, with a min
+// or offset term, adds a second such term: <= 6 EPS relative per block term; the float accumulation over
+// nb blocks adds <= nb EPS of the sum of |terms|.
+export function quantDotF64Tol(nb, sumAbsTerms) { return (nb + 6) * EPS * sumAbsTerms + 1e-37 * nb; }
+// q8_1 (activations of q4_1 / q5_1) stores s = fp16(d * sum(q)) with the f32 d, while the dequantised
+// activation uses the f16 d: |s - d_f16 sum(q)| <= |sum q| * 2^-25 (d in f16's subnormal range) + 2^-11 |s|
+// (d's rounding) + 2^-11 |s| (s's rounding) + 2^-25 (s subnormal). The kernel multiplies s by the weight
+// block's min m, so the bound is |m| times this.
+export function q8_1SumErr(sumq, sx) { return Math.abs(sumq) * 2 ** -25 + 2 ** -10 * 1.001 * Math.abs(sx) + 2 ** -24; }
 
 // ffn-saturated kernels (neuron-major down axpy, gathered-row dots): the SIMD code performs the
 // reference's float operations per element in the same order: bit-exact.

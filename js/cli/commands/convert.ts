@@ -7,7 +7,7 @@ import { createProgress } from '../progress.js';
 export const usage = `usage: aether convert IN -o OUT.rknot [options]
   IN                 a GGUF file (llama, qwen2, qwen3, phi3, gemma, gemma2, gemma3) or a Hugging Face folder (config.json + safetensors)
   -o, --output OUT   the .rknot file to write (written to OUT.tmp, then renamed; never the input)
-  -q, --quant MODE   keep (default: keep dtypes, bf16 -> f16) | f32 | f16 | q8_0 | q4_0
+  -q, --quant MODE   keep (default: keep dtypes) | f32 | f16 | bf16 | q8_0 | q5_0 | q4_0
                      (q8_0 / q4_0 quantise 2-D weights with ggml's reference quantisers; norms and biases stay f32)
   --no-hash          do not record the input files' sha256 in the metadata
   --progress         show the progress bar even when stderr is not a terminal

@@ -19,12 +19,20 @@ import {
   type WireSource,
 } from './protocol.js';
 
+import type { KvDtype } from '../runtime/engine.js';
 export type BrowserModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
 export interface BrowserLoadOptions {
   /** Compute threads including the engine worker's own (default 1). One when the page is not cross-origin isolated. */
   threads?: number;
+  /** Context length (default: the model's, at most 4096 and what fits in memory; see EngineOptions.nCtx). */
   nCtx?: number;
+  /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /** Cap on the wasm memory in bytes (default 4 GiB). */
+  maxMemory?: number;
+  /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
+  addressOffset?: number;
   maxBatch?: number;
   spin?: number;
   /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
@@ -133,6 +141,8 @@ export class BrowserModel {
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
   readonly nCtx: number;
+  /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
+  readonly memory: ModelInfo['memory'];
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
   readonly crossOriginIsolated: boolean;
@@ -144,6 +154,7 @@ export class BrowserModel {
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
   }
@@ -295,7 +306,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
         verify: opts.verify, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

@@ -16,7 +16,7 @@
  */
 import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
-import type { ModelConfig } from '../runtime/engine.js';
+import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
 
@@ -40,6 +40,9 @@ export type WireSource = { kind: 'url'; url: string } | { kind: 'blob'; blob: Bl
 export interface WireLoadOptions {
   threads?: number;
   nCtx?: number;
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  maxMemory?: number;
+  addressOffset?: number;
   maxBatch?: number;
   spin?: number;
   modules?: string[];
@@ -58,6 +61,8 @@ export interface ModelInfo {
   metadata: Record<string, unknown>;
   threads: number;
   nCtx: number;
+  /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
+  memory: MemoryPlan;
   warnings: string[];
   crossOriginIsolated: boolean;
   /** What AetherModel.chat renders with, and the generate options it adds (CHAT_GENERATE_DEFAULTS). */

@@ -13,7 +13,7 @@
  *   `rope_factors_long/short.weight`, the tensors llama.cpp's converter generates.
  * - Phi-3 fused gate_up (GGUF ffn_up with 2*hidden rows, HF gate_up_proj) is split by rows into ffn_gate
  *   (first hidden rows) and ffn_up (next hidden rows): exact, no requantisation. Fused qkv stays fused.
- * - Quantisation: `keep` keeps dtypes (bf16 -> f16); f32 / f16 convert; q8_0 / q4_0 quantise every 2-D
+ * - Quantisation: `keep` keeps dtypes (bf16 too); f32 / f16 / bf16 convert; q8_0 / q5_0 / q4_0 quantise every 2-D
  *   weight (token_embd and output too) with ggml's reference quantisers. 1-D tensors (norms, biases)
  *   are always f32. A tensor whose dtype already is the target is copied byte for byte.
  * - Streaming: one chunk of rows of one tensor in memory at a time; output written to OUT.tmp, renamed.
@@ -30,8 +30,8 @@ import { writeRknot, type RknotTensorSpec, type RknotWriteMetadata } from './rkn
 import { readSafetensorsModel, type SafetensorsTensor } from './safetensors.js';
 
 export const CONVERTER_VERSION = 'aether-convert/0.1.0';
-export type QuantMode = 'keep' | 'f32' | 'f16' | 'q8_0' | 'q4_0';
-export const QUANT_MODES: readonly QuantMode[] = ['keep', 'f32', 'f16', 'q8_0', 'q4_0'];
+export type QuantMode = 'keep' | 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q5_0' | 'q4_0';
+export const QUANT_MODES: readonly QuantMode[] = ['keep', 'f32', 'f16', 'bf16', 'q8_0', 'q5_0', 'q4_0'];
 
 /** A row range of a tensor in an input file. */
 export interface SourceRef {
@@ -132,9 +132,9 @@ function tensorOrder(config: RknotConfig): string[] {
 function targetDtype(shape: number[], src: SourceDType, quant: QuantMode): { dtype: DTypeName; note?: string } {
   if (shape.length === 1) return { dtype: 'f32' };
   switch (quant) {
-    case 'keep': return { dtype: src === 'bf16' ? 'f16' : src, note: src === 'bf16' ? 'bf16 stored as f16' : undefined };
-    case 'f32': case 'f16': return { dtype: quant };
-    case 'q8_0': case 'q4_0':
+    case 'keep': return { dtype: src };
+    case 'f32': case 'f16': case 'bf16': return { dtype: quant };
+    case 'q8_0': case 'q5_0': case 'q4_0':
       if (shape[0] % 32 !== 0) return { dtype: 'f16', note: `row length ${shape[0]} is not a multiple of 32: stored f16` };
       return { dtype: quant };
   }
@@ -776,7 +776,7 @@ export async function convertModel(input: string, output: string, opts: ConvertO
     config: plan.config,
     tokenizer: plan.tokenizer,
     tensors: plan.tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape })),
-    kv_cache: { dtype: 'f32', n_ctx: plan.config.n_ctx, overflow: 'error' },
+    kv_cache: { n_ctx: plan.config.n_ctx, overflow: 'error' },
     source: {
       converter: CONVERTER_VERSION,
       input: pathMod.basename(pathMod.resolve(input)),

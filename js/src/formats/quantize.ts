@@ -169,6 +169,135 @@ export function quantizeQ4_0(src: Float32Array, dst?: Uint8Array): Uint8Array {
   return out;
 }
 
+/** ggml quantize_row_q5_0_ref: d = max / -16 (max = value of largest magnitude), q = min(31, (int8)(x/d + 16.5)). */
+export function quantizeQ5_0(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const nb = src.length / 32;
+  if (!Number.isInteger(nb)) throw new AetherError('invalid_argument', `q5_0: ${src.length} elements is not a multiple of 32`);
+  checkFinite(src, 'non-finite input to q5_0');
+  const out = dst ?? new Uint8Array(nb * 22);
+  const q = new Int32Array(32);
+  for (let b = 0; b < nb; b++) {
+    const x = b * 32;
+    let amax = 0, max = 0;
+    for (let j = 0; j < 32; j++) {
+      const v = src[x + j], a = Math.abs(v);
+      if (amax < a) { amax = a; max = v; }
+    }
+    const d = fround(max / -16);
+    const id = d !== 0 ? fround(1 / d) : 0;
+    for (let j = 0; j < 32; j++) q[j] = Math.min(31, Math.trunc(fround(fround(src[x + j] * id) + 16.5)));
+    putQ5(out, b * 22, f32ToF16(d), -1, q);
+  }
+  return out;
+}
+
+/** ggml quantize_row_q4_1_ref / q5_1_ref: d = (max - min) / (2^bits - 1), m = min, q = (int)((x - min) / d + 0.5). */
+function quantizeMin(src: Float32Array, bits: 4 | 5, dst?: Uint8Array): Uint8Array {
+  const name = bits === 4 ? 'q4_1' : 'q5_1', ts = bits === 4 ? 20 : 24, top = (1 << bits) - 1;
+  const nb = src.length / 32;
+  if (!Number.isInteger(nb)) throw new AetherError('invalid_argument', `${name}: ${src.length} elements is not a multiple of 32`);
+  checkFinite(src, `non-finite input to ${name}`);
+  const out = dst ?? new Uint8Array(nb * ts);
+  const q = new Int32Array(32);
+  for (let b = 0; b < nb; b++) {
+    const x = b * 32;
+    let min = 3.4028234663852886e38, max = -3.4028234663852886e38;
+    for (let j = 0; j < 32; j++) { const v = src[x + j]; if (v < min) min = v; if (v > max) max = v; }
+    const d = fround(fround(max - min) / top);
+    const id = d !== 0 ? fround(1 / d) : 0;
+    for (let j = 0; j < 32; j++) q[j] = Math.min(top, Math.trunc(fround(fround(fround(src[x + j] - min) * id) + 0.5)));
+    const o = b * ts;
+    if (bits === 4) {
+      const h = f32ToF16(d), m = f32ToF16(min);
+      out[o] = h & 0xff; out[o + 1] = h >>> 8; out[o + 2] = m & 0xff; out[o + 3] = m >>> 8;
+      for (let j = 0; j < 16; j++) out[o + 4 + j] = q[j] | (q[j + 16] << 4);
+    } else putQ5(out, o, f32ToF16(d), f32ToF16(min), q);
+  }
+  return out;
+}
+export function quantizeQ4_1(src: Float32Array, dst?: Uint8Array): Uint8Array { return quantizeMin(src, 4, dst); }
+export function quantizeQ5_1(src: Float32Array, dst?: Uint8Array): Uint8Array { return quantizeMin(src, 5, dst); }
+
+/** One q5_0 (m < 0) or q5_1 block at out[o]: d, [m], qh (5th bits, little-endian u32), nibbles. */
+function putQ5(out: Uint8Array, o: number, d: number, m: number, q: Int32Array): void {
+  out[o] = d & 0xff; out[o + 1] = d >>> 8;
+  if (m >= 0) { out[o + 2] = m & 0xff; out[o + 3] = m >>> 8; o += 2; }
+  let qh = 0;
+  for (let j = 0; j < 16; j++) {
+    out[o + 6 + j] = (q[j] & 0xf) | ((q[j + 16] & 0xf) << 4);
+    qh |= ((q[j] >>> 4) & 1) << j;
+    qh |= ((q[j + 16] >>> 4) & 1) << (j + 16);
+  }
+  out[o + 2] = qh & 0xff; out[o + 3] = (qh >>> 8) & 0xff; out[o + 4] = (qh >>> 16) & 0xff; out[o + 5] = (qh >>> 24) & 0xff;
+}
+
+/** Round to nearest, ties to even (ggml nearest_int). */
+function rne(v: number): number {
+  const f = Math.floor(v), d = v - f;
+  return d > 0.5 || (d === 0.5 && f % 2 !== 0) ? f + 1 : f;
+}
+
+/**
+ * q5_K with the project's simple (non-iterative) quantiser, bit-identical to ae_from_float_q5_K_ref
+ * (src/kernels/ref/q5_K_ref.c): per 32-element sub-block offset = min(0, min x), scale = (max - offset) / 31;
+ * d, dmin = largest scale / offset over 63, 6-bit sub-block scales and mins. Not ggml's search-based
+ * make_qkx2_quants (which picks slightly better scales); the block layout is ggml's.
+ */
+export function quantizeQ5_K(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const nb = src.length / 256;
+  if (!Number.isInteger(nb)) throw new AetherError('invalid_argument', `q5_K: ${src.length} elements is not a multiple of 256`);
+  checkFinite(src, 'non-finite input to q5_K');
+  const out = dst ?? new Uint8Array(nb * 176);
+  const scale = new Float64Array(8), mn = new Float64Array(8), sc = new Int32Array(8), m = new Int32Array(8);
+  const t16 = f16Table();
+  for (let b = 0; b < nb; b++) {
+    const x = b * 256, o = b * 176;
+    let maxScale = 0, maxMin = 0;
+    for (let j = 0; j < 8; j++) {
+      let lo = 0, hi = src[x + 32 * j];
+      for (let l = 0; l < 32; l++) { const t = src[x + 32 * j + l]; if (t < lo) lo = t; if (t > hi) hi = t; }
+      scale[j] = fround(fround(hi - lo) / 31);
+      mn[j] = -lo;
+      if (scale[j] > maxScale) maxScale = scale[j];
+      if (mn[j] > maxMin) maxMin = mn[j];
+    }
+    const dh = f32ToF16(fround(maxScale / 63)), mh = f32ToF16(fround(maxMin / 63));
+    out[o] = dh & 0xff; out[o + 1] = dh >>> 8; out[o + 2] = mh & 0xff; out[o + 3] = mh >>> 8;
+    const df = t16[dh], dminf = t16[mh];
+    for (let j = 0; j < 8; j++) {
+      sc[j] = df > 0 ? Math.max(0, Math.min(63, rne(fround(scale[j] / df)))) : 0;
+      m[j] = dminf > 0 ? Math.max(0, Math.min(63, rne(fround(mn[j] / dminf)))) : 0;
+    }
+    for (let j = 0; j < 4; j++) {
+      out[o + 4 + j] = (sc[j] & 63) | ((sc[j + 4] >> 4) << 6);
+      out[o + 8 + j] = (m[j] & 63) | ((m[j + 4] >> 4) << 6);
+      out[o + 12 + j] = (sc[j + 4] & 0xf) | ((m[j + 4] & 0xf) << 4);
+    }
+    out.fill(0, o + 16, o + 176);
+    for (let j = 0; j < 8; j++) {
+      const d1 = fround(df * sc[j]), m1 = fround(dminf * m[j]);
+      for (let l = 0; l < 32; l++) {
+        let t = d1 > 0 ? rne(fround(fround(src[x + 32 * j + l] + m1) / d1)) : 0;
+        t = t < 0 ? 0 : t > 31 ? 31 : t;
+        out[o + 48 + 32 * (j >> 1) + l] |= (t & 0xf) << (4 * (j & 1));
+        out[o + 16 + l] |= (t >> 4) << j;
+      }
+    }
+  }
+  return out;
+}
+
+/** f32 -> bf16 bytes as ggml's GGML_FP32_TO_BF16 (round to nearest even; NaN -> quiet NaN). */
+export function encodeBF16(src: Float32Array, dst?: Uint8Array): Uint8Array {
+  const out = dst ? new Uint16Array(dst.buffer, dst.byteOffset, src.length) : new Uint16Array(src.length);
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const u = bits[i];
+    out[i] = (u & 0x7fffffff) > 0x7f800000 ? (u >>> 16) | 64 : ((u + 0x7fff + ((u >>> 16) & 1)) >>> 16) & 0xffff;
+  }
+  return new Uint8Array(out.buffer, out.byteOffset, src.length * 2);
+}
+
 function u16(b: Uint8Array, o: number): number {
   return b[o] | (b[o + 1] << 8);
 }
@@ -213,6 +342,46 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
           const q = bytes[o + 2 + j];
           y[b * 32 + j] = fround(((q & 0xf) - 8) * d);
           y[b * 32 + 16 + j] = fround(((q >>> 4) - 8) * d);
+        }
+      }
+      return y;
+    }
+    case 'q5_0': case 'q5_1': case 'q4_1': {
+      // ggml dequantize_row_q5_0 / q5_1 / q4_1: x = (q - 16) * d, or q * d + m
+      const t = f16Table();
+      const dn: string = dtype, five = dn !== 'q4_1', min = dn !== 'q5_0';
+      const ts = dn === 'q5_0' ? 22 : dn === 'q5_1' ? 24 : 20;
+      const nb = n / 32;
+      for (let b = 0; b < nb; b++) {
+        const o = b * ts;
+        const d = t[u16(bytes, o)], m = min ? t[u16(bytes, o + 2)] : 0;
+        const qo = o + (min ? 4 : 2);
+        const qh = five ? (bytes[qo] | (bytes[qo + 1] << 8) | (bytes[qo + 2] << 16) | (bytes[qo + 3] << 24)) >>> 0 : 0;
+        const qs = qo + (five ? 4 : 0);
+        for (let j = 0; j < 16; j++) {
+          const q0 = (bytes[qs + j] & 0xf) | (((qh >>> j) & 1) << 4), q1 = (bytes[qs + j] >>> 4) | (((qh >>> (j + 16)) & 1) << 4);
+          if (min) { y[b * 32 + j] = fround(fround(q0 * d) + m); y[b * 32 + 16 + j] = fround(fround(q1 * d) + m); }
+          else { y[b * 32 + j] = fround((q0 - 16) * d); y[b * 32 + 16 + j] = fround((q1 - 16) * d); }
+        }
+      }
+      return y;
+    }
+    case 'q5_K': {
+      // ggml dequantize_row_q5_K: q4_K's scales, 5th bit of element 32 j + l in bit j of qh[l]
+      const t = f16Table();
+      const nb = n / 256;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 176, sc = o + 4, qh = o + 16, qs = o + 48;
+        const d = t[u16(bytes, o)], dmin = t[u16(bytes, o + 2)];
+        for (let j = 0; j < 8; j++) {
+          const s = j < 4 ? bytes[sc + j] & 63 : (bytes[sc + j + 4] & 0xf) | ((bytes[sc + j - 4] >>> 6) << 4);
+          const mm = j < 4 ? bytes[sc + j + 4] & 63 : (bytes[sc + j + 4] >>> 4) | ((bytes[sc + j] >>> 6) << 4);
+          const d1 = fround(d * s), m1 = fround(dmin * mm);
+          for (let l = 0; l < 32; l++) {
+            const byte = bytes[qs + 32 * (j >> 1) + l];
+            const q = ((j & 1) ? byte >>> 4 : byte & 0xf) | (((bytes[qh + l] >>> j) & 1) << 4);
+            y[b * 256 + 32 * j + l] = fround(fround(d1 * q) - m1);
+          }
         }
       }
       return y;
@@ -283,10 +452,11 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
       return y;
     }
   }
+  throw new AetherError('unsupported', `cannot decode ${dtype}`);
 }
 
 /**
- * Encode float32 values as `dtype` (only f32, f16, q8_0, q4_0 can be produced), into `dst` when given
+ * Encode float32 values as `dtype` (every weight dtype but q4_K / q6_K can be produced; q5_K with a simple quantiser), into `dst` when given
  * (at least the encoded size; the result is a view of it).
  */
 export function encodeFromF32(dtype: DTypeName, src: Float32Array, dst?: Uint8Array): Uint8Array {
@@ -295,7 +465,12 @@ export function encodeFromF32(dtype: DTypeName, src: Float32Array, dst?: Uint8Ar
     case 'f16': return encodeF16(src, dst);
     case 'q8_0': return quantizeQ8_0(src, dst?.subarray(0, src.length / 32 * 34));
     case 'q4_0': return quantizeQ4_0(src, dst?.subarray(0, src.length / 32 * 18));
-    default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, q8_0, q4_0)`);
+    case 'q5_0': return quantizeQ5_0(src, dst?.subarray(0, src.length / 32 * 22));
+    case 'q4_1': return quantizeQ4_1(src, dst?.subarray(0, src.length / 32 * 20));
+    case 'q5_1': return quantizeQ5_1(src, dst?.subarray(0, src.length / 32 * 24));
+    case 'q5_K': return quantizeQ5_K(src, dst?.subarray(0, src.length / 256 * 176));
+    case 'bf16': return encodeBF16(src, dst);
+    default: throw new AetherError('unsupported', `cannot quantise to ${dtype} (the converter produces f32, f16, bf16, q8_0, q5_0, q5_1, q4_0, q4_1, q5_K)`);
   }
 }
 

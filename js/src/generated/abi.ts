@@ -25,14 +25,20 @@ export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'F32', name: 'f32', ggmlId: 0, blockSize: 1, typeSize: 4, act: 'f32', kind: 'W', scaleOffsets: [] },
   { id: 'F16', name: 'f16', ggmlId: 1, blockSize: 1, typeSize: 2, act: 'f32', kind: 'WM', scaleOffsets: [] },
   { id: 'Q4_0', name: 'q4_0', ggmlId: 2, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
+  { id: 'Q4_1', name: 'q4_1', ggmlId: 3, blockSize: 32, typeSize: 20, act: 'q8_1', kind: 'W', scaleOffsets: [0, 2] },
+  { id: 'Q5_0', name: 'q5_0', ggmlId: 6, blockSize: 32, typeSize: 22, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
+  { id: 'Q5_1', name: 'q5_1', ggmlId: 7, blockSize: 32, typeSize: 24, act: 'q8_1', kind: 'W', scaleOffsets: [0, 2] },
   { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
+  { id: 'Q8_1', name: 'q8_1', ggmlId: 9, blockSize: 32, typeSize: 36, act: 'q8_1', kind: 'A', scaleOffsets: [] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
+  { id: 'Q5_K', name: 'q5_K', ggmlId: 13, blockSize: 256, typeSize: 176, act: 'q8_K', kind: 'W', scaleOffsets: [0, 2] },
   { id: 'Q6_K', name: 'q6_K', ggmlId: 14, blockSize: 256, typeSize: 210, act: 'q8_K', kind: 'W', scaleOffsets: [208] },
   { id: 'Q8_K', name: 'q8_K', ggmlId: 15, blockSize: 256, typeSize: 292, act: 'q8_K', kind: 'A', scaleOffsets: [] },
+  { id: 'BF16', name: 'bf16', ggmlId: 30, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
 ];
 /** Dtypes a tensor may have (kind W / WM). */
-export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q8_0' | 'q4_K' | 'q6_K';
-export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q8_0', 'q4_K', 'q6_K'];
+export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q8_0' | 'q4_K' | 'q5_K' | 'q6_K' | 'bf16';
+export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K', 'bf16'];
 
 /** enum ae_status (src/core/status.h) */
 export const Status = { OK: 0, INVALID_ARG: 1, BAD_TENSOR: 2, BAD_CONFIG: 3, CTX_FULL: 4, UNSUPPORTED: 5, NO_MEMORY: 6, NONFINITE: 7 } as const;
@@ -42,7 +48,7 @@ export const Arch = { llama: 0, qwen2: 1, phi3: 2, qwen3: 3, gemma: 4, gemma2: 5
 /** enum ae_ffn_act (values of Cfg.FFN_ACT) */
 export const FfnAct = { silu: 0, gelu_tanh: 1 } as const;
 /** enum ae_config_key */
-export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25 } as const;
+export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25, KV_TYPE_K: 26, KV_TYPE_V: 27 } as const;
 /** enum ae_role */
 export const Role = { TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10, WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ATTN_Q_NORM: 16, ATTN_K_NORM: 17, ATTN_POST_NORM: 18, FFN_POST_NORM: 19, ROPE_FREQS: 20, ROLE_COUNT: 21 } as const;
 /** Global tensor name -> role (layer -1). */

@@ -1,0 +1,68 @@
+// The Chromium half of bench/real-shapes.mjs: each .rknot is served by examples/browser/server.mjs (cross-origin
+// isolated, so the engine Worker can run 2 threads) and loaded in /usr/bin/chromium (playwright-core, headless,
+// a fresh profile per run, the model cache off) through the engine Worker (js/src/browser); load time measured
+// on the page around Aether.load, then P prompt tokens and G greedy tokens generated (stats from the engine).
+// Large files are reached through symlinks under build/real-shapes/ (git-ignored) so the server's root stays
+// the repository.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { repoRoot } from './common.mjs';
+
+const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
+const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P = 64, G = 32, log = () => {} } = {}) {
+  const { chromium } = await import('playwright-core');
+  const { startServer } = await import(path.join(repoRoot, 'examples/browser/server.mjs'));
+  const linkDir = path.join(repoRoot, 'build/real-shapes');
+  fs.mkdirSync(linkDir, { recursive: true });
+  const server = await startServer({ port: 0, isolate: true });
+  const out = [];
+  try {
+    for (const it of items) {
+      const link = path.join(linkDir, path.basename(it.file));
+      fs.rmSync(link, { force: true });
+      fs.symlinkSync(it.file, link);
+      for (const threads of threadsList) {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
+        const ctxB = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
+        let r;
+        try {
+          const page = ctxB.pages()[0] ?? await ctxB.newPage();
+          await page.goto(`${server.url}/bench/lib/real-shapes.html`);
+          r = await page.evaluate(async ({ url, threads, ctx, P, G }) => {
+            const { Aether } = await import('/dist/src/browser/index.js');
+            const t0 = performance.now();
+            const model = await Aether.load(url, { threads, nCtx: ctx, maxBatch: P, cache: false });
+            const loadMs = performance.now() - t0;
+            // a prompt of about P tokens: words of the synthetic vocabulary
+            const words = [];
+            for (let i = 0; i < P; i++) words.push(['the', 'a', 'of', 'on', 'in', 'at', 'is', 'it'][i % 8]);
+            const res = { loadMs, threads: model.threads, isolated: crossOriginIsolated };
+            try {
+              for await (const piece of model.generate(words.join(' '), { maxTokens: G, greedy: true })) void piece;
+              const s = model.stats;
+              Object.assign(res, { promptTokens: s.promptTokens, generated: s.generatedTokens, prefillTps: s.prefillTps, decodeTps: s.decodeTps });
+            } finally { await model.dispose(); }
+            return res;
+          }, { url: `/build/real-shapes/${path.basename(it.file)}`, threads, ctx, P, G });
+        } catch (e) {
+          r = { error: String(e?.message ?? e).split('\n')[0] };
+        } finally {
+          await ctxB.close().catch(() => {});
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+        const row = { model: it.model, quant: it.quant, threads, ...r };
+        out.push(row);
+        log(`chromium ${it.model} ${it.quant} ${threads}T: ` + (r.error ? `ERROR ${r.error}` :
+          `load ${r.loadMs.toFixed(0)} ms, prompt ${r.promptTokens} tok prefill ${r.prefillTps.toFixed(1)} tok/s, decode ${r.decodeTps.toFixed(2)} tok/s (threads ${r.threads}, isolated ${r.isolated})`));
+      }
+      fs.rmSync(link, { force: true });
+    }
+  } finally {
+    await server.close();
+  }
+  return out;
+}
