@@ -440,6 +440,23 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     TICK(l, AE_OP_FFN);
   }
 
+  /* ---- hidden states instead of logits (embeddings): final norm of every row, summed per dimension ---- */
+  if (a->hidden_sum) {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    ae_barrier(pool);
+    int i0, i1;  /* split by dimension, rows summed in order: the same sums on any thread count */
+    ae_split(D, ith, nth, &i0, &i1);
+    for (int i = i0; i < i1; i++) {
+      float acc = a->hidden_sum[i];
+      for (int b = 0; b < n; b++) acc += m->xb[(size_t)b * D + i];
+      a->hidden_sum[i] = acc;
+    }
+    if (ith == 0) m->n_past = pos + n;
+    return;
+  }
+
   /* ---- output head: last token, or all tokens when asked ---- */
   const int all = a->want_all && c->logits_all;
   const int nout = all ? n : 1;

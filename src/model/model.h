@@ -212,6 +212,9 @@ typedef struct {
   int32_t pos;
   int32_t want_all;
   int32_t status;  /* out: ae_status */
+  /* NULL: logits as usual. Else no output head: the final-normed hidden state of every row (dim floats each)
+   * is added to hidden_sum (dim floats; embeddings: the host divides by the token count) */
+  float *hidden_sum;
 } ae_forward_args;
 
 #define AE_JOB_FORWARD 1
@@ -230,6 +233,6 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
 void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
 
 /* The host writes ae_forward_args at the offsets of js/src/generated/abi.ts. */
-static_assert(sizeof(ae_forward_args) == 24, "abi");
+static_assert(sizeof(ae_forward_args) == 28, "abi");
 
 #endif

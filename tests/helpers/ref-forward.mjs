@@ -221,10 +221,13 @@ export function createRefModel(cfg, W, opts = {}) {
       for (let i = 0; i < D; i++) x[i] += d[i];
     }
     const xn = rmsnorm(Float64Array.from(x), get('output_norm.weight'));
+    lastHidden = xn;
     const out = opt('output.weight') ?? get('token_embd.weight');
     const logits = matvec(out, xn, cfg.vocab_size, D);
     if (cfg.final_softcap) for (let i = 0; i < logits.length; i++) logits[i] = cap(logits[i], cfg.final_softcap);
     return logits;
   }
-  return { step };
+  let lastHidden = null;
+  /** step() also keeps the final-normed hidden state of its token (the output head's input). */
+  return { step, hidden: () => lastHidden };
 }

@@ -14,6 +14,7 @@ import type { ModelMetrics } from '../runtime/metrics.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
+import * as openai from '../openai.js';
 import {
   PROTOCOL_VERSION, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
   type WireSource,
@@ -148,6 +149,8 @@ export class BrowserModel {
   readonly crossOriginIsolated: boolean;
   /** Stats of the last generate/chat call (a copy, refreshed when it ends). */
   stats: GenerationStats = emptyStats();
+  /** Name in OpenAI-shaped responses (`model`): the file name of the source without extension. */
+  modelId: string;
   private readonly chatInfo: ModelInfo['chatTemplate'];
   private disposed = false;
 
@@ -157,6 +160,7 @@ export class BrowserModel {
     this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
+    this.modelId = info.name.replace(/[?#].*$/, '').replace(/^.*\//, '').replace(/\.(rknot|gguf)$/i, '') || 'aether';
   }
 
   /** The engine Worker (for diagnostics; terminate it only through dispose()). */
@@ -205,11 +209,40 @@ export class BrowserModel {
    * dependency the worker cannot import without a bundler) and stream the reply.
    */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    const { applyChatTemplate } = await import('../tokenizer/chat.js');
-    const c = this.chatInfo;
-    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
-    return yield* this.generate(prompt, { ...c.generateDefaults, ...opts });
+    const { renderChat } = await import('../tokenizer/chat.js');
+    const { prompt, options } = renderChat(this.chatInfo, messages, opts, this.chatInfo.generateDefaults);
+    return yield* this.generate(prompt, options);
   }
+
+  /** Embeddings, as AetherModel.embed: mean-pooled, final-normed last hidden state, L2-normalised. */
+  async embed(input: string, opts?: { signal?: AbortSignal }): Promise<Float32Array>;
+  async embed(input: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
+  async embed(input: string | string[], opts: { signal?: AbortSignal } = {}): Promise<Float32Array | Float32Array[]> {
+    const r = await this.embedDetailed(typeof input === 'string' ? [input] : input, opts);
+    return typeof input === 'string' ? r.embeddings[0] : r.embeddings;
+  }
+
+  /** embed() of several texts, with the number of tokens they took. */
+  embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+    return this.ch.call('embed', { texts }, opts.signal);
+  }
+
+  /** OpenAI-shaped embeddings (as AetherModel's). */
+  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
+    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /** Generate and return the whole text. */
   async complete(prompt: string | number[], opts: GenerateOptions = {}): Promise<{ text: string; tokens: number[]; stats: GenerationStats }> {

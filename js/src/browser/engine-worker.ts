@@ -60,6 +60,7 @@ const handlers: { [V in Verb]: Handler<V> } = {
     return m.stats;
   },
 
+  async embed({ texts }, { signal }) { return requireModel().embedDetailed(texts, { signal }); },
   async tokenize({ text, options }) { return requireModel().tokenize(text, options); },
   async detokenize({ ids, options }) { return requireModel().detokenize(ids, options); },
   async stats() { return requireModel().stats; },

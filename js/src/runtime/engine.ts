@@ -97,9 +97,30 @@ export interface EngineOptions {
 
 const STACK_SIZE = 1 << 20;
 const MAX_RECENT = 1024;
+/** Most logit-bias entries per call, and most alternatives per token of log-probabilities. */
+export const MAX_LOGIT_BIAS = 1024;
+export const MAX_TOP_LOGPROBS = 20;
 
 export interface SamplerParams {
   temperature?: number; topK?: number; topP?: number; minP?: number; repeatPenalty?: number;
+  /**
+   * Added to the logits (after the repetition penalty, before everything else) by token id; a bias <= -100
+   * bans the token. At most MAX_LOGIT_BIAS entries.
+   */
+  logitBias?: ReadonlyMap<number, number>;
+  /**
+   * Log-probabilities: undefined = off; n >= 0 = the sampled token's and the n most probable tokens'
+   * (n <= MAX_TOP_LOGPROBS). Log-softmax at temperature 1 of the logits after penalty and bias.
+   */
+  topLogprobs?: number;
+}
+
+/** A sampled token, with its log-probabilities when they were asked for. */
+export interface SampleResult {
+  token: number;
+  rng: bigint;
+  logprob?: number;
+  top?: { token: number; logprob: number }[];
 }
 
 export class Engine {
@@ -120,6 +141,7 @@ export class Engine {
   private modules: Record<string, WebAssembly.Module> = {};
   private stackTops: Record<string, number>[] = [];
   private pool = 0; private model = 0; private args = 0; private tokBuf = 0; private sampler = 0; private recent = 0;
+  private biasIds = 0; private biasVals = 0; private topIds = 0; private topLps = 0;
   private arena = 0; private arenaSize = 0; dataBase = 0; dataSize = 0;
   private disposed = false;
   /** Tensor table as loaded (name -> info; offsets relative to dataBase). */
@@ -202,6 +224,11 @@ export class Engine {
     e.tokBuf = heap.alloc(4 * e.maxBatch, 4);
     e.sampler = heap.alloc(SMP.SIZE, 8);
     e.recent = heap.alloc(4 * MAX_RECENT, 4);
+    e.biasIds = heap.alloc(4 * MAX_LOGIT_BIAS, 4);
+    e.biasVals = heap.alloc(4 * MAX_LOGIT_BIAS, 4);
+    e.topIds = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
+    e.topLps = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
+    e.hiddenBuf = heap.alloc(4 * config.dim, 16);
     const vocab = config.vocab_size;
     const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
     c.ae_model_reset(e.model);
@@ -211,6 +238,10 @@ export class Engine {
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
     dv.setUint32(e.sampler + SMP.PROB, prob, true);
     dv.setUint32(e.sampler + SMP.RECENT, e.recent, true);
+    dv.setUint32(e.sampler + SMP.BIAS_IDS, e.biasIds, true);
+    dv.setUint32(e.sampler + SMP.BIAS_VALS, e.biasVals, true);
+    dv.setUint32(e.sampler + SMP.TOP_IDS, e.topIds, true);
+    dv.setUint32(e.sampler + SMP.TOP_LOGPROBS, e.topLps, true);
     return e;
   }
 
@@ -365,8 +396,12 @@ export class Engine {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
   }
 
-  /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
-  forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
+  /**
+   * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
+   * `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed hidden state of every
+   * token is added there instead.
+   */
+  forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0): void {
     this.check();
     const n = tokens.length;
     if (n === 0) return;
@@ -384,11 +419,27 @@ export class Engine {
       dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
       dv.setInt32(this.args + FWD.POS, pos + s, true);
       dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
+      dv.setUint32(this.args + FWD.HIDDEN_SUM, hiddenSum, true);
       checkStatus(this.core.ae_forward(this.pool, this.args), {
         op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },
       });
     }
   }
+
+  /**
+   * Mean over `tokens` (run at positions 0..n-1; the KV cache then holds them) of the final-normed hidden
+   * state: the model's last hidden layer with the output norm applied, the input of the output head.
+   */
+  meanHidden(tokens: ArrayLike<number>): Float32Array {
+    this.check();
+    const D = this.config.dim;
+    this.heap.f32(this.hiddenBuf, D).fill(0);
+    this.forward(tokens, 0, false, this.hiddenBuf);
+    const out = this.heap.f32(this.hiddenBuf, D).slice();
+    for (let i = 0; i < D; i++) out[i] /= tokens.length;
+    return out;
+  }
+  private hiddenBuf = 0;
 
   /** Logits of the last forward: the last token, or row `row` when run with wantAll. A fresh copy. */
   logits(row = 0): Float32Array {
@@ -396,9 +447,20 @@ export class Engine {
     return this.heap.f32((this.core.ae_model_logits(this.model) >>> 0) + row * v * 4, v).slice();
   }
 
-  /** Sample from the last logits (modifies them). `recent` feeds the repetition penalty. */
-  sample(p: SamplerParams, rngState: bigint, recent: number[]): { token: number; rng: bigint } {
+  /**
+   * Sample from the last logits (modifies them: penalty and bias). `recent` feeds the repetition penalty.
+   * Throws invalid_argument when the logit bias bans every token.
+   */
+  sample(p: SamplerParams, rngState: bigint, recent: number[]): SampleResult {
     this.check();
+    const bias = p.logitBias ? [...p.logitBias] : [];
+    if (bias.length > MAX_LOGIT_BIAS) throw new AetherError('invalid_argument', `logit bias has ${bias.length} entries; at most ${MAX_LOGIT_BIAS}`);
+    const nTop = p.topLogprobs === undefined ? -1 : p.topLogprobs;
+    if (!Number.isInteger(nTop) || nTop > MAX_TOP_LOGPROBS || nTop < -1) {
+      throw new AetherError('invalid_argument', `top log-probabilities: ${p.topLogprobs} must be an integer in 0..${MAX_TOP_LOGPROBS}`);
+    }
+    const ids = this.heap.i32(this.biasIds, bias.length), vals = this.heap.f32(this.biasVals, bias.length);
+    bias.forEach(([t, b], i) => { ids[i] = t; vals[i] = b; });
     const dv = this.heap.view(), s = this.sampler;
     dv.setFloat32(s + SMP.TEMPERATURE, p.temperature ?? 0, true);
     dv.setInt32(s + SMP.TOP_K, p.topK ?? 0, true);
@@ -410,8 +472,18 @@ export class Engine {
     const rv = this.heap.i32(this.recent, r.length);
     for (let i = 0; i < r.length; i++) rv[i] = r[i];
     dv.setBigUint64(s + SMP.RNG, rngState, true);
+    dv.setInt32(s + SMP.N_BIAS, bias.length, true);
+    dv.setInt32(s + SMP.N_TOP, nTop, true);
     const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, this.config.vocab_size);
-    return { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
+    if (token < 0) throw new AetherError('invalid_argument', 'the logit bias bans every token of the vocabulary');
+    const out: SampleResult = { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
+    if (nTop >= 0) {
+      out.logprob = dv.getFloat32(s + SMP.LOGPROB, true);
+      const k = Math.min(nTop, this.config.vocab_size);
+      const ti = this.heap.i32(this.topIds, k), tl = this.heap.f32(this.topLps, k);
+      out.top = Array.from({ length: k }, (_, i) => ({ token: ti[i], logprob: tl[i] }));
+    }
+    return out;
   }
 
   seedRng(seed: number): bigint {
@@ -566,6 +638,7 @@ export class Engine {
     dv.setInt32(this.args + FWD.N_TOKENS, n, true);
     dv.setInt32(this.args + FWD.POS, layer, true);
     dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
+    dv.setUint32(this.args + FWD.HIDDEN_SUM, 0, true);
     checkStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
   }
 
