@@ -444,7 +444,13 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   if (a->hidden_sum) {
     int b0, b1;
     ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    for (int b = b0; b < b1; b++) {
+      if (pending) {   /* the last dense FFN's residual add (deferred, see ffn_block) */
+        post_norm(m->tmp + (size_t)b * D, pending, D, c->norm_eps);
+        ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+      }
+      ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    }
     ae_barrier(pool);
     int i0, i1;  /* split by dimension, rows summed in order: the same sums on any thread count */
     ae_split(D, ith, nth, &i0, &i1);
