@@ -10,7 +10,7 @@
  * leaves the model usable.
  */
 import { AetherError, throwIfAborted } from './errors.js';
-import { DEFAULT_KV_DTYPE, Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { CMP_MODES, DEFAULT_KV_DTYPE, Engine, type CompressionModeName, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
@@ -94,6 +94,10 @@ export interface GenerationStats {
 }
 
 export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
+
+/** Argument of setCompression: all layers, the file's atlas, or some layers. */
+export type CompressionSpec = 'dense' | 'compressed' | 'atlas' | { layers: Record<number, CompressionModeName> };
+export type { CompressionModeName };
 
 /**
  * Let other tasks run (abort signals, messages) between tokens. Browsers: a MessageChannel round trip, as
@@ -364,7 +368,57 @@ export class AetherModel {
    * mode needs is built once in wasm memory (see `ffn.auxBytes`), so switching back is free.
    */
   setFfnMode(mode: FfnModeName, layers?: number[], opts?: FfnOptions): void {
+    if (mode !== 'dense') {
+      for (const l of layers ?? Array.from({ length: this.config.n_layers }, (_, i) => i)) {
+        if (Number.isInteger(l) && l >= 0 && l < this.config.n_layers && !this.engine.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `FFN mode '${mode}' needs layer ${l}'s dense FFN weights, which this compressed file does not have (aether compress --keep-dense keeps them)`);
+      }
+    }
     this.ffn.setMode(mode, layers, opts);
+  }
+
+  /**
+   * Per-layer FFN compression (files written by `aether compress`; docs/rknot.md "compression"): 'compressed'
+   * runs every layer that has a compressed variant on it, 'dense' every layer on its dense weights (needs
+   * `--keep-dense` files for compressed layers), 'atlas' follows the file's atlas (compressed where its mode is
+   * not 'preserve'), `{ layers: { 3: 'dense', ... } }` sets the listed layers only. All or nothing: nothing
+   * changes when a layer cannot take its mode (`unsupported`). One C lookup per layer per forward; the KV cache
+   * is kept (tokens already cached keep what the previous mode computed). Returns the modes now in force.
+   */
+  setCompression(spec: CompressionSpec): CompressionModeName[] {
+    const NL = this.config.n_layers, eng = this.engine;
+    const want: (CompressionModeName | undefined)[] = Array(NL).fill(undefined);
+    const atlas = (this.metadata as { compression?: { atlas?: { layers?: { layer: number; mode: string }[] } } }).compression?.atlas;
+    if (spec === 'dense' || spec === 'compressed') {
+      for (let l = 0; l < NL; l++) want[l] = spec === 'compressed' && !eng.compressedWidth(l) ? (eng.tensorInfo(`blk.${l}.ffn_gate.weight`) ? 'dense' : 'compressed') : spec;
+    } else if (spec === 'atlas') {
+      if (!atlas?.layers) throw new AetherError('invalid_argument', `setCompression('atlas'): the file has no compression.atlas (aether analyze -o writes one)`);
+      for (let l = 0; l < NL; l++) {
+        const a = atlas.layers.find((x) => x.layer === l);
+        want[l] = a && a.mode !== 'preserve' && eng.compressedWidth(l) ? 'compressed' : eng.tensorInfo(`blk.${l}.ffn_gate.weight`) ? 'dense' : 'compressed';
+      }
+    } else if (spec && typeof spec === 'object' && spec.layers && typeof spec.layers === 'object') {
+      for (const [k, v] of Object.entries(spec.layers)) {
+        const l = Number(k);
+        if (!Number.isInteger(l) || l < 0 || l >= NL) throw new AetherError('invalid_argument', `setCompression: layer ${k} is not in 0..${NL - 1}`);
+        if (!(CMP_MODES as readonly string[]).includes(v)) throw new AetherError('invalid_argument', `setCompression: layer ${l}: mode '${v}' is not one of ${CMP_MODES.join(', ')}`);
+        want[l] = v;
+      }
+    } else {
+      throw new AetherError('invalid_argument', `setCompression expects 'dense', 'compressed', 'atlas' or { layers: { N: 'dense' | 'compressed' } }, got ${JSON.stringify(spec)}`);
+    }
+    // check everything first (all or nothing)
+    for (let l = 0; l < NL; l++) {
+      const m = want[l];
+      if (m === 'compressed' && !eng.compressedWidth(l)) throw new AetherError('unsupported', `layer ${l} has no compressed FFN variant (write one with aether compress)`, { layer: l });
+      if (m === 'dense' && !eng.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `layer ${l} has no dense FFN weights in this file (aether compress --keep-dense keeps them)`, { layer: l });
+    }
+    for (let l = 0; l < NL; l++) if (want[l]) eng.setCompressionMode(l, want[l]!);
+    return this.compression();
+  }
+
+  /** The compression mode of every layer ('dense' | 'compressed'). */
+  compression(): CompressionModeName[] {
+    return Array.from({ length: this.config.n_layers }, (_, l) => this.engine.compressionMode(l));
   }
 
   /** FFN mode runtime (aux data, profile accumulators). */

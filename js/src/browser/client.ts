@@ -6,7 +6,7 @@
  * ffnActive / dispose return Promises (`await` works in both hosts); `stats` is a copy that is
  * refreshed when a generation ends (getStats() asks the worker).
  */
-import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
@@ -297,6 +297,11 @@ export class BrowserModel {
 
   /** Zero the cumulative counters of metrics(). */
   async resetMetrics(): Promise<void> { await this.ch.call('resetMetrics', {}); }
+
+  /** Per-layer FFN compression, as AetherModel.setCompression (resolves to the modes now in force). */
+  setCompression(spec: CompressionSpec): Promise<CompressionModeName[]> { return this.ch.call('setCompression', { spec }); }
+  /** The compression mode of every layer. */
+  compression(): Promise<CompressionModeName[]> { return this.ch.call('compression', {}); }
 
   /** Free the model and stop its workers. */
   async dispose(): Promise<void> {

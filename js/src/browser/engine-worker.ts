@@ -71,6 +71,12 @@ const handlers: { [V in Verb]: Handler<V> } = {
     return null;
   },
 
+  async setCompression({ spec }) {
+    return requireModel().setCompression(spec);
+  },
+  async compression() {
+    return requireModel().compression();
+  },
   async ffnActive({ layers }) {
     const m = requireModel();
     const ls = layers ?? [...Array(m.config.n_layers).keys()];

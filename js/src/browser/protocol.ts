@@ -14,7 +14,7 @@
  * ReadableStream source is transferred. Chat templates are rendered on the page, not in the worker: the
  * template engine is an npm dependency (a bare import), and a Worker has no import map to resolve it.
  */
-import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
 import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
@@ -86,6 +86,8 @@ export interface Verbs {
   metrics: { args: Record<string, never>; result: ModelMetrics };
   setTiming: { args: { on: boolean }; result: null };
   resetMetrics: { args: Record<string, never>; result: null };
+  setCompression: { args: { spec: CompressionSpec }; result: CompressionModeName[] };
+  compression: { args: Record<string, never>; result: CompressionModeName[] };
   dispose: { args: Record<string, never>; result: null };
 }
 export type Verb = keyof Verbs;

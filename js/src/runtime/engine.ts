@@ -96,6 +96,10 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
+
+/** Per-layer compression modes, in the order of src/model/model.h ae_cmp_mode. */
+export const CMP_MODES = ['dense', 'compressed'] as const;
+export type CompressionModeName = typeof CMP_MODES[number];
 const MAX_RECENT = 1024;
 /** Most logit-bias entries per call, and most alternatives per token of log-probabilities. */
 export const MAX_LOGIT_BIAS = 1024;
@@ -358,6 +362,10 @@ export class Engine {
       if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; }
       else role = t.name === ropeFactors ? Role.ROPE_FREQS : GLOBAL_TENSOR_ROLES[t.name];
       if (role === undefined) continue; // tensors the forward does not use
+      if (this.threads > 1 && /^blk\.\d+\.ffn_(gate|up|down)_b\.weight$/.test(t.name)) {
+        // known bug: the factored FFN path deadlocks with worker threads (not diagnosed yet); refuse rather than hang
+        throw new AetherError('unsupported', `tensor '${t.name}': low-rank FFN factors (aether compress --method aa-svd / svd) run on one thread only in this build; load with threads: 1`);
+      }
       if (layer >= this.config.n_layers) throw new AetherError('format_error', `tensor '${t.name}': layer ${layer} >= n_layers ${this.config.n_layers}`);
       const type = DTYPE_IDS[t.dtype];
       if (type === undefined) throw new AetherError('unsupported', `tensor '${t.name}': dtype '${t.dtype}' is not supported`);
@@ -504,6 +512,23 @@ export class Engine {
   }
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
+
+  /** Compression mode of a layer (src/model/model.h ae_cmp_mode): 'dense' or 'compressed' (its variant). */
+  setCompressionMode(layer: number, mode: CompressionModeName): void {
+    this.check();
+    const code = CMP_MODES.indexOf(mode);
+    if (code < 0) throw new AetherError('invalid_argument', `compression mode '${mode}' is not one of ${CMP_MODES.join(', ')}`);
+    const st = this.core.ae_model_set_compression(this.model, layer, code);
+    if (st === Status.UNSUPPORTED) {
+      throw new AetherError('unsupported', mode === 'compressed'
+        ? `layer ${layer} has no compressed FFN variant (write one with aether compress)`
+        : `layer ${layer} has no dense FFN weights in this file (written by aether compress without --keep-dense)`, { layer, mode });
+    }
+    checkStatus(st, { op: `set compression '${mode}'`, subject: `layer ${layer}`, details: { layer, mode } });
+  }
+  compressionMode(layer: number): CompressionModeName { return CMP_MODES[this.core.ae_model_compression(this.model, layer)] ?? 'dense'; }
+  /** Intermediate width of the layer's compressed variant (0: none). */
+  compressedWidth(layer: number): number { return this.core.ae_model_cmp_width(this.model, layer); }
 
   /**
    * Calibration capture (src/model/model.h AE_CAP_*): with `ptr` != 0 the forward copies the inputs of
