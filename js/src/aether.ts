@@ -35,6 +35,12 @@ export interface LoadOptions extends EngineOptions {
   signal?: AbortSignal;
   /** Verify tensor checksums while loading (default true). */
   verify?: boolean;
+  /**
+   * Warm up after loading (Engine.warmup) so that the first generation runs at full speed: true, false, or the
+   * time limit in ms (default 3000). Default: on in browsers, off in Node (where `node --no-liftoff`, which the
+   * aether CLI sets, has the same effect without the warm-up's cost).
+   */
+  warmup?: boolean | number;
 }
 
 export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
@@ -136,6 +142,10 @@ export class AetherModel {
   }
 
   get threads(): number { return this.engine.threads; }
+  /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
+  warmupStats: { rounds: number; ms: number; roundMs: number[] } | null = null;
+  /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
+  get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }
   get warnings(): readonly string[] { return this.engine.warnings; }
 
@@ -554,6 +564,14 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
     const model = new AetherModel(eng, tokenizer, meta);
+    const warm = opts.warmup ?? !isNode;
+    if (warm !== false) {
+      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined);
+      // and the JS side of a generation (sampler, decoder) once
+      for await (const _ of model.generate([0], { maxTokens: 2, greedy: true })) { /* discard */ }
+      model.reset();
+      model.stats = emptyStats();
+    }
     if (typeof source === 'string') model.modelId = source.replace(/^.*[\\/]/, '').replace(/\.(rknot|gguf)$/i, '') || model.modelId;
     return model;
   } catch (e) {

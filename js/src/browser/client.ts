@@ -40,6 +40,10 @@ export interface BrowserLoadOptions {
   modules?: string[];
   /** Verify tensor checksums while loading (default true; always on for cached copies). */
   verify?: boolean;
+  /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
+  simd?: 'auto' | 'relaxed' | 'plain';
+  /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
+  warmup?: boolean | number;
   /** Cache URL downloads (Cache API): true (default) / false / a cache name. */
   cache?: boolean | string;
   /** Progress: bytes read, and cache hits / misses / evictions. */
@@ -141,6 +145,10 @@ export class BrowserModel {
   /** .rknot metadata without the tokenizer and tensor tables */
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
+  /** The wasm build in use ('relaxed' SIMD or 'plain'). */
+  readonly simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   readonly nCtx: number;
   /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
   readonly memory: ModelInfo['memory'];
@@ -157,6 +165,8 @@ export class BrowserModel {
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.simd = info.simd;
+    this.warmup = info.warmup;
     this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
@@ -345,7 +355,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
       source: wire,
       options: {
         threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
-        verify: opts.verify, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
+        verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;
     for (const w of info.warnings) console.warn(`aether: ${w}`);

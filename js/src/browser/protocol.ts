@@ -48,6 +48,8 @@ export interface WireLoadOptions {
   spin?: number;
   modules?: string[];
   verify?: boolean;
+  simd?: 'auto' | 'relaxed' | 'plain';
+  warmup?: boolean | number;
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -61,6 +63,10 @@ export interface ModelInfo {
   /** Metadata without the tokenizer and tensor tables (which can be megabytes). */
   metadata: Record<string, unknown>;
   threads: number;
+  /** The wasm build in use. */
+  simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   nCtx: number;
   /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
   memory: MemoryPlan;
