@@ -52,23 +52,28 @@ test('matmul == matvec per token (bit for bit) and == the reference for quantise
   }
 });
 
-test('matmul == matvec with infinite and NaN weight scales (quantised dtypes)', () => {
+test('matmul == matvec with infinite and NaN weight scales (quantised dtypes) or weights (f16)', () => {
   const r = rng(78);
-  for (const type of WEIGHT_TYPES.filter((t) => ROW[t].act !== 'f32')) withMark(() => {
-    const rows = 12, cols = 1024, nvec = 6, rs = k.rowSize(type, cols), bs = BLOCK[type][1];
+  for (const type of WEIGHT_TYPES.filter((t) => ROW[t].act !== 'f32' || TYPE_NAMES[t] === 'f16')) withMark(() => {
+    const f16 = TYPE_NAMES[type] === 'f16';
+    const rows = 12, cols = f16 ? 1024 + 13 : 1024, nvec = 6, rs = k.rowSize(type, cols), bs = BLOCK[type][1];
     const bytes = randomRow(r, type, rows * cols, 0.03);
-    const off = ROW[type].scaleOffsets[0];
+    // quantised: the f16 scale of a block; f16: one element
+    const off = f16 ? 74 : ROW[type].scaleOffsets[0];
     assert.ok(off >= 0, `${TYPE_NAMES[type]} has a scale offset`);
-    // an inf scale in row 1, a NaN scale in row 6 (f16 bits 0x7c00 / 0x7e00)
+    // an inf in row 1, a NaN in row 6 (f16 bits 0x7c00 / 0x7e00)
     for (const [row, h] of [[1, 0x7c00], [6, 0x7e00]]) { const p = row * rs + 2 * bs + off; bytes[p] = h & 0xff; bytes[p + 1] = h >> 8; }
     const W = k.putU8(bytes);
     const xqs = Math.ceil(k.rowSize(vdt(type), cols) / 16) * 16;
     const xq = k.alloc(xqs * nvec), y = k.alloc(rows * nvec * 4), yv = k.alloc(rows * 4);
+    let nonFinite = 0;
     for (let b = 0; b < nvec; b++) X.kt_quantize(type, SIMD, k.putF32(r.floats(cols)), xq + b * xqs, cols);
     X.kt_matmul(type, W, cols, xq, xqs, nvec, y, rows, 0, rows);
     for (let b = 0; b < nvec; b++) {
       X.kt_matvec(type, SIMD, W, cols, xq + b * xqs, yv, 0, rows);
       assertBitsEqual(k.f32(y + b * rows * 4, rows), k.f32(yv, rows), `${TYPE_NAMES[type]} token ${b}`);
+      nonFinite += [...k.f32(yv, rows)].filter((v) => !Number.isFinite(v)).length;
     }
+    assert.ok(nonFinite >= nvec, `${TYPE_NAMES[type]}: the inf / NaN reached the results`);
   });
 });

@@ -30,6 +30,7 @@ AE_EXPORT void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg) {
   if (nth > 1) {
     p->job = job;
     p->arg = arg;
+    p->work = 0;
     AE_STORE(&p->n_pending, nth - 1);
     __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
     ae_notify_all(&p->gen);

@@ -21,7 +21,8 @@ typedef struct ae_pool {
   int32_t bar_gen;    /* barrier generation */
   int32_t spin;       /* spin iterations before waiting */
   int32_t n_started;  /* workers that entered ae_worker_main */
-  int32_t pad_[6];
+  int32_t work;       /* work-sharing counter of the current job (ae_dyn_claim), zeroed by ae_pool_run */
+  int32_t pad_[5];
 } ae_pool;
 static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
 
@@ -58,6 +59,30 @@ AE_INLINE void ae_barrier(ae_pool *p) {
   } else {
     ae_wait_while_eq(&p->bar_gen, g, p->spin);
   }
+}
+
+/* ---- dynamic work sharing inside a job -------------------------------------------------------------
+ * A "section" of nchunks independent chunks (e.g. row ranges of a matmul) is shared by claiming chunk
+ * indices from p->work: a thread the OS deschedules does not hold back chunks the others could run. Every
+ * thread claims until its first failed claim, so one section advances the counter by exactly
+ * nchunks + nth and each thread knows where the next section starts without talking to the others
+ * (d->base). Sections must be separated by a barrier (claims of two sections must not interleave).
+ * Which thread runs a chunk never changes its result (per-chunk work is independent of the others), so
+ * 1 and N threads stay bit-identical. With one thread the chunks simply run in order. */
+typedef struct { ae_pool *pool; int32_t base, next; int nth; } ae_dyn;
+
+AE_INLINE ae_dyn ae_dyn_start(ae_pool *p, int nth) { ae_dyn d = {p, 0, 0, nth}; return d; }
+/* Next chunk of the current section of nchunks chunks, or -1 (then the section is over for this thread). */
+AE_INLINE int ae_dyn_claim(ae_dyn *d, int nchunks) {
+  if (d->nth <= 1) {
+    if (d->next < nchunks) return d->next++;
+    d->next = 0;
+    return -1;
+  }
+  const int32_t v = __atomic_fetch_add(&d->pool->work, 1, __ATOMIC_RELAXED) - d->base;
+  if (v < nchunks) return v;
+  d->base += nchunks + d->nth;
+  return -1;
 }
 
 /* Pool entry points (src/core/pool.c). */

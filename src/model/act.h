@@ -17,6 +17,20 @@ AE_INLINE const void *ae_act_rows(const ae_model *m, ae_type wt, const float *x,
   return m->act[vt];
 }
 
+/* A second buffer of rows of hidden_dim values in the activation dtype of weights of dtype wt (the dense
+ * FFN converts its hidden activations for down there while other threads still read x's rows from
+ * ae_act_rows): the slot after the first one in each row of m->act[vt] (model.c layout()); NULL for f32. */
+AE_INLINE uint8_t *ae_act_hidden_rows(const ae_model *m, ae_type wt, size_t *stride) {
+  const ae_type vt = ae_traits(wt)->vec_dot_type;
+  if (vt == AE_F32) return 0;
+  const ae_config *c = &m->cfg;
+  int widest = c->dim > c->hidden_dim ? c->dim : c->hidden_dim;
+  if (m->q_dim > widest) widest = m->q_dim;
+  const int blk = ae_traits(vt)->blck_size;
+  *stride = m->act_stride[vt];
+  return (uint8_t *)m->act[vt] + ((ae_row_size(vt, (widest + blk - 1) / blk * blk) + 63u) & ~(size_t)63u);
+}
+
 /* Convert rows b in [0, n) of x (x + b * x_stride, ncols values each) for weights of dtype wt; rows are
  * split over the nth threads (the caller puts a barrier before the result is read). Returns
  * ae_act_rows(). */

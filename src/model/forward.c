@@ -132,37 +132,81 @@ static int kv_runs(const ae_model *m, const ae_layer *L, int g, int t0, int t1, 
   return 1;
 }
 
-/* Convert x for every activation dtype the given weights need, once per dtype (several matmuls share it). */
-static void prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
-                     int n, int ith, int nth) {
-  size_t s;
+/* Convert rows b in [b0, b1) of x for every activation dtype the given weights need, once per dtype (several
+ * matmuls share it). Returns 1 if the weights need a conversion at all (then the caller needs a barrier
+ * before the matmuls read it), 0 if every weight reads x as is (f32 activations); the same on every thread. */
+static int prep_rows(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
+                     int b0, int b1) {
+  int any = 0;
   for (int i = 0; i < nw; i++) {
     if (!ws[i]->data) continue;
-    const ae_type vt = ae_traits((ae_type)ws[i]->type)->vec_dot_type;
+    const ae_type wt = (ae_type)ws[i]->type, vt = ae_traits(wt)->vec_dot_type;
+    if (vt == AE_F32) continue;
+    any = 1;
     int done = 0;
     for (int j = 0; j < i; j++)
       done |= ws[j]->data && ae_traits((ae_type)ws[j]->type)->vec_dot_type == vt;
-    if (!done) ae_act_prep(m, (ae_type)ws[i]->type, x, x_stride, ncols, n, &s, ith, nth);
+    if (done) continue;
+    size_t st;
+    uint8_t *buf = (uint8_t *)ae_act_rows(m, wt, x, x_stride, &st);
+    for (int b = b0; b < b1; b++) ae_quantize_row(wt, x + (size_t)b * x_stride, buf + (size_t)b * st, ncols);
   }
+  return any;
 }
 
-/* y[b * y_stride + r] = W[r] . act(x[b]) for this thread's rows; x already prepared by prep_all. */
-static void matmul_rows(ae_model *m, const ae_tensor *w, const float *x, int x_stride, int n, float *y,
-                        int y_stride, int ith, int nth) {
+/* The same, rows b < n split over the threads. */
+static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
+                    int n, int ith, int nth) {
+  int b0, b1;
+  ae_split(n, ith, nth, &b0, &b1);
+  return prep_rows(m, ws, nw, x, x_stride, ncols, b0, b1);
+}
+
+/* Rows of one thread's chunk: how many rows a chunk of a matmul section has. About 8 chunks per thread
+ * (a descheduled thread's share is taken over in small pieces), at least 16 rows, a multiple of `align`
+ * (4: the 4-row matvec groups; or an activation block size when the chunk's output is converted). */
+static int chunk_rows(int rows, int nth, int align) {
+  if (nth <= 1) return rows > 0 ? rows : 1;
+  int c = (rows + 8 * nth - 1) / (8 * nth);
+  if (c < 16) c = 16;
+  return (c + align - 1) / align * align;
+}
+
+/* One matmul of a section: y[b * y_stride + r] = W[r] . act(x[b]), x already prepared by prep_all. */
+typedef struct { const ae_tensor *w; float *y; int y_stride; } mm_item;
+
+static void matmul_range(ae_model *m, const ae_tensor *w, const float *x, int x_stride, int n, float *y, int y_stride,
+                         int r0, int r1) {
   const ae_type t = (ae_type)w->type;
   size_t xs;
   const void *xq = ae_act_rows(m, t, x, x_stride, &xs);
-  int r0, r1;
-  ae_split_aligned(w->ne1, 4, ith, nth, &r0, &r1);
   if (r0 >= r1) return;
   if (n == 1) ae_matvec(t, w->data, w->ne0, xq, y, r0, r1);
   else ae_matmul(t, w->data, w->ne0, xq, xs, n, y, y_stride, r0, r1);
 }
 
-static void rmsnorm_rows(const float *x, int n, int dim, const float *w, float eps, float *y, int ith, int nth) {
-  int b0, b1;
-  ae_split(n, ith, nth, &b0, &b1);
-  for (int b = b0; b < b1; b++) ae_rmsnorm(y + (size_t)b * dim, x + (size_t)b * dim, w, dim, eps);
+/* This thread's static share of W's rows (4-aligned split): the compressed FFN variant's matmuls. */
+static void matmul_rows(ae_model *m, const ae_tensor *w, const float *x, int x_stride, int n, float *y,
+                        int y_stride, int ith, int nth) {
+  int r0, r1;
+  ae_split_aligned(w->ne1, 4, ith, nth, &r0, &r1);
+  matmul_range(m, w, x, x_stride, n, y, y_stride, r0, r1);
+}
+
+/* The matmuls of one section (same input x), their row chunks claimed dynamically (ae_dyn_claim). */
+static void matmul_section(ae_model *m, const mm_item *it, int nit, const float *x, int x_stride, int n, ae_dyn *d) {
+  int cr[4], nc[4], total = 0;
+  for (int i = 0; i < nit; i++) {
+    cr[i] = chunk_rows(it[i].w->ne1, d->nth, 4);
+    nc[i] = it[i].w->data ? (it[i].w->ne1 + cr[i] - 1) / cr[i] : 0;
+    total += nc[i];
+  }
+  for (int c; (c = ae_dyn_claim(d, total)) >= 0;) {
+    int i = 0;
+    while (c >= nc[i]) c -= nc[i++];
+    const int r0 = c * cr[i], r1 = r0 + cr[i] < it[i].w->ne1 ? r0 + cr[i] : it[i].w->ne1;
+    matmul_range(m, it[i].w, x, x_stride, n, it[i].y, it[i].y_stride, r0, r1);
+  }
 }
 
 /* Calibration capture (model.h AE_CAP_*): rows b0..b1 of x (width w) into block `which` of the layer's area. */
@@ -206,44 +250,74 @@ static AE_NOINLINE void head_stats_add(ae_model *m, int ith, int l, int h, int p
   acc[AE_HS_WINDOW] += win;
 }
 
-/* ---- FFN (SwiGLU / GeGLU), dense path ---- */
-static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
-  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
-  {
-    const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
-    prep_all(m, ws, 2, m->xb, D, D, n, ith, nth);
+/* Per token (split by token): x[b] += post_norm(add[b]) when add is set, xb[b] = rmsnorm(x[b]) * norm, then xb[b]
+ * converted for the weights ws (one step, one barrier after it instead of three). */
+static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tensor *post, const float *norm,
+                            const ae_tensor *const *ws, int nw, const ae_layer *cap_layer, int cap, int ith, int nth) {
+  const int D = m->cfg.dim;
+  const float eps = m->cfg.norm_eps;
+  int b0, b1;
+  ae_split(n, ith, nth, &b0, &b1);
+  for (int b = b0; b < b1; b++) {
+    float *x = m->x + (size_t)b * D;
+    if (add) {
+      float *t = (float *)add + (size_t)b * D;
+      post_norm(t, post, D, eps);
+      ae_add(x, t, D);
+    }
+    if (norm) ae_rmsnorm(m->xb + (size_t)b * D, x, norm, D, eps);
   }
-  ae_barrier(pool);
-  matmul_rows(m, &L->w_gate, m->xb, D, n, m->hb, H, ith, nth);
-  matmul_rows(m, &L->w_up, m->xb, D, n, m->hb2, H, ith, nth);
-  ae_barrier(pool);
-  {
-    int b0, b1;
-    ae_split(n, ith, nth, &b0, &b1);
-    if (m->cfg.ffn_act == AE_ACT_GELU_TANH)
-      for (int b = b0; b < b1; b++) ae_gelu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
-    else
-      for (int b = b0; b < b1; b++) ae_silu_mul(m->hb + (size_t)b * H, m->hb2 + (size_t)b * H, H);
-    capture_rows(m, L, AE_CAP_DOWN, m->hb, H, b0, b1);
+  if (norm && cap_layer) capture_rows(m, cap_layer, cap, m->xb, D, b0, b1);
+  /* the same rows, so no barrier between norm and conversion */
+  if (norm) prep_rows(m, ws, nw, m->xb, D, D, b0, b1);
+}
+
+/* ---- FFN (SwiGLU / GeGLU), dense path ----
+ * xb holds rmsnorm(x) (already converted for gate / up when `prepped`). Gate and up rows go in chunks aligned
+ * to the activation block of down; the thread that computed a chunk applies silu / gelu(gate) * up to it
+ * and converts it for down right away (same rows, so no barrier between those steps); barrier; down;
+ * barrier. The residual add x += post_norm(tmp) is left to the caller when defer_add (the forward fuses it
+ * with the next norm), done here otherwise. */
+static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool, ae_dyn *d, int prepped,
+                      int defer_add) {
+  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
+  if (!prepped) {
+    const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
+    if (prep_all(m, ws, 2, m->xb, D, D, n, ith, nth)) ae_barrier(pool);
+  }
+  const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
+  const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
+  const int cr = chunk_rows(H, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+  const int cr_down = chunk_rows(D, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+  size_t hs = 0;
+  uint8_t *hq = ae_act_hidden_rows(m, dt, &hs);
+  for (int c; (c = ae_dyn_claim(d, nch)) >= 0;) {
+    const int r0 = c * cr, r1 = r0 + cr < H ? r0 + cr : H;
+    matmul_range(m, &L->w_gate, m->xb, D, n, m->hb, H, r0, r1);
+    matmul_range(m, &L->w_up, m->xb, D, n, m->hb2, H, r0, r1);
+    for (int b = 0; b < n; b++) {
+      float *g = m->hb + (size_t)b * H + r0;
+      const float *u = m->hb2 + (size_t)b * H + r0;
+      if (m->cfg.ffn_act == AE_ACT_GELU_TANH) ae_gelu_mul(g, u, r1 - r0);
+      else ae_silu_mul(g, u, r1 - r0);
+      if (hq) ae_quantize_row(dt, g, hq + (size_t)b * hs + ae_row_size(dvt, r0), r1 - r0);
+      if (L->cap)   /* calibration capture of down's input (capture_rows' AE_CAP_DOWN block), this chunk's columns */
+        __builtin_memcpy(L->cap + (size_t)m->cfg.max_batch * (2 * D + m->q_dim) + (size_t)b * H + r0, g, (size_t)(r1 - r0) * 4);
+    }
   }
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
-  {
-    const ae_tensor *ws[] = {&L->w_down};
-    prep_all(m, ws, 1, m->hb, H, H, n, ith, nth);
+  for (int c; (c = ae_dyn_claim(d, nch_down)) >= 0;) {   /* down reads the hidden slot (hq) */
+    const int r0 = c * cr_down, r1 = r0 + cr_down < D ? r0 + cr_down : D;
+    if (!hq) { matmul_range(m, &L->w_down, m->hb, H, n, m->tmp, D, r0, r1); continue; }
+    if (n == 1) ae_matvec(dt, L->w_down.data, H, hq, m->tmp, r0, r1);
+    else ae_matmul(dt, L->w_down.data, H, hq, hs, n, m->tmp, D, r0, r1);
   }
   ae_barrier(pool);
-  matmul_rows(m, &L->w_down, m->hb, H, n, m->tmp, D, ith, nth);
-  ae_barrier(pool);
-  {
-    int b0, b1;
-    ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) {
-      post_norm(m->tmp + (size_t)b * D, &L->ffn_post_norm, D, m->cfg.norm_eps);
-      ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
-    }
+  if (!defer_add) {
+    resid_norm_prep(m, n, m->tmp, &L->ffn_post_norm, 0, 0, 0, 0, 0, ith, nth);
+    ae_barrier(pool);
   }
-  ae_barrier(pool);
 }
 
 /* ---- FFN, compressed variant (ae_ffn_variant): width-pruned matrices and/or low-rank factors ---- */
@@ -316,10 +390,12 @@ int ae_ffn_fused_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *p
 __attribute__((import_module("ffn_saturated"), import_name("ae_ffn_saturated_run")))
 int ae_ffn_saturated_run(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool);
 
-int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) {
+/* The FFN block; the dense path leaves its residual add to the caller (*deferred = 1, x += post_norm(tmp)). */
+static int ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool, ae_dyn *d, int prepped, int *deferred) {
   ae_layer *L = &m->layers[layer];
   int st = AE_OK;
-  if (L->cmp_mode == AE_CMP_VARIANT) { ffn_variant(m, L, n, ith, nth, pool); return AE_OK; }
+  *deferred = 1;
+  if (L->cmp_mode == AE_CMP_VARIANT) { *deferred = 0; ffn_variant(m, L, n, ith, nth, pool); return AE_OK; }
   switch (L->ffn_mode) {
     case AE_FFN_FUSED:
       st = ae_ffn_fused_run(m, layer, n, ith, nth, pool);
@@ -328,10 +404,22 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
       st = ae_ffn_saturated_run(m, layer, n, ith, nth, pool);
       break;
     default:
-      ffn_dense(m, L, n, ith, nth, pool);
+      ffn_dense(m, L, n, ith, nth, pool, d, prepped, 1);
       return AE_OK;
   }
-  if (st) ffn_dense(m, L, n, ith, nth, pool);
+  if (st) ffn_dense(m, L, n, ith, nth, pool, d, 0, 1);
+  else *deferred = 0;
+  return st;
+}
+
+int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) {
+  ae_dyn d = ae_dyn_start(pool, nth);
+  int deferred;
+  const int st = ffn_block(m, layer, n, ith, nth, pool, &d, 0, &deferred);
+  if (deferred) {
+    resid_norm_prep(m, n, m->tmp, &m->layers[layer].ffn_post_norm, 0, 0, 0, 0, 0, ith, nth);
+    ae_barrier(pool);
+  }
   return st;
 }
 
@@ -369,25 +457,24 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   TICK(c->n_layers, AE_OP_EMBED);
 
   const int group = c->n_heads / c->n_kv_heads;
+  ae_dyn dyn = ae_dyn_start(pool, nth);
+  const ae_tensor *pending = 0;   /* the previous dense FFN's post-norm: x += post_norm(tmp) still to do */
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     const attn_cfg ac = layer_attn(m, L);
 
     /* ---- attention ---- */
-    rmsnorm_rows(m->x, n, D, L->attn_norm.data, c->norm_eps, m->xb, ith, nth);
-    if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_ATTN, m->xb, D, b0, b1); }
-    ae_barrier(pool);
-    {
+    {   /* the previous FFN's residual add, the norm and the conversion for q/k/v in one step (split by token) */
       const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
-      prep_all(m, ws, 4, m->xb, D, D, n, ith, nth);
+      resid_norm_prep(m, n, pending ? m->tmp : 0, pending, L->attn_norm.data, ws, 4, L, AE_CAP_ATTN, ith, nth);
+      pending = 0;
     }
     ae_barrier(pool);
-    if (L->wqkv.data) {
-      matmul_rows(m, &L->wqkv, m->xb, D, n, m->qkv, qkvd, ith, nth);
-    } else {
-      matmul_rows(m, &L->wq, m->xb, D, n, m->qkv, qkvd, ith, nth);
-      matmul_rows(m, &L->wk, m->xb, D, n, m->qkv + qd, qkvd, ith, nth);
-      matmul_rows(m, &L->wv, m->xb, D, n, m->qkv + qd + kvd, qkvd, ith, nth);
+    {   /* q, k, v rows: one section of dynamically claimed row chunks */
+      const mm_item fused[] = {{&L->wqkv, m->qkv, qkvd}};
+      const mm_item sep[] = {{&L->wq, m->qkv, qkvd}, {&L->wk, m->qkv + qd, qkvd}, {&L->wv, m->qkv + qd + kvd, qkvd}};
+      if (L->wqkv.data) matmul_section(m, fused, 1, m->xb, D, n, &dyn);
+      else matmul_section(m, sep, 3, m->xb, D, n, &dyn);
     }
     ae_barrier(pool);
     TICK(l, AE_OP_QKV);
@@ -438,27 +525,26 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
     if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1); }
     {
       const ae_tensor *ws[] = {&L->wo};
-      prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth);
+      if (prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth)) ae_barrier(pool);
+    }
+    {
+      const mm_item it[] = {{&L->wo, m->tmp, D}};
+      matmul_section(m, it, 1, m->xb, qd, n, &dyn);
     }
     ae_barrier(pool);
-    matmul_rows(m, &L->wo, m->xb, qd, n, m->tmp, D, ith, nth);
-    ae_barrier(pool);
-    {
-      int b0, b1;
-      ae_split(n, ith, nth, &b0, &b1);
-      for (int b = b0; b < b1; b++) {
-        post_norm(m->tmp + (size_t)b * D, &L->attn_post_norm, D, c->norm_eps);
-        ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
-        ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, L->ffn_norm.data, D, c->norm_eps);
-      }
-      capture_rows(m, L, AE_CAP_FFN, m->xb, D, b0, b1);
+    {   /* residual add, FFN norm and the conversion for gate / up (split by token) */
+      const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
+      resid_norm_prep(m, n, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, L, AE_CAP_FFN, ith, nth);
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ATTN_OUT);
 
-    /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above, other modes in the FFN modules ---- */
+    /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above (its residual add deferred to the next
+     * norm), other modes in the FFN modules ---- */
     {
-      const int fst = ae_ffn_block(m, l, n, ith, nth, pool);
+      int deferred;
+      const int fst = ffn_block(m, l, n, ith, nth, pool, &dyn, 1, &deferred);
+      if (deferred) pending = &L->ffn_post_norm;
       if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
       if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
     }
@@ -469,7 +555,13 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   if (a->hidden_sum) {
     int b0, b1;
     ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    for (int b = b0; b < b1; b++) {
+      if (pending) {   /* the last dense FFN's residual add (deferred, see ffn_block) */
+        post_norm(m->tmp + (size_t)b * D, pending, D, c->norm_eps);
+        ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+      }
+      ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    }
     ae_barrier(pool);
     int i0, i1;  /* split by dimension, rows summed in order: the same sums on any thread count */
     ae_split(D, ith, nth, &i0, &i1);
@@ -485,20 +577,29 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   /* ---- output head: last token, or all tokens when asked ---- */
   const int all = a->want_all && c->logits_all;
   const int nout = all ? n : 1;
-  const float *xlast = m->x + (size_t)(all ? 0 : n - 1) * D;
-  {
-    int b0, b1;
-    ae_split(nout, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, xlast + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
-  }
-  ae_barrier(pool);
   const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
-  {
+  {   /* the last FFN's residual add (every token), the output norm and conversion of the rows that get logits */
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
     const ae_tensor *ws[] = {out};
-    prep_all(m, ws, 1, m->xb, D, D, nout, ith, nth);
+    for (int b = b0; b < b1; b++) {
+      float *x = m->x + (size_t)b * D;
+      if (pending) {
+        float *t = m->tmp + (size_t)b * D;
+        post_norm(t, pending, D, c->norm_eps);
+        ae_add(x, t, D);
+      }
+      const int o = all ? b : b == n - 1 ? 0 : -1;   /* output row of token b */
+      if (o < 0) continue;
+      ae_rmsnorm(m->xb + (size_t)o * D, x, m->output_norm.data, D, c->norm_eps);
+      prep_rows(m, ws, 1, m->xb, D, D, o, o + 1);
+    }
   }
   ae_barrier(pool);
-  matmul_rows(m, out, m->xb, D, nout, m->logits, c->vocab, ith, nth);
+  {
+    const mm_item it[] = {{out, m->logits, c->vocab}};
+    matmul_section(m, it, 1, m->xb, D, nout, &dyn);
+  }
   if (c->final_softcap > 0.0f) {   /* Gemma 2 final-logit soft-capping, split over the logits */
     ae_barrier(pool);
     int i0, i1;

@@ -401,7 +401,9 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   for (int t = 0; t < AE_TYPE_COUNT; t++) {   /* one buffer per activation dtype, in dtype order */
     if (!ae_is_act_type(t)) continue;
     const int blk = ae_traits((ae_type)t)->blck_size;
-    const size_t s = AE_ALIGN64(ae_row_size((ae_type)t, (widest + blk - 1) / blk * blk));
+    /* a row: max(dim, hidden, q_dim) values, then a second slot of hidden values (ae_act_hidden_rows) */
+    const size_t s = AE_ALIGN64(ae_row_size((ae_type)t, (widest + blk - 1) / blk * blk))
+                   + AE_ALIGN64(ae_row_size((ae_type)t, (c->hidden_dim + blk - 1) / blk * blk));
     if (base) m->act_stride[t] = s;
     TAKE(act[t], B * s);
   }

@@ -16,7 +16,7 @@ ${MEM_USAGE}
   --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
 ${KV_USAGE}
 ${FFN_USAGE}
-  --spin N            spin iterations before a waiting thread sleeps (default 200000)
+  --spin N            spin iterations before a waiting thread sleeps (default 20000)
   --json              print one JSON object`;
 
 function median(xs: number[]): number {

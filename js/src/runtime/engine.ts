@@ -96,7 +96,8 @@ export interface EngineOptions {
   addressOffset?: number;
   /** Keep logits of every batch position (needed for perplexity); default false. */
   logitsAll?: boolean;
-  /** Spin iterations before a thread waits (default 200000). */
+  /** Spin iterations before a thread waits (default 20000: with the other cores busy, 200000 made 2 threads
+   *  slower than 1; docs/PERFORMANCE.md "Threads"). */
   spin?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
@@ -194,7 +195,7 @@ export class Engine {
     }
     this.nCtx = opts.nCtx ?? config.n_ctx;
     this.logitsAll = !!opts.logitsAll;
-    this.spin = Math.max(0, Math.floor(opts.spin ?? 200000));
+    this.spin = Math.max(0, Math.floor(opts.spin ?? 20000));
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
