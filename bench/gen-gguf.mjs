@@ -227,7 +227,7 @@ export function metadata(name, m, quant) {
 function f32ToF16Bits(x) {
   const f = new Float32Array([x]), u = new Uint32Array(f.buffer)[0];
   const sign = (u >>> 16) & 0x8000, e = ((u >>> 23) & 255) - 127 + 15, mant = u & 0x7fffff;
-  if (e <= 0) return sign;   // (scales here are normal halves)
+  if (e <= 0) return sign | Math.round(Math.abs(x) * 2 ** 24);   // subnormal half (the q6_K and q5_K scales are: < 2^-14)
   let h = (e << 10) | (mant >>> 13);
   if ((mant & 0x1fff) > 0x1000 || ((mant & 0x1fff) === 0x1000 && (h & 1))) h++;
   return sign | h;

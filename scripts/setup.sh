@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt emscripten"
+PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt emscripten curl"
 [ "${AETHER_BROWSER_TESTS:-1}" = "1" ] && PKGS="$PKGS chromium"
 missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then

@@ -59,7 +59,7 @@ test('mirror values are the ones the rest of the host uses', async () => {
     assert.equal(DTYPES[n].typeSize, row.typeSize);
     assert.equal(DTYPES[n].blockSize, row.blockSize);
   }
-  assert.equal(abi.FWD.SIZE, 24);
+  assert.equal(abi.FWD.SIZE, 28);
   assert.equal(abi.AUX.SIZE, 80);
   assert.equal(abi.POOL.SIZE, 64);
   assert.equal(abi.STATUS_NAMES.length, Object.keys(abi.Status).length);

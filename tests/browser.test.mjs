@@ -112,6 +112,25 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.match(await page.textContent('#ffn-error'), /^FFN mode 'fused' is unavailable: invalid_argument: /);
   await page.selectOption('#ffn-mode', 'dense');
 
+  // The shipped model carries saturation metadata: with the FFN modules loaded, dynamic mode works out of
+  // the box, and the neuron chart shows a part of the neurons active in every layer.
+  await page.check('#ffn-modules');
+  await page.click('#load');
+  await page.waitForSelector('#status:is([data-state=ready], [data-state=error])', WAIT);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'ready');
+  await page.selectOption('#ffn-mode', 'dynamic');
+  await page.click('#apply-ffn');
+  await page.waitForFunction(() => /FFN mode: dynamic|FFN mode dynamic failed/.test(document.body.textContent), null, WAIT);
+  assert.equal(await page.textContent('#ffn-error'), '', 'dynamic mode applies on the shipped model');
+  await page.click('#generate');
+  await page.waitForSelector('#status:is([data-state=done], [data-state=error])', WAIT);
+  assert.equal(await page.getAttribute('#status', 'data-state'), 'done');
+  const chart = await page.evaluate(() => ({ active: window.aetherDemo.ffnActive, hidden: window.aetherDemo.model.config.hidden_dim }));
+  assert.equal(chart.active.length, 6);
+  assert.ok(chart.active.every((v) => v > 0 && v < chart.hidden), `dynamic: a part of the neurons per layer (${chart.active} of ${chart.hidden})`);
+  await page.selectOption('#ffn-mode', 'dense');
+  await page.click('#apply-ffn');
+
   const shot = path.join(os.tmpdir(), 'aether-browser-demo.png');
   await page.screenshot({ path: shot });
   console.log(`# screenshot: ${shot}`);
@@ -150,6 +169,15 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
 
     out.chat = [];
     for await (const piece of m.chat([{ role: 'user', content: 'What is Debian?' }], { maxTokens: 8, greedy: true })) out.chat.push(piece.token);
+    // the OpenAI-shaped API on the page (seeded sampling, logprobs, logit_bias, a stream)
+    // (embeddings first: ffnActive below reads the last forward, a decode step)
+    out.embed = Array.from(await m.embed('apt-get install hello'));
+    out.oaiEmbedding = await m.createEmbedding({ input: ['apt-get install hello'] });
+    const oaiMessages = [{ role: 'user', content: 'What is Debian?' }];
+    out.oaiChat = await m.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, logprobs: true, top_logprobs: 2 });
+    out.oaiChunks = [];
+    for await (const c of await m.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, stream: true })) out.oaiChunks.push(c);
+    out.oaiCompletion = await m.createCompletion({ prompt, max_tokens: 6, seed: 2, logit_bias: { 500: 5 }, logprobs: 1 });
     out.tokenize = await m.tokenize(prompt);
     out.detokenize = await m.detokenize(out.hitTokens);
     out.ffnActive = await m.ffnActive();
@@ -213,6 +241,25 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(api.afterBreak, expected.tokens.slice(0, 4));
   const chatCli = await cli('-p', 'What is Debian?', '--chat', '-n', '8', '--greedy');
   assert.deepEqual(api.chat, chatCli.tokens, 'chat rendered on the page = chat in Node');
+  {
+    const { load } = await import('../dist/src/index.js');
+    const nm = await load(path.join(ROOT, MODEL));
+    try {
+      const oaiMessages = [{ role: 'user', content: 'What is Debian?' }];
+      const chat = await nm.createChatCompletion({ messages: oaiMessages, max_tokens: 8, seed: 5, temperature: 0.9, logprobs: true, top_logprobs: 2 });
+      assert.equal(api.oaiChat.object, 'chat.completion');
+      assert.equal(api.oaiChat.model, 'tiny-llama-a-q8_0');
+      assert.deepEqual(api.oaiChat.choices, chat.choices, 'the page and Node give the same chat completion and logprobs');
+      assert.deepEqual(api.oaiChat.usage, chat.usage);
+      assert.equal(api.oaiChunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), chat.choices[0].message.content);
+      assert.ok(api.oaiChunks.every((c) => c.object === 'chat.completion.chunk'));
+      const comp = await nm.createCompletion({ prompt: PROMPT, max_tokens: 6, seed: 2, logit_bias: { 500: 5 }, logprobs: 1 });
+      assert.deepEqual(api.oaiCompletion.choices, comp.choices);
+      const emb = Array.from(await nm.embed('apt-get install hello'));
+      assert.deepEqual(api.embed, emb, 'embeddings on the page = in Node');
+      assert.deepEqual(api.oaiEmbedding.data[0].embedding, emb);
+    } finally { nm.dispose(); }
+  }
   assert.equal(api.tokenize.length, expected.prompt_tokens);
   assert.equal(api.detokenize.trim(), expected.text.trim());
   assert.equal(api.ffnActive.length, api.config.n_layers);
@@ -243,6 +290,43 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
 
   assert.deepEqual(pageErrors, []);
   assert.ok(!consoleLines.some((l) => l.type === 'warning' && l.text.startsWith('aether:')), 'no threading warning when isolated');
+});
+
+test('large-memory path: every address above 2 GiB (2 threads and 1), the same tokens; a plan over maxMemory is out_of_memory', { timeout: 90_000 }, async () => {
+  const server = await serve(true);
+  const { page, pageErrors } = await openBrowser();
+  await page.goto(`${server.url}examples/browser/`);
+  await page.waitForSelector('body[data-ready="1"]', WAIT);
+  const r = await page.evaluate(async ({ prompt, n }) => {
+    const { Aether } = window.aetherDemo;
+    const url = new URL('/models/tiny-llama-a-q8_0.rknot', location.href).href;
+    const out = {};
+    for (const threads of [2, 1]) {
+      // 2.1 GiB left unused below the engine: stacks, weights, KV cache and logits all sit above 2^31
+      const m = await Aether.load(url, { threads, cache: false, addressOffset: Math.floor(2.1 * 2 ** 30) });
+      out[threads] = { memory: m.memory, threads: m.threads, tokens: (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens };
+      await m.dispose();
+    }
+    try { await Aether.load(url, { cache: false, maxMemory: 4 << 20 }); out.oom = 'loaded'; } catch (e) { out.oom = { code: e.code, message: e.message }; }
+    try { await Aether.load(url, { cache: false, kvDtype: 'q3_K' }); out.badKv = 'loaded'; } catch (e) { out.badKv = { code: e.code, message: e.message }; }
+    const q8 = await Aether.load(url, { cache: false, kvDtype: 'q8_0', nCtx: 64 });
+    out.q8 = { memory: q8.memory, nCtx: q8.nCtx };
+    await q8.dispose();
+    return out;
+  }, { prompt: PROMPT, n: N });
+  for (const threads of [2, 1]) {
+    assert.equal(r[threads].threads, threads);
+    assert.ok(r[threads].memory.runtime > 2 ** 31, `runtime ${r[threads].memory.runtime}`);
+    assert.ok(r[threads].memory.total > 2 ** 31 + r[threads].memory.weights);
+    assert.deepEqual(r[threads].memory.kvDtype, { k: 'f16', v: 'f16' });
+    assert.deepEqual(r[threads].tokens, expected.tokens, `${threads} thread(s) above 2 GiB`);
+  }
+  assert.equal(r.oom.code, 'out_of_memory');
+  assert.match(r.oom.message, /maxMemory cap of 4\.0 MiB/);
+  assert.equal(r.badKv.code, 'invalid_argument');
+  assert.deepEqual(r.q8.memory.kvDtype, { k: 'q8_0', v: 'q8_0' });
+  assert.equal(r.q8.nCtx, 64);
+  assert.deepEqual(pageErrors, []);
 });
 
 test('page without COOP/COEP: crossOriginIsolated false, one thread, a warning, the same tokens', { timeout: 60_000 }, async () => {

@@ -305,7 +305,7 @@ test('.rknot: malformed metadata fails with the right code naming the field', as
   await rknotCase('tok', variant((m) => { m.tokenizer.scores.pop(); }), 'format_error', ['tokenizer.scores']);
   await rknotCase('vocab', variant((m) => { m.tokenizer.tokens.push('x'); m.tokenizer.scores.push(0); m.tokenizer.token_type.push(1); }), 'config_error', ['tokenizer.tokens', 'vocab_size']);
   await rknotCase('normdtype', variant((m) => { const n = t(m, 'output_norm.weight'); n.dtype = 'f16'; n.bytes = 128; }), 'config_error', ['output_norm.weight.dtype', 'f32']);
-  await rknotCase('kv', variant((m) => { m.kv_cache = { dtype: 'q8_0' }; }), 'format_error', ['kv_cache.dtype']);
+  await rknotCase('kv', variant((m) => { m.kv_cache = { dtype: 'q6_K' }; }), 'format_error', ['kv_cache.dtype']);
   // unknown optional keys are accepted and preserved
   const ok = path.join(tmp, 'extra-keys.rknot');
   fs.writeFileSync(ok, variant((m) => { m.future_section = { a: 1 }; m.saturation = { layers: [] }; m.quality = [{ ppl: 1 }]; }));

@@ -25,7 +25,9 @@ const PROMPT = [1, 17, 290, 33, 5, 260, 301];   // 7 tokens, prefill in batches 
 const DECODE = [280, 12, 99, 300, 4];           // positions 7..11: past the sliding windows (5)
 
 async function runWasm(file, threads, nCtx) {
-  const model = await load(file, { threads, maxBatch: 4, ...(nCtx ? { nCtx } : {}) });
+  // an f32 KV cache: the reference is float64 and these checks are about the architectures (KV dtypes:
+  // tests/model-generated.test.mjs, tests/kernels-attn-kv.test.mjs)
+  const model = await load(file, { threads, maxBatch: 4, kvDtype: 'f32', ...(nCtx ? { nCtx } : {}) });
   try {
     assert.equal(model.threads, threads);
     const out = [];

@@ -3,6 +3,8 @@
 // (tests/helpers/ref-forward.mjs, float64, activations quantised per weight as the kernels do: q8_0 for
 // q5_0 / q4_0 / q8_0, q8_1 with its f16 sum term for q4_1 / q5_1, q8_K for the K-quants, none for bf16),
 // and 1 thread vs 2 threads bit for bit.
+// KV cache f32 throughout (kvDtype 'f32'): these checks are about the weight dtypes against a float64 reference; the KV
+// dtypes are checked in tests/model-generated.test.mjs and tests/kernels-attn-kv.test.mjs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from '../dist/src/index.js';
@@ -44,7 +46,7 @@ for (const [arch, dtype, opts] of CASES) {
     const ref = createRefModel(cfg, W, { actOf, minsOf });
     const runs = [];
     for (const threads of [1, 2]) {
-      const model = await load(file, { threads, maxBatch: 4 });
+      const model = await load(file, { threads, maxBatch: 4, kvDtype: 'f32' });
       try {
         const out = [];
         model.engine.forward(PROMPT, 0);
@@ -77,7 +79,7 @@ test('the reference forward distinguishes the q8_1 sum term and q8_K activations
   for (const [arch, dtype, opts] of [['llama', 'q4_1', {}], ['llama', 'q5_K', { shape: K_SHAPE }]]) {
     const { file, cfg, W } = await generateModel(arch, dtype, 5, opts);
     const wrong = createRefModel(cfg, W, { quantizedActs: true });
-    const model = await load(file, { threads: 1, maxBatch: 4 });
+    const model = await load(file, { threads: 1, maxBatch: 4, kvDtype: 'f32' });
     try {
       model.engine.forward(PROMPT, 0);
       const got = model.engine.logits();
@@ -131,7 +133,7 @@ for (const [variant, dtype, opts] of GGUF_CASES) {
         return m;
       };
       const ref = createRefModel(cfg, W, { actOf, minsOf });
-      const model = await load(out, { threads: 1, maxBatch: 4 });
+      const model = await load(out, { threads: 1, maxBatch: 4, kvDtype: 'f32' });
       try {
         model.engine.forward(PROMPT, 0);
         const got = model.engine.logits();

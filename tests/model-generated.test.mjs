@@ -1,6 +1,7 @@
 // Generated tiny models of each architecture (llama: GQA + adjacent-pair RoPE; qwen2: QKV bias + NEOX RoPE
 // + tied embeddings; phi3: fused qkv + partial NEOX RoPE) vs the scalar JS reference forward, and
-// 1 thread vs 2 threads bit for bit.
+// 1 thread vs 2 threads bit for bit. KV cache: the default f16 for every weight dtype, and f32 / q8_0 / q4_0 on the
+// f32 and q8_0 models (the reference stores K and V rounded as the cache does: tests/helpers/ref-forward.mjs kvDtype).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from '../dist/src/index.js';
@@ -15,14 +16,27 @@ const TOL = { f32: 2e-4, f16: 2e-4, q8_0: 2e-4, q4_0: 2e-4 };
 const PROMPT = [1, 17, 290, 33, 5, 260, 301];  // prefill in batches of 4 (maxBatch 4)
 const DECODE = [280, 12, 99, 300, 4];
 
+// Every weight dtype with an f32 KV cache (the tight bounds above); KV caches f16 (the default) and q8_0 on f32 and
+// f16 weights: the reference rounds K and V as the cache does, so what is left is a value on a rounding boundary
+// going the other way (f32 vs float64 arithmetic before the rounding): KV_TOL, and the reference without the
+// rounding must be further off (the rounding is what is being checked).
+const KV_TOL = { f16: 3e-3, q8_0: 3e-2 };
+const CASES = [];
 for (const arch of ['llama', 'qwen2', 'phi3']) {
-  for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) {
-    test(`${arch} ${dtype}: wasm forward matches the scalar reference; 1 and 2 threads give identical bits`, async () => {
+  for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) CASES.push([arch, dtype, 'f32']);
+  CASES.push([arch, 'f32', 'f16'], [arch, 'f32', 'q8_0'], [arch, 'f16', undefined]);
+}
+for (const [arch, dtype, kvDtype] of CASES) {
+  {
+    const kv = kvDtype ?? 'f16';
+    test(`${arch} ${dtype}, KV ${kvDtype ?? 'f16 (default)'}: wasm forward matches the scalar reference; 1 and 2 threads give identical bits`, async () => {
       const { file, cfg, W } = await generateModel(arch, dtype, 3);
-      const ref = createRefModel(cfg, W, { quantizedActs: dtype === 'q8_0' || dtype === 'q4_0' });
+      const ref = createRefModel(cfg, W, { quantizedActs: dtype === 'q8_0' || dtype === 'q4_0', kvDtype: kv });
+      const plain = kv !== 'f32' ? createRefModel(cfg, W, { quantizedActs: dtype === 'q8_0' || dtype === 'q4_0' }) : null;
       const runs = [];
       for (const threads of [1, 2]) {
-        const model = await load(file, { threads, maxBatch: 4 });
+        const model = await load(file, { threads, maxBatch: 4, kvDtype });
+        assert.deepEqual(model.engine.plan.kvDtype, { k: kv, v: kv });
         try {
           assert.equal(model.threads, threads);
           const out = [];
@@ -33,18 +47,28 @@ for (const arch of ['llama', 'qwen2', 'phi3']) {
         } finally { model.dispose(); }
       }
       // reference: token by token
-      const refOut = [];
-      let lastPrompt;
-      PROMPT.forEach((t, i) => { lastPrompt = ref.step(t, i); });
-      refOut.push(lastPrompt);
-      DECODE.forEach((t, i) => refOut.push(ref.step(t, PROMPT.length + i)));
-      let maxDiff = 0;
-      for (let s = 0; s < refOut.length; s++) {
-        for (let i = 0; i < cfg.vocab_size; i++) maxDiff = Math.max(maxDiff, Math.abs(runs[0][s][i] - refOut[s][i]));
+      const refRun = (r) => {
+        const out = [];
+        let lastPrompt;
+        PROMPT.forEach((t, i) => { lastPrompt = r.step(t, i); });
+        out.push(lastPrompt);
+        DECODE.forEach((t, i) => out.push(r.step(t, PROMPT.length + i)));
+        return out;
+      };
+      const diff = (a, b) => { let m = 0; for (let s = 0; s < a.length; s++) for (let i = 0; i < cfg.vocab_size; i++) m = Math.max(m, Math.abs(a[s][i] - b[s][i])); return m; };
+      for (let s = 0; s < runs[0].length; s++) {
         assert.ok(Buffer.from(runs[0][s].buffer).equals(Buffer.from(runs[1][s].buffer)), `step ${s}: 1 vs 2 threads differ`);
       }
-      assert.ok(maxDiff < TOL[dtype], `max |logit diff| ${maxDiff} >= ${TOL[dtype]}`);
-      console.log(`${arch} ${dtype}: max |logit - ref| = ${maxDiff.toExponential(2)}`);
+      const maxDiff = diff(runs[0], refRun(ref));
+      const tol = kv === 'f32' ? TOL[dtype] : KV_TOL[kv];
+      assert.ok(maxDiff < tol, `max |logit diff| ${maxDiff} >= ${tol}`);
+      let note = '';
+      if (plain) {
+        const off = diff(runs[0], refRun(plain));
+        assert.ok(off > 2 * maxDiff, `the reference without KV rounding (${off}) should be further off than with it (${maxDiff})`);
+        note = ` (reference without KV rounding: ${off.toExponential(2)})`;
+      }
+      console.log(`${arch} ${dtype} KV ${kv}: max |logit - ref| = ${maxDiff.toExponential(2)}${note}`);
     });
   }
 }

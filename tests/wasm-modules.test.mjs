@@ -109,6 +109,8 @@ for (const m of built) {
       ['axpy_rows f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['axpy_rows f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
       ['axpy_rows q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['axpy_rows q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
       ['gather_dot', ['i32x4.dot_i16x8_s', 'v128.load']],
+      ['attn_accum f32', ['f32x4.mul', 'f32x4.add', 'v128.load']], ['attn_accum f16', ['f32x4.mul', 'f32x4.add', 'v128.load']],
+      ['attn_accum q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['attn_accum q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
     ];
     OTHER.forEach(([what, ops], i) => KERNELS.push([what, ops, inst.exports.kt_kernel_fn(i)]));
     for (let i = 0; i < KERNELS.length; i++) {

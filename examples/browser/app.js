@@ -100,6 +100,8 @@ async function loadModel() {
     const modules = $('ffn-modules').checked ? demo.ffnModulesFound : [];
     const model = await Aether.load(source, {
       threads: num('threads'),
+      nCtx: $('n-ctx').value ? num('n-ctx') : undefined,
+      kvDtype: $('kv-dtype').value || undefined,
       cache: $('use-cache').checked,
       modules,
       signal: demo.loadCtl.signal,
@@ -126,6 +128,7 @@ async function loadModel() {
     const info = {
       arch: c.arch, layers: c.n_layers, dim: c.dim, 'hidden dim': c.hidden_dim, heads: `${c.n_heads} (kv ${c.n_kv_heads})`,
       vocab: c.vocab_size, context: model.nCtx, threads: model.threads, modules: modules.join(', ') || 'core',
+      memory: `weights ${mib(model.memory.weights)} + KV cache ${mib(model.memory.kvCache)} (${model.memory.kvDtype.k}/${model.memory.kvDtype.v}) + scratch ${mib(model.memory.scratch)}`,
     };
     $('model-info').innerHTML = Object.entries(info).map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('');
     log(`loaded: ${c.arch}, ${c.n_layers} layers, ${model.threads} thread(s), ${secs.toFixed(2)} s`);

@@ -3,7 +3,10 @@
  * Static file server for the browser demo (node:http only). Serves the repository root, so the page can
  * import dist/, fetch wasm/ and models/, and map @huggingface/jinja to node_modules/.
  *
- *   node examples/browser/server.mjs [--port N] [--no-isolation]     (or: npm run demo:browser)
+ *   node examples/browser/server.mjs [--port N] [--no-isolation] [--mount /gen/=DIR]     (or: npm run demo:browser)
+ *
+ * --mount PREFIX=DIR (opts.mounts) also serves DIR under the URL prefix, e.g. big generated models kept outside the
+ * repository: --mount /gen/=/work/gen/scale serves /work/gen/scale/phi3-mini-4k-q4_0.rknot as /gen/phi3-mini-4k-q4_0.rknot.
  *
  * Port: --port, else $PORT, else 8080 (0: any free port); bound to 127.0.0.1. By default every response
  * carries COOP same-origin + COEP require-corp, which makes the page cross-origin isolated
@@ -38,7 +41,7 @@ const MIME = {
 
 /**
  * Start the server. Resolves to { server, url, close() } once listening.
- * @param {{ port?: number, host?: string, isolate?: boolean, root?: string, log?: (line: string) => void }} [opts]
+ * @param {{ port?: number, host?: string, isolate?: boolean, root?: string, mounts?: Record<string, string>, log?: (line: string) => void }} [opts]
  */
 export function startServer(opts = {}) {
   const root = path.resolve(opts.root ?? REPO_ROOT);
@@ -67,8 +70,12 @@ export function startServer(opts = {}) {
       return send(400, 'bad request\n');
     }
     if (pathname === '/') return send(302, '', { location: '/examples/browser/' });
-    const file = path.resolve(root, '.' + pathname);
-    if (file !== root && !file.startsWith(root + path.sep)) return send(403, 'forbidden\n');
+    let base = root, rel = pathname;
+    for (const [prefix, dir] of Object.entries(opts.mounts ?? {})) {
+      if (pathname.startsWith(prefix)) { base = path.resolve(dir); rel = '/' + pathname.slice(prefix.length); break; }
+    }
+    const file = path.resolve(base, '.' + rel);
+    if (file !== base && !file.startsWith(base + path.sep)) return send(403, 'forbidden\n');
 
     let st;
     try {
@@ -128,11 +135,17 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const argv = process.argv.slice(2);
   let port = process.env.PORT ? parsePort(process.env.PORT) : 8080;
   let isolate = true;
+  const mounts = {};
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--port') port = parsePort(argv[++i]);
+    else if (argv[i] === '--mount') {
+      const m = /^(\/[^=]*\/)=(.+)$/.exec(argv[++i] ?? '');
+      if (!m) { console.error('server.mjs: --mount expects /PREFIX/=DIR'); process.exit(2); }
+      mounts[m[1]] = m[2];
+    }
     else if (argv[i] === '--no-isolation') isolate = false;
     else if (argv[i] === '-h' || argv[i] === '--help') {
-      console.log('usage: node examples/browser/server.mjs [--port N] [--no-isolation]   ($PORT, default 8080)');
+      console.log('usage: node examples/browser/server.mjs [--port N] [--no-isolation] [--mount /PREFIX/=DIR]   ($PORT, default 8080)');
       process.exit(0);
     } else {
       console.error(`server.mjs: unknown argument '${argv[i]}'`);
@@ -143,6 +156,6 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error('server.mjs: dist/ is missing: run `npm run build` first');
   }
   const verbose = !!process.env.AETHER_SERVER_LOG;
-  const s = await startServer({ port, isolate, log: verbose ? (l) => console.log(l) : undefined });
+  const s = await startServer({ port, isolate, mounts, log: verbose ? (l) => console.log(l) : undefined });
   console.log(`Aether demo: ${s.url}examples/browser/  (${isolate ? 'cross-origin isolated: COOP/COEP on' : 'not isolated: one thread'}; Ctrl-C to stop)`);
 }

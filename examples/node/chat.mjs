@@ -3,14 +3,14 @@
 // model.chat() renders the messages with the model's Jinja chat template (tokenizer.chat_template).
 // The tiny model shipped here is a base model with NO chat template, so the fallback applies: a plain
 // transcript ("System: ...\n\nUser: ...\n\nAssistant:", see js/src/tokenizer/chat.ts). Its answers are
-// locally fluent but not sensible: it is a 7.7M-parameter test model.
+// locally fluent but not sensible: it is a 7.7M-parameter test model. chat() ends the reply at the end of
+// the turn: an end-of-generation token, or the format's turn stop strings (model.chatTemplate.stop; for the
+// fallback transcript "\nUser:" and "\nSystem:", as the model starts the next turn itself).
 import { fileURLToPath } from 'node:url';
 import { Aether } from 'aether-wasm';
 
 const MODEL = fileURLToPath(new URL('../../models/tiny-llama-a-q8_0.rknot', import.meta.url));
 const maxTokens = Number(process.argv[2] ?? 40);
-// The fallback transcript has no end-of-turn token: stop when the model starts the next turn itself.
-const stop = ['\nUser:', '\nSystem:'];
 
 const model = await Aether.load(MODEL, { threads: 1 });
 try {
@@ -22,7 +22,7 @@ try {
     console.log(`User: ${messages.at(-1).content}`);
     process.stdout.write('Assistant:');
     let reply = '';
-    for await (const piece of model.chat(messages, { maxTokens, temperature: 0.7, seed: 7, stop })) {
+    for await (const piece of model.chat(messages, { maxTokens, temperature: 0.7, seed: 7 })) {
       reply += piece.text;
       process.stdout.write(piece.text);
     }

@@ -13,7 +13,7 @@ import { AetherError } from '../src/errors.js';
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
 
-const COMMANDS = ['run', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze'] as const;
+const COMMANDS = ['run', 'serve', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze'] as const;
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

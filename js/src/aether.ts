@@ -10,16 +10,18 @@
  * leaves the model usable.
  */
 import { AetherError, throwIfAborted } from './errors.js';
-import { Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { DEFAULT_KV_DTYPE, Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
 // chat.js (and its @huggingface/jinja import) is loaded on first use: a browser Worker has no import map,
 // so the engine worker's module graph must not contain bare specifiers (see js/src/browser/).
-import type { ChatMessage } from './tokenizer/chat.js';
+import type { ChatMessage, ChatTemplateInfo } from './tokenizer/chat.js';
+import { chatFallbackFor, chatStopStrings } from './tokenizer/chat-stops.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
+import * as openai from './openai.js';
 import type { ModelMetrics } from './runtime/metrics.js';
 export type { FfnOptions } from './runtime/ffn.js';
 export type { ModelMetrics, LayerMetrics, KvDtypeMetrics } from './runtime/metrics.js';
@@ -35,7 +37,16 @@ export interface LoadOptions extends EngineOptions {
   verify?: boolean;
 }
 
-export interface GenerateOptions extends SamplerParams {
+export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
+  /**
+   * Bias added to the logits of token ids before sampling (after the repetition penalty): -100..100, and
+   * -100 bans the token (OpenAI's logit_bias). A Map, or an object keyed by token id.
+   */
+  logitBias?: ReadonlyMap<number, number> | Readonly<Record<string, number>>;
+  /** Report each token's log-probability (piece.logprob; see SamplerParams.topLogprobs for the definition). */
+  logprobs?: boolean;
+  /** Also report the n most probable tokens at each step (0..20; piece.topLogprobs); implies logprobs. */
+  topLogprobs?: number;
   /** Tokens to generate at most (default 128). */
   maxTokens?: number;
   /** Greedy decoding (same as temperature 0). */
@@ -56,8 +67,18 @@ export interface GenerateOptions extends SamplerParams {
 export interface GeneratedPiece {
   /** Text completed by this token (may be '' while a UTF-8 character is incomplete). */
   text: string;
+  /** The sampled token id (-1 for held-back text released at the end). */
   token: number;
+  /** With opts.logprobs / topLogprobs: the token's log-probability (natural log)... */
+  logprob?: number;
+  /** ...and its UTF-8 bytes (the token's own, which `text` may split or hold back). */
+  bytes?: number[];
+  /** With opts.topLogprobs: the most probable tokens at this step, most probable first. */
+  topLogprobs?: TokenLogprob[];
 }
+
+/** One token's log-probability: its id, text, UTF-8 bytes (text may hold U+FFFD for part of a character). */
+export interface TokenLogprob { token: number; text: string; bytes: number[]; logprob: number }
 
 export interface GenerationStats {
   promptTokens: number;
@@ -68,7 +89,8 @@ export interface GenerationStats {
   decodeMs: number;
   prefillTps: number;
   decodeTps: number;
-  finishReason: 'stop' | 'length' | 'context_full' | 'aborted' | null;
+  /** 'aborted': by the signal, or the caller left the loop early; 'error': the generation threw. */
+  finishReason: 'stop' | 'length' | 'context_full' | 'aborted' | 'error' | null;
 }
 
 export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
@@ -95,6 +117,8 @@ export class AetherModel {
   readonly config: ModelConfig;
   /** Stats of the last generate/chat call. */
   stats: GenerationStats = emptyStats();
+  /** Name in OpenAI-shaped responses (`model`): the file name without extension, else the source model's name. */
+  modelId: string;
   /** Token ids whose K/V are in the cache, in order. */
   private cached: number[] = [];
   private busy = false;
@@ -103,6 +127,8 @@ export class AetherModel {
 
   constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
+    const src = (metadata as { source?: { name?: unknown } }).source;
+    this.modelId = typeof src?.name === 'string' ? src.name : 'aether';
   }
 
   get threads(): number { return this.engine.threads; }
@@ -149,6 +175,7 @@ export class AetherModel {
     this.busy = true;
     const stats = emptyStats();
     this.stats = stats;
+    let t1 = -1; // start of decoding (after the prefill)
     try {
       throwIfAborted(opts.signal);
       const ids = typeof prompt === 'string'
@@ -164,6 +191,8 @@ export class AetherModel {
         temperature: opts.temperature ?? 0.8, topK: opts.topK ?? 40, topP: opts.topP ?? 0.95,
         minP: opts.minP ?? 0.05, repeatPenalty: opts.repeatPenalty ?? 1,
       };
+      sp.logitBias = logitBiasMap(opts.logitBias, this.config.vocab_size);
+      if (opts.topLogprobs !== undefined || opts.logprobs) sp.topLogprobs = opts.topLogprobs ?? 0;
       const lastN = opts.repeatLastN ?? 64;
       let rng = this.engine.seedRng(opts.seed ?? Math.floor(Math.random() * 2 ** 32));
       const t0 = now();
@@ -175,13 +204,16 @@ export class AetherModel {
       decoder.push(ids[ids.length - 1]);
       const stops = (opts.stop ?? []).filter((s) => s.length > 0);
       let held = '';
-      const t1 = now();
+      t1 = now();
       for (let i = 0; i < maxTokens; i++) {
         const recent = lastN > 0 ? this.cached.slice(-lastN) : [];
         const r = this.engine.sample(sp, rng, recent);
         rng = r.rng;
         const tok = r.token;
         if (this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
+        const lp = r.logprob === undefined ? undefined : {
+          logprob: r.logprob, bytes: Array.from(this.tokenizer.tokenBytes(tok)), topLogprobs: opts.topLogprobs ? r.top!.map((t) => this.tokenLogprob(t.token, t.logprob)) : undefined,
+        };
         stats.generatedTokens++;
         let text = decoder.push(tok);
         if (stops.length) {
@@ -189,7 +221,7 @@ export class AetherModel {
           const hit = firstStop(held, stops);
           if (hit >= 0) {
             const out = held.slice(0, hit);
-            if (out) yield { text: out, token: tok };
+            if (out) yield { text: out, token: tok, ...lp };
             stats.finishReason = 'stop';
             break;
           }
@@ -197,7 +229,7 @@ export class AetherModel {
           text = held.slice(0, held.length - keep);
           held = held.slice(held.length - keep);
         }
-        yield { text, token: tok };
+        yield { text, token: tok, ...lp };
         if (i === maxTokens - 1) { stats.finishReason = 'length'; break; }
         if (this.cached.length >= this.engine.nCtx) { stats.finishReason = 'context_full'; break; }
         await yieldToEventLoop();
@@ -206,13 +238,16 @@ export class AetherModel {
         this.cached.push(tok);
       }
       if (held && stats.finishReason !== 'stop') yield { text: held, token: -1 };
-      stats.decodeMs = now() - t1;
       if (stats.finishReason === null) stats.finishReason = 'length';
       return stats;
     } catch (e) {
-      if ((e as Error)?.name === 'AbortError') stats.finishReason = 'aborted';
+      stats.finishReason = (e as Error)?.name === 'AbortError' ? 'aborted' : 'error';
       throw e;
     } finally {
+      // also reached when the caller leaves the loop early (break / return: the generator's return()),
+      // which ends the generation as an abort does
+      if (t1 >= 0) stats.decodeMs = now() - t1;
+      if (stats.finishReason === null) stats.finishReason = 'aborted';
       finish(stats);
       this.busy = false;
       const t = this.totals;
@@ -221,22 +256,36 @@ export class AetherModel {
     }
   }
 
-  /** What chat() renders with: the tokenizer's Jinja template (undefined: the fallback) and the BOS/EOS texts. */
-  get chatTemplate(): { template: string | undefined; bosToken: string; eosToken: string } {
+  /** A token's id, text, bytes and the given log-probability. */
+  tokenLogprob(token: number, logprob: number): TokenLogprob {
+    const b = this.tokenizer.tokenBytes(token);
+    return { token, text: utf8Decoder.decode(b), bytes: Array.from(b), logprob };
+  }
+
+  /**
+   * What chat() renders with: the tokenizer's Jinja template (undefined: the fallback format for this
+   * vocabulary), the BOS/EOS texts, and the format's end-of-turn stop strings.
+   */
+  get chatTemplate(): ChatTemplateInfo {
     const tk = this.tokenizer;
+    const fallback = chatFallbackFor(tk.data);
     return {
       template: tk.data.chat_template,
       bosToken: tk.bosId !== undefined ? tk.tokenToPiece(tk.bosId) : '',
       eosToken: tk.eosId !== undefined ? tk.tokenToPiece(tk.eosId) : '',
+      fallback,
+      stop: chatStopStrings(tk.data.chat_template, { fallback }),
     };
   }
 
-  /** Render `messages` with the model's chat template and stream the reply. */
+  /**
+   * Render `messages` with the model's chat template and stream the reply; it ends at the end of the turn
+   * (an end-of-generation token, or the format's turn stop strings, see chatTemplate.stop, plus `opts.stop`).
+   */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    const { applyChatTemplate } = await import('./tokenizer/chat.js');
-    const c = this.chatTemplate;
-    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
-    return yield* this.generate(prompt, { ...CHAT_GENERATE_DEFAULTS, ...opts });
+    const { renderChat } = await import('./tokenizer/chat.js');
+    const { prompt, options } = renderChat(this.chatTemplate, messages, opts, CHAT_GENERATE_DEFAULTS);
+    return yield* this.generate(prompt, options);
   }
 
   /** Generate and return the whole text. */
@@ -246,6 +295,67 @@ export class AetherModel {
     for await (const p of this.generate(prompt, opts)) { text += p.text; if (p.token >= 0) tokens.push(p.token); }
     return { text, tokens, stats: this.stats };
   }
+
+  /**
+   * Embeddings: per text, the mean over its tokens (BOS included when the tokenizer adds one) of the last
+   * hidden state after the final norm (the output head's input), L2-normalised; cosine similarity is then a
+   * dot product. One vector for a string, one per string for an array. Texts longer than the context fail.
+   */
+  async embed(input: string, opts?: { signal?: AbortSignal }): Promise<Float32Array>;
+  async embed(input: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
+  async embed(input: string | string[], opts: { signal?: AbortSignal } = {}): Promise<Float32Array | Float32Array[]> {
+    const r = await this.embedDetailed(typeof input === 'string' ? [input] : input, opts);
+    return typeof input === 'string' ? r.embeddings[0] : r.embeddings;
+  }
+
+  /** embed() of several texts, with the number of tokens they took (OpenAI's usage.prompt_tokens). */
+  async embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+    if (!Array.isArray(texts) || texts.some((t) => typeof t !== 'string')) throw new AetherError('invalid_argument', 'embed: expected a string or an array of strings');
+    if (this.busy) throw new AetherError('invalid_argument', 'a generation is already running on this model');
+    this.busy = true;
+    try {
+      const embeddings: Float32Array[] = [];
+      let promptTokens = 0;
+      for (const [i, text] of texts.entries()) {
+        throwIfAborted(opts.signal);
+        const ids = this.tokenizer.encode(text);
+        if (ids.length === 0) throw new AetherError('invalid_argument', `embed: text ${i} has no tokens`, { param: 'input' });
+        if (ids.length > this.engine.nCtx) {
+          throw new AetherError('invalid_argument', `embed: text ${i} has ${ids.length} tokens, more than the context length ${this.engine.nCtx}`, { param: 'input' });
+        }
+        this.cached = [];
+        const v = this.engine.meanHidden(ids);
+        this.cached = ids; // the KV cache now holds this text
+        let ss = 0;
+        for (let k = 0; k < v.length; k++) ss += v[k] * v[k];
+        const inv = ss > 0 ? 1 / Math.sqrt(ss) : 0;
+        for (let k = 0; k < v.length; k++) v[k] *= inv;
+        embeddings.push(v);
+        promptTokens += ids.length;
+        if (i < texts.length - 1) await yieldToEventLoop();
+      }
+      return { embeddings, promptTokens };
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** OpenAI-shaped embeddings ({ object: 'list', data: [{ embedding }], usage }); see js/src/openai.ts. */
+  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
+    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
+  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /**
    * Switch the FFN execution mode of every layer (or of `layers`): 'dense' (core), 'fused' (needs the
@@ -319,6 +429,23 @@ export class AetherModel {
 /** Options chat() adds under the caller's: the rendered prompt carries its own BOS and special tokens. */
 export const CHAT_GENERATE_DEFAULTS: Readonly<GenerateOptions> = { parseSpecial: true, addBos: false };
 
+const utf8Decoder = new TextDecoder();
+
+/** opts.logitBias checked and as a Map (undefined when empty). */
+function logitBiasMap(bias: GenerateOptions['logitBias'], vocab: number): Map<number, number> | undefined {
+  if (bias === undefined || bias === null) return undefined;
+  if (typeof bias !== 'object') throw new AetherError('invalid_argument', `logitBias must be an object or a Map of token id -> bias, got ${typeof bias}`);
+  const entries = bias instanceof Map ? [...bias] : Object.entries(bias);
+  const out = new Map<number, number>();
+  for (const [k, v] of entries) {
+    const id = typeof k === 'number' ? k : /^\d+$/.test(k) ? Number(k) : NaN;
+    if (!Number.isInteger(id) || id < 0 || id >= vocab) throw new AetherError('invalid_argument', `logitBias: key ${JSON.stringify(k)} is not a token id (0..${vocab - 1})`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < -100 || v > 100) throw new AetherError('invalid_argument', `logitBias[${id}] = ${JSON.stringify(v)}: expected a number in -100..100`);
+    out.set(id, v);
+  }
+  return out.size ? out : undefined;
+}
+
 function emptyStats(): GenerationStats {
   return { promptTokens: 0, prefillTokens: 0, generatedTokens: 0, prefillMs: 0, decodeMs: 0, prefillTps: 0, decodeTps: 0, finishReason: null };
 }
@@ -361,7 +488,8 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
       plan: (m: RknotMetadata, header: { dataSize: number }) => {
-        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize, opts);
+        const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
+          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m) });
         engine = e;
         return { dest };
       },
@@ -371,11 +499,21 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     await eng.finishLoad();
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
-    return new AetherModel(eng, tokenizer, meta);
+    const model = new AetherModel(eng, tokenizer, meta);
+    if (typeof source === 'string') model.modelId = source.replace(/^.*[\\/]/, '').replace(/\.(rknot|gguf)$/i, '') || model.modelId;
+    return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();
     throw e;
   }
+}
+
+/** The KV-cache dtypes a file's kv_cache policy asks for (undefined: none, the runtime default). */
+function fileKvDtype(m: RknotMetadata): LoadOptions['kvDtype'] {
+  const k = m.kv_cache;
+  if (!k || (k.dtype === undefined && k.dtype_k === undefined && k.dtype_v === undefined)) return undefined;
+  const d = k.dtype ?? DEFAULT_KV_DTYPE;
+  return { k: k.dtype_k ?? d, v: k.dtype_v ?? d };
 }
 
 export const Aether = { load, probeFeatures };

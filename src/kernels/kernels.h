@@ -186,6 +186,48 @@ void ae_attention(float *out, const float *q, const float *k, const float *v, in
 void ae_attention_ref(float *out, const float *q, const float *k, const float *v, int n_kv, int head_dim,
                       int kv_stride, float scale, float softcap, float *att);
 
+/* ---- attention over a typed KV cache (the forward pass; docs/DESIGN.md "KV cache") -----------------------
+ * A run of the cache of one KV head: n positions whose K rows (dtype kt) and V rows (dtype vt) are contiguous,
+ * row t at k + t * ae_row_size(kt, head_dim) (same for v). A head's cache may be several runs of different
+ * dtypes (mixed-precision policies): the scores of all runs are softmaxed together, then each run adds its
+ * share of V, in position order.
+ *   kt: any weight dtype (its rows are dotted with q converted to kt's vec_dot_type: ggml's mul_mat, llama.cpp's
+ *       cache_type_k semantics); vt: a dtype with ae_attn_accum (f32, f16, q8_0, q4_0, see
+ *       ae_attn_accum_supported). A head's row holds head_dim values padded with zeros to a whole number of
+ *       blocks (ae_kv_row_size; e.g. head_dim 48 in q8_0: 2 blocks, the last half zeros). */
+typedef struct {
+  const void *k, *v;   /* first row of the run */
+  int32_t kt, vt;      /* ae_type of K and V */
+  int32_t n;           /* positions in the run */
+} ae_kv_run;
+
+/* Bytes of one head's row of the cache: head_dim values rounded up to t's block size. */
+size_t ae_kv_row_size(ae_type t, int head_dim);
+/* head_dim rounded up to the largest block size (sizes of the qbuf scratch below). */
+#define AE_KV_PAD(hd) (((hd) + 255) & ~255)
+
+/* out[d] = out[d] + att[t] * V_t[d] for t in [0, n) in t order (q8_0 / q4_0: (att[t] * scale_t) * q), d < head_dim.
+ * SIMD equals the reference bit for bit, and splitting the run gives the same bits. */
+typedef void (*ae_attn_accum_fn)(const void *v, int n, int head_dim, const float *att, float *out);
+int ae_attn_accum_supported(int t);
+void ae_attn_accum(ae_type t, const void *v, int n, int head_dim, const float *att, float *out);
+void ae_attn_accum_ref(ae_type t, const void *v, int n, int head_dim, const float *att, float *out);
+#define AE_DECL_ACCUM(T) void ae_attn_accum_##T##_simd128(const void *v, int n, int head_dim, const float *att, float *out);
+AE_DECL_ACCUM(f32) AE_DECL_ACCUM(f16) AE_DECL_ACCUM(q8_0) AE_DECL_ACCUM(q4_0)
+#undef AE_DECL_ACCUM
+
+/* ng query heads sharing one KV head (GQA; query j at q + j * q_stride floats) over the runs run[0..nrun):
+ * s_j = scale * (K q_j) (K rows read once for the ng heads), soft-capped when softcap > 0, att_j = softmax(s_j),
+ * out_j = att_j . V (out + j * out_stride floats). Scratch: att ng rows of att_stride >= sum of n floats;
+ * qbuf (ng + 1) * AE_KV_PAD(head_dim) * 4 bytes (q in K's vec_dot_type, and a padded copy). The _ref version
+ * uses the scalar reference kernels throughout. */
+void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                     int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
+void ae_attention_kv_ref(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                         int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
+/* Whether dtypes (kt, vt) can hold a KV cache of heads of head_dim values (ae_attention_kv's conditions). */
+int ae_kv_types_ok(int kt, int vt, int head_dim);
+
 /* ---- embeddings and sampling helpers -------------------------------------------------------------- */
 /* y[0..ncols) = row `row` of W (dtype t) as floats. */
 void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y);

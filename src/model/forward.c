@@ -62,6 +62,37 @@ static void post_norm(float *y, const ae_tensor *w, int dim, float eps) {
   if (w->data) ae_rmsnorm(y, y, w->data, dim, eps);
 }
 
+#define AE_KV_MAX_RUNS 4
+
+/* ---- KV cache (docs/DESIGN.md "KV cache") ---------------------------------------------------------------
+ * Head-major per layer: KV head g's position t at L->k + (g * n_ctx + t) * L->k_row (same for v), one dtype
+ * per layer's K and V. kv_runs() is the one place that maps positions to storage: it describes positions
+ * [t0, t1) of head g as runs of contiguous rows of one dtype (one run today; a mixed-precision policy would
+ * return several), which ae_attention_kv consumes. */
+static void kv_put(ae_type t, const float *x, int hd, uint8_t *dst, float *pad) {
+  const ae_type_traits *tr = ae_traits(t);
+  const int hp = (hd + tr->blck_size - 1) / tr->blck_size * tr->blck_size;
+  if (hp != hd) { for (int i = 0; i < hp; i++) pad[i] = i < hd ? x[i] : 0.0f; x = pad; }
+  tr->from_float(x, dst, hp);
+}
+/* pad: AE_KV_PAD(head_dim) floats of scratch (rows padded to whole blocks with zeros) */
+static void kv_store(const ae_model *m, const ae_layer *L, int g, int t, const float *k, const float *v, float *pad) {
+  const size_t row = (size_t)g * (size_t)m->cfg.n_ctx + (size_t)t;
+  const int hd = m->cfg.head_dim;
+  kv_put((ae_type)L->k_type, k, hd, L->k + row * L->k_row, pad);
+  kv_put((ae_type)L->v_type, v, hd, L->v + row * L->v_row, pad);
+}
+
+static int kv_runs(const ae_model *m, const ae_layer *L, int g, int t0, int t1, ae_kv_run *run) {
+  const size_t row = (size_t)g * (size_t)m->cfg.n_ctx + (size_t)t0;
+  run[0].k = L->k + row * L->k_row;
+  run[0].v = L->v + row * L->v_row;
+  run[0].kt = L->k_type;
+  run[0].vt = L->v_type;
+  run[0].n = t1 - t0;
+  return 1;
+}
+
 /* Convert x for every activation dtype the given weights need, once per dtype (several matmuls share it). */
 static void prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float *x, int x_stride, int ncols,
                      int n, int ith, int nth) {
@@ -239,8 +270,6 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     const attn_cfg ac = layer_attn(m, L);
-    float *kc = m->k_cache + (size_t)l * c->n_ctx * kvd;
-    float *vc = m->v_cache + (size_t)l * c->n_ctx * kvd;
 
     /* ---- attention ---- */
     rmsnorm_rows(m->x, n, D, L->attn_norm.data, c->norm_eps, m->xb, ith, nth);
@@ -276,24 +305,29 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         const float *cs = ac.cs + (size_t)b * c->rope_dim;
         ae_rope(q, c->n_heads, hd, c->rope_dim, cs, c->rope_neox);
         ae_rope(k, c->n_kv_heads, hd, c->rope_dim, cs, c->rope_neox);
-        __builtin_memcpy(kc + (size_t)(pos + b) * kvd, k, (size_t)kvd * 4);
-        __builtin_memcpy(vc + (size_t)(pos + b) * kvd, v, (size_t)kvd * 4);
+        float *pad = (float *)(m->qconv + (size_t)ith * (group + 1) * AE_KV_PAD(hd) * 4);
+        for (int g = 0; g < c->n_kv_heads; g++) kv_store(m, L, g, pos + b, k + (size_t)g * hd, v + (size_t)g * hd, pad);
       }
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ROPE_KV);
-    /* attention: (token, head) pairs split over threads; causal, within the layer's window */
+    /* attention: (token, KV head) pairs split over threads, the group's query heads together (GQA: K and V
+     * rows read once per group); causal, within the layer's window */
     {
       int i0, i1;
-      ae_split(n * c->n_heads, ith, nth, &i0, &i1);
-      float *att = m->att + (size_t)ith * c->n_ctx;
+      ae_split(n * c->n_kv_heads, ith, nth, &i0, &i1);
+      float *att = m->att + (size_t)ith * group * c->n_ctx;
+      uint8_t *qconv = m->qconv + (size_t)ith * (group + 1) * AE_KV_PAD(hd) * 4;
+      ae_kv_run run[AE_KV_MAX_RUNS];
       for (int i = i0; i < i1; i++) {
-        const int b = i / c->n_heads, h = i % c->n_heads, g = h / group, p = pos + b;
+        const int b = i / c->n_kv_heads, g = i % c->n_kv_heads, p = pos + b;
         const int t0 = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
-        const float *q = m->qkv + (size_t)b * qkvd + (size_t)h * hd;
-        const size_t o = (size_t)t0 * kvd + (size_t)g * hd;
-        ae_attention(m->xb + (size_t)b * qd + (size_t)h * hd, q, kc + o, vc + o, p + 1 - t0, hd, kvd, ac.scale, ac.softcap, att);
-        if (m->head_stats) head_stats_add(m, ith, l, h, p, t0, att);
+        const int nrun = kv_runs(m, L, g, t0, p + 1, run);
+        const size_t h0 = (size_t)g * group * hd;
+        ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
+                        ac.scale, ac.softcap, att, c->n_ctx, qconv);
+        if (m->head_stats)
+          for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
       }
     }
     ae_barrier(pool);
@@ -326,6 +360,23 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
     }
     TICK(l, AE_OP_FFN);
+  }
+
+  /* ---- hidden states instead of logits (embeddings): final norm of every row, summed per dimension ---- */
+  if (a->hidden_sum) {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+    ae_barrier(pool);
+    int i0, i1;  /* split by dimension, rows summed in order: the same sums on any thread count */
+    ae_split(D, ith, nth, &i0, &i1);
+    for (int i = i0; i < i1; i++) {
+      float acc = a->hidden_sum[i];
+      for (int b = 0; b < n; b++) acc += m->xb[(size_t)b * D + i];
+      a->hidden_sum[i] = acc;
+    }
+    if (ith == 0) m->n_past = pos + n;
+    return;
   }
 
   /* ---- output head: last token, or all tokens when asked ---- */

@@ -13,6 +13,8 @@ AE_EXPORT int ae_model_reset(ae_model *m) {
   m->cfg.rope_freq_scale = 1.0f;
   m->cfg.rope_attn_factor = 1.0f;
   m->cfg.rope_freq_scale_swa = 1.0f;
+  m->cfg.kv_type_k = AE_F16;
+  m->cfg.kv_type_v = AE_F16;
   return AE_OK;
 }
 
@@ -36,6 +38,8 @@ AE_EXPORT int ae_model_set_config_i(ae_model *m, int key, int32_t v) {
     case AE_CFG_LOGITS_ALL: c->logits_all = v; break;
     case AE_CFG_FFN_ACT: c->ffn_act = v; break;
     case AE_CFG_SWA_WINDOW: c->swa_window = v; break;
+    case AE_CFG_KV_TYPE_K: c->kv_type_k = v; break;
+    case AE_CFG_KV_TYPE_V: c->kv_type_v = v; break;
     default: return AE_ERR_INVALID_ARG;
   }
   return AE_OK;
@@ -179,9 +183,22 @@ AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, i
   const ae_config *c = &m->cfg;
   if (!m->initialised || layer < 0 || layer >= c->n_layers || g < 0 || g >= c->n_kv_heads || t0 < 0 || n < 0 || t0 + n > c->n_ctx)
     return AE_ERR_INVALID_ARG;
-  const float *base = (which ? m->v_cache : m->k_cache) + (size_t)layer * c->n_ctx * m->kv_dim;
-  for (int t = 0; t < n; t++)
-    __builtin_memcpy(out + (size_t)t * c->head_dim, base + (size_t)(t0 + t) * m->kv_dim + (size_t)g * c->head_dim, (size_t)c->head_dim * 4);
+  const ae_layer *L = &m->layers[layer];
+  const ae_type t = (ae_type)(which ? L->v_type : L->k_type);
+  const size_t rs = which ? L->v_row : L->k_row;
+  const uint8_t *base = (which ? L->v : L->k) + ((size_t)g * (size_t)c->n_ctx + (size_t)t0) * rs;
+  const int blk = ae_traits(t)->blck_size, hd = c->head_dim;
+  for (int r = 0; r < n; r++) {
+    const uint8_t *row = base + (size_t)r * rs;
+    float *o = out + (size_t)r * hd;
+    if (hd % blk == 0) { ae_traits(t)->to_float(row, o, hd); continue; }
+    /* a padded row: whole blocks, the last one through a buffer */
+    const int full = hd / blk * blk;
+    if (full) ae_traits(t)->to_float(row, o, full);
+    float tmp[256];
+    ae_traits(t)->to_float(row + ae_row_size(t, full), tmp, blk);
+    for (int i = full; i < hd; i++) o[i] = tmp[i - full];
+  }
   return AE_OK;
 }
 
@@ -218,6 +235,7 @@ static int check_config(const ae_config *c) {
   if (c->arch < AE_ARCH_LLAMA || c->arch > AE_ARCH_LAST) return AE_ERR_BAD_CONFIG;
   if (c->dim <= 0 || c->dim > 65536 || c->n_layers <= 0 || c->n_layers > AE_MAX_LAYERS) return AE_ERR_BAD_CONFIG;
   if (c->n_heads <= 0 || c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads) return AE_ERR_BAD_CONFIG;
+  if (c->n_heads > 4096 || (int64_t)c->n_heads * c->head_dim > 262144) return AE_ERR_BAD_CONFIG;  /* q_dim fits an int */
   if (c->head_dim <= 0 || c->head_dim > 1024 || (c->head_dim & 1)) return AE_ERR_BAD_CONFIG;
   if (c->rope_dim <= 0 || c->rope_dim > c->head_dim || (c->rope_dim & 1)) return AE_ERR_BAD_CONFIG;
   if (c->hidden_dim <= 0 || c->hidden_dim > 262144 || c->vocab <= 0 || c->vocab > (1 << 22)) return AE_ERR_BAD_CONFIG;
@@ -226,6 +244,7 @@ static int check_config(const ae_config *c) {
   if (!(c->norm_eps > 0.0f) || !(c->rope_theta > 0.0f)) return AE_ERR_BAD_CONFIG;
   if (c->ffn_act != AE_ACT_SILU && c->ffn_act != AE_ACT_GELU_TANH) return AE_ERR_BAD_CONFIG;
   if (c->swa_window < 0) return AE_ERR_BAD_CONFIG;
+  if (!ae_kv_types_ok(c->kv_type_k, c->kv_type_v, c->head_dim)) return AE_ERR_BAD_CONFIG;
   if (!finite_pos(c->embd_scale) || !finite_pos(c->rope_freq_scale) || !finite_pos(c->rope_attn_factor) ||
       !finite_pos(c->rope_freq_scale_swa)) return AE_ERR_BAD_CONFIG;
   if (c->attn_scale < 0.0f || c->attn_softcap < 0.0f || c->final_softcap < 0.0f || c->rope_theta_swa < 0.0f) return AE_ERR_BAD_CONFIG;
@@ -308,28 +327,51 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
   }
   TAKE(rope_cs, B * c->rope_dim * 4);
   TAKE(rope_cs_swa, B * c->rope_dim * 4);
-  TAKE(att, (uint64_t)c->max_threads * c->n_ctx * 4);
-  TAKE(k_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
-  TAKE(v_cache, (uint64_t)c->n_layers * c->n_ctx * m->kv_dim * 4);
+  const uint64_t group = (uint64_t)(c->n_heads / c->n_kv_heads);
+  TAKE(att, (uint64_t)c->max_threads * group * c->n_ctx * 4);
+  TAKE(qconv, (uint64_t)c->max_threads * (group + 1) * AE_KV_PAD(c->head_dim) * 4);
   TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
+  /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values */
+  const uint64_t k_row = ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim), v_row = ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim);
+  const uint64_t rows = (uint64_t)c->n_kv_heads * (uint64_t)c->n_ctx;
+  const uint64_t kv0 = off;
+  for (int l = 0; l < c->n_layers; l++) {
+    if (base) {
+      ae_layer *L = &m->layers[l];
+      L->k_type = c->kv_type_k; L->v_type = c->kv_type_v;
+      L->k_row = (uint32_t)k_row; L->v_row = (uint32_t)v_row;
+      L->k = (uint8_t *)(base + (uintptr_t)off);
+      L->v = (uint8_t *)(base + (uintptr_t)(off + rows * k_row));
+    }
+    off += rows * (k_row + v_row);
+  }
+  if (base) m->kv = (uint8_t *)(base + (uintptr_t)kv0);
 #undef TAKE
   return off;
 }
 
-/* Bytes of arena ae_model_init needs (call after the config is set). 0 on a bad config or when the
- * run state would not fit in a 32-bit address space. */
-AE_EXPORT size_t ae_model_arena_size(ae_model *m) {
+/* Bytes of arena ae_model_init needs (call after the config is set), computed in 64 bits (a JS BigInt: the
+ * host compares it with the memory it can have); 0 on a bad config. */
+AE_EXPORT uint64_t ae_model_arena_size(ae_model *m) {
   if (check_config(&m->cfg)) return 0;
   dims_ok(m);
-  uint64_t n = layout(m, 0);
-  return n >= 0xF0000000u ? 0 : (size_t)n;
+  return layout(m, 0);
+}
+/* Bytes of the KV cache alone (64 bits); 0 on a bad config. */
+AE_EXPORT uint64_t ae_model_kv_size(ae_model *m) {
+  if (check_config(&m->cfg)) return 0;
+  dims_ok(m);
+  const ae_config *c = &m->cfg;
+  return (uint64_t)c->n_layers * c->n_kv_heads * (uint64_t)c->n_ctx *
+         (ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim) + ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim));
 }
 
 /* Validate, then carve the run state out of [arena, arena + size) (64-byte aligned). */
 AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
   int st = ae_model_validate(m);
   if (st) return st;
-  if (((uintptr_t)arena & 63u) || layout(m, 0) > size) return AE_ERR_NO_MEMORY;
+  const uint64_t need = layout(m, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+  if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
   layout(m, (uintptr_t)arena);
   m->n_past = 0;
   m->initialised = 1;
@@ -338,4 +380,5 @@ AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
 
 /* Pointer to the logits (row `row` when logits_all). */
 AE_EXPORT float *ae_model_logits(ae_model *m) { return m->logits; }
-AE_EXPORT float *ae_model_kv(ae_model *m, int which) { return which ? m->v_cache : m->k_cache; }
+/* Start of the KV cache (all layers). */
+AE_EXPORT uint8_t *ae_model_kv(ae_model *m) { return m->kv; }

@@ -47,6 +47,9 @@ enum ae_config_key {
   AE_CFG_ROPE_ATTN_FACTOR = 23,/* cos and sin are multiplied by this (LongRoPE attention factor); default 1 */
   AE_CFG_ROPE_THETA_SWA = 24,  /* RoPE base of SWA layers (Gemma 3 local layers: 10000); 0 = rope_theta */
   AE_CFG_ROPE_FREQ_SCALE_SWA = 25, /* linear RoPE scaling of SWA layers; default 1 */
+  /* KV cache (int) */
+  AE_CFG_KV_TYPE_K = 26,       /* ae_type of the K cache (llama.cpp cache_type_k); default f16 */
+  AE_CFG_KV_TYPE_V = 27,       /* ae_type of the V cache (cache_type_v); default f16 */
 };
 
 /* Tensor roles for ae_model_set_tensor, with the tensor's GGUF / .rknot name (per-layer roles: the name
@@ -106,6 +109,7 @@ typedef struct {
   int32_t ffn_act, swa_window;
   float embd_scale, attn_scale, attn_softcap, final_softcap, rope_freq_scale, rope_attn_factor, rope_theta_swa,
       rope_freq_scale_swa;
+  int32_t kv_type_k, kv_type_v;  /* ae_type of the K / V cache (ae_kv_types_ok) */
 } ae_config;
 
 /* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
@@ -124,6 +128,11 @@ typedef struct {
   int32_t ffn_mode;   /* ae_ffn_mode */
   const void *ffn_aux; /* per-layer data of the FFN module (interleaved/neuron-major weights, masks) */
   int32_t ffn_active; /* FFN neurons computed at the last forward (for stats), summed over tokens */
+  /* KV cache of the layer (carved by ae_model_init; see "KV cache" in docs/DESIGN.md): head-major, KV head g's
+   * position t at k + (g * n_ctx + t) * k_row bytes, dtype k_type (same for v) */
+  uint8_t *k, *v;
+  int32_t k_type, v_type;
+  uint32_t k_row, v_row;  /* bytes of one head's row: ae_kv_row_size(type, head_dim) (padded to whole blocks) */
   float *cap;         /* calibration capture (ae_model_set_capture), NULL = off; see AE_CAP_* */
   double ffn_active_sum, ffn_token_sum; /* since the last ae_model_reset_counters: sum of ffn_active, of tokens */
 } ae_layer;
@@ -170,9 +179,9 @@ typedef struct {
   size_t act_stride[AE_TYPE_COUNT];
   float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs of full-attention layers */
   float *rope_cs_swa; /* (max_batch, rope_dim) cos/sin pairs of SWA layers (= rope_cs when they share the RoPE) */
-  float *att;      /* (max_threads, n_ctx) attention scores scratch */
-  float *k_cache;  /* (n_layers, n_ctx, kv_dim) */
-  float *v_cache;  /* (n_layers, n_ctx, kv_dim) */
+  float *att;      /* (max_threads, group, n_ctx) attention scores scratch (group = n_heads / n_kv_heads) */
+  uint8_t *qconv;  /* (max_threads, (group + 1) * AE_KV_PAD(head_dim) * 4 bytes) q in K's vec_dot_type; padded rows */
+  uint8_t *kv;     /* the KV cache of every layer (ae_layer.k / .v point into it) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
   double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
@@ -203,6 +212,9 @@ typedef struct {
   int32_t pos;
   int32_t want_all;
   int32_t status;  /* out: ae_status */
+  /* NULL: logits as usual. Else no output head: the final-normed hidden state of every row (dim floats each)
+   * is added to hidden_sum (dim floats; embeddings: the host divides by the token count) */
+  float *hidden_sum;
 } ae_forward_args;
 
 #define AE_JOB_FORWARD 1
@@ -221,6 +233,6 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
 void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
 
 /* The host writes ae_forward_args at the offsets of js/src/generated/abi.ts. */
-static_assert(sizeof(ae_forward_args) == 24, "abi");
+static_assert(sizeof(ae_forward_args) == 28, "abi");
 
 #endif

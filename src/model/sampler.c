@@ -49,9 +49,22 @@ static int select_top(const float *l, int n_vocab, int k, int32_t *idx) {
   return k;
 }
 
-/* Sample one token id. logits are modified (penalty, temperature). @return token id, -1 on bad args */
+static int draw(ae_sampler *s, const float *logits, int n_vocab);
+
+/* log(sum(exp(l))) over the vocabulary, shifted by the max (-inf when every logit is -inf) */
+static float log_sum_exp(const float *l, int n) {
+  float mx = -__builtin_inff();
+  for (int i = 0; i < n; i++) if (l[i] > mx) mx = l[i];
+  if (mx == -__builtin_inff()) return mx;
+  double sum = 0.0;
+  for (int i = 0; i < n; i++) sum += (double)ae_expf(l[i] - mx);
+  return mx + ae_logf((float)sum);
+}
+
+/* Sample one token id. logits are modified (penalty, bias; not temperature). @return token id, -1 on bad args */
 AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
   if (n_vocab <= 0) return -1;
+  int banned = 0;
   if (s->repeat_penalty != 1.0f && s->repeat_penalty > 0.0f) {
     for (int i = 0; i < s->n_recent; i++) {
       int32_t t = s->recent[i];
@@ -63,6 +76,28 @@ AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
       logits[t] = logits[t] > 0 ? logits[t] / s->repeat_penalty : logits[t] * s->repeat_penalty;
     }
   }
+  for (int i = 0; i < s->n_bias; i++) {
+    const int32_t t = s->bias_ids[i];
+    if (t < 0 || t >= n_vocab) continue;
+    if (s->bias_vals[i] <= -100.0f) { logits[t] = -__builtin_inff(); banned = 1; }
+    else logits[t] += s->bias_vals[i];
+  }
+  float lse = 0.0f;
+  if (s->n_top >= 0 || banned) {
+    lse = log_sum_exp(logits, n_vocab);
+    if (lse == -__builtin_inff()) return -1;  /* every token banned */
+  }
+  if (s->n_top > 0) {
+    const int k = select_top(logits, n_vocab, s->n_top < n_vocab ? s->n_top : n_vocab, s->idx);
+    for (int i = 0; i < k; i++) { s->top_ids[i] = s->idx[i]; s->top_logprobs[i] = logits[s->idx[i]] - lse; }
+  }
+  const int tok = draw(s, logits, n_vocab);
+  if (s->n_top >= 0) s->logprob = logits[tok] - lse;
+  return tok;
+}
+
+/* The draw itself: temperature, truncations, RNG (logits already penalised and biased). */
+static int draw(ae_sampler *s, const float *logits, int n_vocab) {
   if (!(s->temperature > 0.0f)) return ae_argmax(logits, n_vocab);
 
   int n = select_top(logits, n_vocab, s->top_k, s->idx);
@@ -76,6 +111,7 @@ AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
     sum += p;
   }
   for (int i = 0; i < n; i++) s->prob[i] = (float)(s->prob[i] / sum);
+  while (n > 1 && s->prob[n - 1] == 0.0f) n--;  /* banned tokens (-inf) are never drawn */
   /* min-p: keep p >= min_p * p_max */
   if (s->min_p > 0.0f) {
     const float cut = s->min_p * s->prob[0];
@@ -99,17 +135,3 @@ AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
   }
   return s->idx[n - 1];
 }
-
-/* The host writes ae_sampler fields at these offsets (js/src/runtime/abi.ts). */
-#include <stddef.h>
-static_assert(offsetof(ae_sampler, temperature) == 0, "abi");
-static_assert(offsetof(ae_sampler, top_k) == 4, "abi");
-static_assert(offsetof(ae_sampler, top_p) == 8, "abi");
-static_assert(offsetof(ae_sampler, min_p) == 12, "abi");
-static_assert(offsetof(ae_sampler, repeat_penalty) == 16, "abi");
-static_assert(offsetof(ae_sampler, n_recent) == 20, "abi");
-static_assert(offsetof(ae_sampler, recent) == 24, "abi");
-static_assert(offsetof(ae_sampler, rng) == 32, "abi");
-static_assert(offsetof(ae_sampler, idx) == 40, "abi");
-static_assert(offsetof(ae_sampler, prob) == 44, "abi");
-static_assert(sizeof(ae_sampler) == 48, "abi");

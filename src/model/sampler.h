@@ -1,5 +1,9 @@
-/* Token sampler: repetition penalty, temperature, top-k, top-p, min-p, seeded RNG.
- * Greedy (temperature <= 0) is argmax of the penalised logits. Deterministic for a given seed. */
+/* Token sampler: repetition penalty, logit bias, temperature, top-k, top-p, min-p, seeded RNG; optionally the
+ * log-probabilities of the sampled token and of the most probable alternatives.
+ * Order: penalty -> bias -> [log-probabilities] -> temperature -> top-k -> min-p -> top-p -> draw.
+ * Greedy (temperature <= 0) is argmax of the penalised, biased logits. Deterministic for a given seed.
+ * Log-probabilities are the log-softmax (temperature 1) of the logits after penalty and bias, before
+ * temperature and truncation: the model's distribution as the caller steered it, as OpenAI reports them. */
 #ifndef AE_SAMPLER_H
 #define AE_SAMPLER_H
 #include "core/common.h"
@@ -16,8 +20,20 @@ typedef struct {
   /* scratch of vocab entries each, host-allocated */
   int32_t *idx;
   float *prob;
+  /* logit bias: logits[bias_ids[i]] += bias_vals[i] (ids outside the vocabulary are skipped);
+   * a bias <= -100 bans the token (its logit becomes -inf) */
+  int32_t n_bias;
+  const int32_t *bias_ids;
+  const float *bias_vals;
+  /* log-probabilities: n_top < 0 off; else the sampled token's (logprob) and the n_top most probable
+   * tokens' (top_ids / top_logprobs, most probable first, host buffers of n_top entries; n_top <= vocab) */
+  int32_t n_top;
+  float logprob;           /* out */
+  int32_t *top_ids;        /* out */
+  float *top_logprobs;     /* out */
 } ae_sampler;
 
+/* @return the token id; -1 when n_vocab <= 0 or the bias bans every token */
 int ae_sample(ae_sampler *s, float *logits, int n_vocab);
 
 #endif

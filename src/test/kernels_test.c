@@ -166,7 +166,8 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
 /* Table indices (function pointers) of the hot SIMD kernels, so tests/wasm-modules.test.mjs can find them
  * in `wasm-objdump -d` output (the linked modules carry no name section); -1 when there is none.
  * kt_dtype_fn: a dtype's kernels from the traits table, which = 0 vec_dot, 1 matvec rows, 2 batched matmul.
- * kt_kernel_fn: other kernels: 0 attention, 1..4 axpy_rows f32 / f16 / q8_0 / q4_0, 5 gather_dot; -1 past the end. */
+ * kt_kernel_fn: other kernels: 0 attention, 1..4 axpy_rows f32 / f16 / q8_0 / q4_0, 5 gather_dot,
+ * 6..9 attn_accum f32 / f16 / q8_0 / q4_0; -1 past the end. */
 typedef void (*kt_any_fn)(void);
 AE_EXPORT int kt_dtype_fn(int type, int which) {
   const ae_type_traits *tr = ae_traits((ae_type)type);
@@ -179,6 +180,8 @@ AE_EXPORT int kt_kernel_fn(int i) {
   static const kt_any_fn fns[] = {
     (kt_any_fn)ae_attention_simd128, (kt_any_fn)ae_axpy_rows_f32_simd128, (kt_any_fn)ae_axpy_rows_f16_simd128,
     (kt_any_fn)ae_axpy_rows_q8_0_simd128, (kt_any_fn)ae_axpy_rows_q4_0_simd128, (kt_any_fn)ae_gather_dot_simd128,
+    (kt_any_fn)ae_attn_accum_f32_simd128, (kt_any_fn)ae_attn_accum_f16_simd128, (kt_any_fn)ae_attn_accum_q8_0_simd128,
+    (kt_any_fn)ae_attn_accum_q4_0_simd128,
   };
   if (i < 0 || i >= (int)(sizeof fns / sizeof fns[0])) return -1;
   return (int)(uintptr_t)fns[i];
@@ -197,4 +200,19 @@ AE_EXPORT void kt_gather_dot(int ref, int type, const uint8_t *const *rows, int 
   if (ref) { ae_gather_dot_ref((ae_type)type, rows, cnt, nb, xq, y); return; }
   ae_gather_prep_simd128(xq, nb, prep, dx);
   ae_gather_dot_simd128((ae_type)type, rows, cnt, nb, prep, dx, y);
+}
+
+/* Typed-KV attention (kernels.h): SIMD (ref = 0) or reference (ref = 1). runs: nrun ae_kv_run structs the host
+ * wrote (k, v, kt, vt, n: 5 x 4 bytes each). */
+AE_EXPORT void kt_attn_accum(int ref, int type, const void *v, int n, int hd, const float *att, float *out) {
+  if (ref) ae_attn_accum_ref((ae_type)type, v, n, hd, att, out); else ae_attn_accum((ae_type)type, v, n, hd, att, out);
+}
+AE_EXPORT int kt_attn_accum_supported(int type) { return ae_attn_accum_supported(type); }
+AE_EXPORT int kt_kv_row_size(int type, int hd) { return (int)ae_kv_row_size((ae_type)type, hd); }
+AE_EXPORT int kt_kv_types_ok(int kt, int vt, int hd) { return ae_kv_types_ok(kt, vt, hd); }
+AE_EXPORT int kt_kv_run_size(void) { return (int)sizeof(ae_kv_run); }
+AE_EXPORT void kt_attention_kv(int ref, float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run,
+                               int nrun, int hd, float scale, float softcap, float *att, int att_stride, void *qbuf) {
+  if (ref) ae_attention_kv_ref(out, out_stride, q, q_stride, ng, run, nrun, hd, scale, softcap, att, att_stride, qbuf);
+  else ae_attention_kv(out, out_stride, q, q_stride, ng, run, nrun, hd, scale, softcap, att, att_stride, qbuf);
 }

@@ -79,6 +79,9 @@ export function quantizeActQ8_1(x) {
  * @param opts.actOf per weight array (a value of W): its activation dtype ('f32', 'q8_0', 'q8_1', 'q8_K'),
  *        overriding quantizedActs; for 'q8_1', opts.minsOf(w) gives the weight's block mins (rows x blocks)
  * @param opts.nCtx runtime context (picks LongRoPE's long factors when > rope_scaling.original_context)
+ * @param opts.kvDtype KV-cache dtype the wasm side uses ('f32' default here, 'f16', 'q8_0'): K and V are stored
+ *        rounded to it (q8_0: per head, in blocks of 32 padded with zeros), and for q8_0 K each query head is
+ *        quantised to q8_0 before its dot products (llama.cpp's cache_type_k semantics)
  *
  * Written from the model definitions (Hugging Face transformers / llama.cpp graphs), in float64:
  *   x = embd[token] * embd_scale
@@ -92,6 +95,21 @@ export function quantizeActQ8_1(x) {
 export function createRefModel(cfg, W, opts = {}) {
   const D = cfg.dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, H = cfg.hidden_dim;
   const qd = nh * hd, kvd = nkv * hd, rd = cfg.rope_dim ?? hd;
+  const kvDtype = opts.kvDtype ?? 'f32';
+  /** heads of hd values as the KV cache stores them (f32: as computed in f32; f16: rounded; q8_0: quantised, padded) */
+  const kvRound = (x, heads = nkv) => {
+    if (kvDtype === 'f32') return Float64Array.from(x, f32);
+    if (kvDtype === 'f16') return Float64Array.from(x, (v) => toF16(f32(v)));
+    if (kvDtype !== 'q8_0') throw new Error(`ref forward: kvDtype ${kvDtype}`);
+    const hp = Math.ceil(hd / 32) * 32, y = new Float64Array(x.length);
+    for (let h = 0; h < heads; h++) {
+      const row = new Float64Array(hp);
+      for (let i = 0; i < hd; i++) row[i] = x[h * hd + i];
+      const qr = quantizeActQ8(row);
+      for (let i = 0; i < hd; i++) y[h * hd + i] = qr[i];
+    }
+    return y;
+  };
   const kcache = [], vcache = [];
   for (let l = 0; l < cfg.n_layers; l++) { kcache.push([]); vcache.push([]); }
   const get = (n) => { const t = W.get(n); if (!t) throw new Error(`ref: missing tensor ${n}`); return t; };
@@ -170,16 +188,17 @@ export function createRefModel(cfg, W, opts = {}) {
       if (kn) for (let h = 0; h < nkv; h++) rmsnorm(k, kn, h * hd, hd);
       const swa = isSwa(l);
       rope(q, nh, pos, swa); rope(k, nkv, pos, swa);
-      kcache[l][pos] = k; vcache[l][pos] = v;
+      kcache[l][pos] = kvRound(k); vcache[l][pos] = kvRound(v);
       const t0 = swa ? Math.max(0, pos - cfg.sliding_window + 1) : 0;
       const att = new Float64Array(qd);
       const group = nh / nkv;
+      const qk = kvDtype === 'q8_0' ? kvRound(q, nh) : q;
       for (let h = 0; h < nh; h++) {
         const g = Math.floor(h / group);
         const scores = new Float64Array(pos + 1);
         let mx = -Infinity;
         for (let t = t0; t <= pos; t++) {
-          let s = 0; for (let i = 0; i < hd; i++) s += q[h * hd + i] * kcache[l][t][g * hd + i];
+          let s = 0; for (let i = 0; i < hd; i++) s += qk[h * hd + i] * kcache[l][t][g * hd + i];
           scores[t] = cap(s * attnScale, cfg.attn_softcap); if (scores[t] > mx) mx = scores[t];
         }
         let sum = 0; for (let t = t0; t <= pos; t++) { scores[t] = Math.exp(scores[t] - mx); sum += scores[t]; }
@@ -202,10 +221,13 @@ export function createRefModel(cfg, W, opts = {}) {
       for (let i = 0; i < D; i++) x[i] += d[i];
     }
     const xn = rmsnorm(Float64Array.from(x), get('output_norm.weight'));
+    lastHidden = xn;
     const out = opt('output.weight') ?? get('token_embd.weight');
     const logits = matvec(out, xn, cfg.vocab_size, D);
     if (cfg.final_softcap) for (let i = 0; i < logits.length; i++) logits[i] = cap(logits[i], cfg.final_softcap);
     return logits;
   }
-  return { step };
+  let lastHidden = null;
+  /** step() also keeps the final-normed hidden state of its token (the output head's input). */
+  return { step, hidden: () => lastHidden };
 }

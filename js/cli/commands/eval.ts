@@ -5,12 +5,15 @@ import { load, type FfnModeName } from '../../src/aether.js';
 import { evaluate } from '../../src/eval.js';
 import { AetherError } from '../../src/errors.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
+import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
 import { selectDocs } from '../../src/profile/text.js';
 
 export const usage = `usage: aether eval MODEL --text FILE [options]
   --text FILE         evaluation text (documents separated by lines holding only 0x1E)
   --vs-dense          also run the same model with a dense FFN: KL divergence and top-1 agreement vs dense
   --ref MODEL         compare against another model file instead (e.g. the f32 model for a q8_0 one)
+  --ref-kv-dtype T    compare against the reference (--ref, else the same model) with KV-cache dtype T
+                      (e.g. --kv-dtype q8_0 --ref-kv-dtype f32: the cost of a q8_0 KV cache)
   --mode M            FFN mode of the model under test: dense | fused | static | dynamic (default dense);
                       the FFN options below (but --ffn) apply to it
   --docs A:B          evaluate documents A..B-1 of the text only (e.g. 67: for the half not used to profile)
@@ -19,11 +22,12 @@ ${FFN_USAGE.split('\n').slice(2).join('\n')}
   --concat            windows over the concatenated token stream of all documents (default: per document)
   --max-tokens N      stop after N predicted tokens
   -t, --threads T     compute threads (default 1)
+${MEM_USAGE.replace(/^  --ctx.*\n/, '')}
   --json              print one JSON object`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean', docs: 'string', ...FFN_OPTION_SPEC },
+    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean', docs: 'string', 'ref-kv-dtype': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC },
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
@@ -35,8 +39,11 @@ export async function run(argv: string[]): Promise<number> {
   const ffn = ffnFromArgs(v, 'mode');
   const window = (v.window as number) ?? 256;
   const lo = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: window, modules: ffn.modules };
-  const model = await load(positionals[0], lo);
-  const reference = v.ref ? await load(v.ref as string, lo) : undefined;
+  const mem = memFromArgs(v);
+  const model = await load(positionals[0], { ...lo, ...mem });
+  const refKv = v['ref-kv-dtype'] !== undefined ? memFromArgs({ 'kv-dtype': v['ref-kv-dtype'] }).kvDtype : undefined;
+  const refPath = (v.ref as string | undefined) ?? (refKv ? positionals[0] : undefined);
+  const reference = refPath ? await load(refPath, { ...lo, ...mem, ...(refKv ? { kvDtype: refKv } : {}) }) : undefined;
   try {
     const mode = v.mode as FfnModeName | undefined;
     if (mode) model.setFfnMode(mode, undefined, ffn.opts);
@@ -46,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       mode, reference, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const out = { model: positionals[0], text: v.text, docs: v.docs ?? null, mode: mode ?? 'dense', ffn_options: ffn.opts, reference_model: v.ref ?? (v['vs-dense'] ? 'dense' : null), threads: model.threads, ...r };
+    const out = { model: positionals[0], text: v.text, docs: v.docs ?? null, mode: mode ?? 'dense', ffn_options: ffn.opts, reference_model: refPath ?? (v['vs-dense'] ? 'dense' : null), kv_dtype: model.engine.plan.kvDtype, reference_kv_dtype: reference?.engine.plan.kvDtype ?? null, threads: model.threads, ...r };
     if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
     else {
       process.stdout.write(`tokens ${r.tokens} in ${r.windows} windows, perplexity ${r.perplexity.toFixed(4)} (nll ${r.nll.toFixed(5)})\n`);

@@ -3,6 +3,7 @@ import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
+import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
 import { formatPrometheus } from '../../src/runtime/metrics.js';
 
 export const usage = `usage: aether run MODEL -p TEXT [options]
@@ -18,7 +19,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --repeat-last-n N     tokens the penalty looks at (default 64)
   --seed S              RNG seed (default random)
   -t, --threads T       compute threads (default 1)
-  --ctx N               context length (default: the model's)
+${MEM_USAGE}
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
   --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...
@@ -31,7 +32,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      ctx: 'number', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC,
+      chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -45,7 +46,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
-    threads: (v.threads as number) ?? 1, nCtx: v.ctx as number | undefined, maxBatch: v['max-batch'] as number | undefined,
+    threads: (v.threads as number) ?? 1, ...memFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
     modules: ffn.modules,
   });
   try {
@@ -73,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify({
         model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
         finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
-        decode_ms: s.decodeMs, threads: model.threads,
+        decode_ms: s.decodeMs, threads: model.threads, n_ctx: model.nCtx, kv_dtype: model.engine.plan.kvDtype, memory: model.engine.plan,
         ...(metricsFmt === 'json' ? { metrics } : metricsFmt === 'prometheus' ? { metrics_prometheus: formatPrometheus(metrics!) } : {}),
       }) + '\n');
     } else {

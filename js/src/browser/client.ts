@@ -14,17 +14,26 @@ import type { ModelMetrics } from '../runtime/metrics.js';
 import { requireSimd } from '../runtime/env.js';
 import type { ChatMessage } from '../tokenizer/chat.js';
 import { DEFAULT_CACHE_NAME } from './cache.js';
+import * as openai from '../openai.js';
 import {
   PROTOCOL_VERSION, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
   type WireSource,
 } from './protocol.js';
 
+import type { KvDtype } from '../runtime/engine.js';
 export type BrowserModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
 export interface BrowserLoadOptions {
   /** Compute threads including the engine worker's own (default 1). One when the page is not cross-origin isolated. */
   threads?: number;
+  /** Context length (default: the model's, at most 4096 and what fits in memory; see EngineOptions.nCtx). */
   nCtx?: number;
+  /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /** Cap on the wasm memory in bytes (default 4 GiB). */
+  maxMemory?: number;
+  /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
+  addressOffset?: number;
   maxBatch?: number;
   spin?: number;
   /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
@@ -133,19 +142,25 @@ export class BrowserModel {
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
   readonly nCtx: number;
+  /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
+  readonly memory: ModelInfo['memory'];
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
   readonly crossOriginIsolated: boolean;
   /** Stats of the last generate/chat call (a copy, refreshed when it ends). */
   stats: GenerationStats = emptyStats();
+  /** Name in OpenAI-shaped responses (`model`): the file name of the source without extension. */
+  modelId: string;
   private readonly chatInfo: ModelInfo['chatTemplate'];
   private disposed = false;
 
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
+    this.modelId = info.name.replace(/[?#].*$/, '').replace(/^.*\//, '').replace(/\.(rknot|gguf)$/i, '') || 'aether';
   }
 
   /** The engine Worker (for diagnostics; terminate it only through dispose()). */
@@ -194,11 +209,40 @@ export class BrowserModel {
    * dependency the worker cannot import without a bundler) and stream the reply.
    */
   async *chat(messages: ChatMessage[], opts: GenerateOptions = {}): AsyncGenerator<GeneratedPiece, GenerationStats> {
-    const { applyChatTemplate } = await import('../tokenizer/chat.js');
-    const c = this.chatInfo;
-    const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken });
-    return yield* this.generate(prompt, { ...c.generateDefaults, ...opts });
+    const { renderChat } = await import('../tokenizer/chat.js');
+    const { prompt, options } = renderChat(this.chatInfo, messages, opts, this.chatInfo.generateDefaults);
+    return yield* this.generate(prompt, options);
   }
+
+  /** Embeddings, as AetherModel.embed: mean-pooled, final-normed last hidden state, L2-normalised. */
+  async embed(input: string, opts?: { signal?: AbortSignal }): Promise<Float32Array>;
+  async embed(input: string[], opts?: { signal?: AbortSignal }): Promise<Float32Array[]>;
+  async embed(input: string | string[], opts: { signal?: AbortSignal } = {}): Promise<Float32Array | Float32Array[]> {
+    const r = await this.embedDetailed(typeof input === 'string' ? [input] : input, opts);
+    return typeof input === 'string' ? r.embeddings[0] : r.embeddings;
+  }
+
+  /** embed() of several texts, with the number of tokens they took. */
+  embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
+    return this.ch.call('embed', { texts }, opts.signal);
+  }
+
+  /** OpenAI-shaped embeddings (as AetherModel's). */
+  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
+    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
+  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
+  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
+  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /** Generate and return the whole text. */
   async complete(prompt: string | number[], opts: GenerateOptions = {}): Promise<{ text: string; tokens: number[]; stats: GenerationStats }> {
@@ -295,7 +339,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
         verify: opts.verify, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

@@ -60,6 +60,7 @@ const handlers: { [V in Verb]: Handler<V> } = {
     return m.stats;
   },
 
+  async embed({ texts }, { signal }) { return requireModel().embedDetailed(texts, { signal }); },
   async tokenize({ text, options }) { return requireModel().tokenize(text, options); },
   async detokenize({ ids, options }) { return requireModel().detokenize(ids, options); },
   async stats() { return requireModel().stats; },
@@ -97,6 +98,7 @@ function info(m: AetherModel, source: WireSource): ModelInfo {
     metadata,
     threads: m.threads,
     nCtx: m.nCtx,
+    memory: m.engine.plan,
     warnings: [...m.warnings],
     crossOriginIsolated: !!scope.crossOriginIsolated,
     chatTemplate: { ...m.chatTemplate, generateDefaults: { ...CHAT_GENERATE_DEFAULTS } },
@@ -108,7 +110,7 @@ const isCorruption = (e: unknown): boolean => e instanceof AetherError && (e.cod
 
 async function loadSource(source: WireSource, o: WireLoadOptions, emit: (e: LoadEvent) => void, signal: AbortSignal): Promise<AetherModel> {
   const opts = {
-    threads: o.threads, nCtx: o.nCtx, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, signal,
+    threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, signal,
     onProgress: (e: { loaded: number; total: number }) => emit({ type: 'progress', loaded: e.loaded, total: e.total }),
   };
   if (source.kind === 'blob') return load(source.blob, opts);

@@ -16,8 +16,9 @@
  */
 import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
-import type { ModelConfig } from '../runtime/engine.js';
+import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
+import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
 
 export const PROTOCOL_VERSION = 1;
@@ -40,6 +41,9 @@ export type WireSource = { kind: 'url'; url: string } | { kind: 'blob'; blob: Bl
 export interface WireLoadOptions {
   threads?: number;
   nCtx?: number;
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  maxMemory?: number;
+  addressOffset?: number;
   maxBatch?: number;
   spin?: number;
   modules?: string[];
@@ -58,10 +62,12 @@ export interface ModelInfo {
   metadata: Record<string, unknown>;
   threads: number;
   nCtx: number;
+  /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
+  memory: MemoryPlan;
   warnings: string[];
   crossOriginIsolated: boolean;
   /** What AetherModel.chat renders with, and the generate options it adds (CHAT_GENERATE_DEFAULTS). */
-  chatTemplate: { template: string | undefined; bosToken: string; eosToken: string; generateDefaults: WireGenerateOptions };
+  chatTemplate: ChatTemplateInfo & { generateDefaults: WireGenerateOptions };
 }
 
 /** GenerateOptions without the AbortSignal (a signal becomes a Cancel message). */
@@ -70,6 +76,7 @@ export type WireGenerateOptions = Omit<GenerateOptions, 'signal'>;
 export interface Verbs {
   load: { args: { source: WireSource; options: WireLoadOptions }; result: ModelInfo };
   generate: { args: { prompt: string | number[]; options: WireGenerateOptions }; result: GenerationStats };
+  embed: { args: { texts: string[] }; result: { embeddings: Float32Array[]; promptTokens: number } };
   tokenize: { args: { text: string; options?: { addBos?: boolean; parseSpecial?: boolean } }; result: number[] };
   detokenize: { args: { ids: number[]; options?: { skipSpecial?: boolean } }; result: string };
   stats: { args: Record<string, never>; result: GenerationStats };

@@ -776,7 +776,7 @@ export async function convertModel(input: string, output: string, opts: ConvertO
     config: plan.config,
     tokenizer: plan.tokenizer,
     tensors: plan.tensors.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape })),
-    kv_cache: { dtype: 'f32', n_ctx: plan.config.n_ctx, overflow: 'error' },
+    kv_cache: { n_ctx: plan.config.n_ctx, overflow: 'error' },
     source: {
       converter: CONVERTER_VERSION,
       input: pathMod.basename(pathMod.resolve(input)),

@@ -120,10 +120,17 @@ export interface RknotFormatInfo {
 }
 
 export interface RknotKVCachePolicy {
-  dtype: 'f32' | 'f16';
-  n_ctx: number;
-  overflow: 'error' | string;
+  /** KV-cache dtype of K and V (the loader's kvDtype option overrides it; absent: the runtime default, f16). */
+  dtype?: KvCacheDtype;
+  /** Per-cache dtypes (llama.cpp cache_type_k / cache_type_v); override dtype. */
+  dtype_k?: KvCacheDtype;
+  dtype_v?: KvCacheDtype;
+  n_ctx?: number;
+  overflow?: 'error' | string;
 }
+/** The dtypes a KV cache may have. */
+export const KV_CACHE_DTYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const;
+export type KvCacheDtype = typeof KV_CACHE_DTYPES[number];
 
 export interface RknotMetadata {
   format: RknotFormatInfo;
@@ -410,7 +417,9 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
   if (meta.kv_cache !== undefined) {
     const k = meta.kv_cache;
     if (!isObj(k)) throw F('kv_cache', 'expected an object');
-    if (k.dtype !== undefined && k.dtype !== 'f32' && k.dtype !== 'f16') throw F('kv_cache.dtype', `expected 'f32' or 'f16', got ${JSON.stringify(k.dtype)}`);
+    for (const f of ['dtype', 'dtype_k', 'dtype_v'] as const) {
+      if (k[f] !== undefined && !(KV_CACHE_DTYPES as readonly unknown[]).includes(k[f])) throw F(`kv_cache.${f}`, `expected one of ${KV_CACHE_DTYPES.map((d) => `'${d}'`).join(', ')}, got ${JSON.stringify(k[f])}`);
+    }
     if (k.n_ctx !== undefined && (!Number.isSafeInteger(k.n_ctx) || (k.n_ctx as number) <= 0)) throw F('kv_cache.n_ctx', `expected a positive integer, got ${JSON.stringify(k.n_ctx)}`);
     if (k.overflow !== undefined && typeof k.overflow !== 'string') throw F('kv_cache.overflow', 'expected a string');
   }

@@ -48,7 +48,7 @@ export const Arch = { llama: 0, qwen2: 1, phi3: 2, qwen3: 3, gemma: 4, gemma2: 5
 /** enum ae_ffn_act (values of Cfg.FFN_ACT) */
 export const FfnAct = { silu: 0, gelu_tanh: 1 } as const;
 /** enum ae_config_key */
-export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25 } as const;
+export const Cfg = { ARCH: 0, DIM: 1, N_LAYERS: 2, N_HEADS: 3, N_KV_HEADS: 4, HEAD_DIM: 5, HIDDEN_DIM: 6, VOCAB: 7, N_CTX: 8, ROPE_DIM: 9, ROPE_NEOX: 10, MAX_BATCH: 11, MAX_THREADS: 12, NORM_EPS: 13, ROPE_THETA: 14, LOGITS_ALL: 15, FFN_ACT: 16, SWA_WINDOW: 17, EMBD_SCALE: 18, ATTN_SCALE: 19, ATTN_SOFTCAP: 20, FINAL_SOFTCAP: 21, ROPE_FREQ_SCALE: 22, ROPE_ATTN_FACTOR: 23, ROPE_THETA_SWA: 24, ROPE_FREQ_SCALE_SWA: 25, KV_TYPE_K: 26, KV_TYPE_V: 27 } as const;
 /** enum ae_role */
 export const Role = { TOK_EMBD: 0, OUTPUT_NORM: 1, OUTPUT: 2, ATTN_NORM: 3, WQ: 4, WK: 5, WV: 6, WQKV: 7, BQ: 8, BK: 9, BV: 10, WO: 11, FFN_NORM: 12, W_GATE: 13, W_UP: 14, W_DOWN: 15, ATTN_Q_NORM: 16, ATTN_K_NORM: 17, ATTN_POST_NORM: 18, FFN_POST_NORM: 19, ROPE_FREQS: 20, ROLE_COUNT: 21 } as const;
 /** Global tensor name -> role (layer -1). */
@@ -76,9 +76,9 @@ export const HIST = { LO: -40, PER: 16, BINS: 1024 } as const;
 export const AUX_MAGIC = 0x31464641;
 
 /** Byte offsets of ae_forward_args fields (src/model/model.h) and its size. */
-export const FWD = { MODEL: 0, TOKENS: 4, N_TOKENS: 8, POS: 12, WANT_ALL: 16, STATUS: 20, SIZE: 24 } as const;
+export const FWD = { MODEL: 0, TOKENS: 4, N_TOKENS: 8, POS: 12, WANT_ALL: 16, STATUS: 20, HIDDEN_SUM: 24, SIZE: 28 } as const;
 /** ae_sampler (src/model/sampler.h) */
-export const SMP = { TEMPERATURE: 0, TOP_K: 4, TOP_P: 8, MIN_P: 12, REPEAT_PENALTY: 16, N_RECENT: 20, RECENT: 24, RNG: 32, IDX: 40, PROB: 44, SIZE: 48 } as const;
+export const SMP = { TEMPERATURE: 0, TOP_K: 4, TOP_P: 8, MIN_P: 12, REPEAT_PENALTY: 16, N_RECENT: 20, RECENT: 24, RNG: 32, IDX: 40, PROB: 44, N_BIAS: 48, BIAS_IDS: 52, BIAS_VALS: 56, N_TOP: 60, LOGPROB: 64, TOP_IDS: 68, TOP_LOGPROBS: 72, SIZE: 80 } as const;
 /** ae_ffn_aux (src/kernels/ffn_aux.h) */
 export const AUX = { MAGIC: 0, GU_TYPE: 4, GU_ROWS: 8, GU_TILE: 12, GU_TILE_STRIDE: 16, GATE: 20, UP: 24, ACTIVE: 28, HFILL: 32, COMP: 36, DOWN_MODE: 40, DOWN_TYPE: 44, DOWN_NM: 48, THRESHOLD: 52, COUNTS: 56, STATS: 60, HIST: 64, SMALL_EPS: 68, NEURON_MAX: 72, PAD_: 76, SIZE: 80 } as const;
 /** ae_pool (src/core/pool.h) */

@@ -8,6 +8,7 @@ import {
   ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
 import { checkStatus } from './status.js';
+import { DTYPE_ROWS } from '../generated/abi.js';
 import { compileModule, probeFeatures, requireSimd } from './env.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
@@ -39,13 +40,52 @@ export function ropeFactorsTensor(cfg: ModelConfig, nCtx: number): string | unde
 }
 export interface TensorInfo { name: string; dtype: string; shape: number[]; offset: number; bytes: number }
 
+/** KV-cache dtypes (llama.cpp's cache_type_k / cache_type_v); f16 is the default. */
+export const KV_DTYPES = ['f32', 'f16', 'q8_0', 'q4_0'] as const;
+export type KvDtype = typeof KV_DTYPES[number];
+export const DEFAULT_KV_DTYPE: KvDtype = 'f16';
+/**
+ * Context length taken when none is given: the model's, clamped to this and to what fits in memory. 4096 is the
+ * default n_ctx of llama.cpp's command-line tools (common/common.h); a larger one must be asked for (nCtx).
+ */
+export const DEFAULT_CTX_CEILING = 4096;
+/** The wasm32 address space. */
+export const WASM32_MAX_BYTES = 2 ** 32;
+
+/** What the engine puts in wasm memory, in bytes (Engine.memoryPlan). */
+export interface MemoryPlan {
+  /** Runtime: stacks, pool, model struct, sampler buffers (everything before the weights). */
+  runtime: number;
+  weights: number;
+  kvCache: number;
+  /** Activation buffers, attention scratch, logits (the arena minus the KV cache). */
+  scratch: number;
+  total: number;
+  /** The limit: 4 GiB (wasm32) or the maxMemory option, whichever is smaller. */
+  limit: number;
+  nCtx: number;
+  kvDtype: { k: KvDtype; v: KvDtype };
+  /** Why nCtx is what it is. */
+  ctxSource: 'option' | 'model' | 'ceiling' | 'memory';
+}
+
 export interface EngineOptions {
   /** Compute threads including the calling one (default 1). Falls back to 1 without SharedArrayBuffer. */
   threads?: number;
   /** Tokens per prefill batch (default 64). */
   maxBatch?: number;
-  /** Context length (default and maximum: the model's n_ctx). */
+  /**
+   * Context length (maximum: the model's n_ctx). Default: the model's n_ctx clamped to DEFAULT_CTX_CEILING (4096)
+   * and to what fits in memory. A given nCtx that does not fit is refused (out_of_memory, with the largest that fits).
+   */
   nCtx?: number;
+  /** KV-cache dtype of K and V ('f32', 'f16', 'q8_0', 'q4_0'), or each: { k, v }. Default: the file's kv_cache.dtype, else f16. */
+  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
+  /** Cap on the wasm memory in bytes (default and maximum: 4 GiB). The memory plan must fit under it. */
+  maxMemory?: number;
+  /** Testing: leave this many bytes unused at the bottom of the memory, so every address the engine uses is above it
+   * (e.g. 2.1 GiB: the large-memory path with a small model; untouched pages cost no RAM). Counts toward the plan. */
+  addressOffset?: number;
   /** Keep logits of every batch position (needed for perplexity); default false. */
   logitsAll?: boolean;
   /** Spin iterations before a thread waits (default 200000). */
@@ -56,9 +96,30 @@ export interface EngineOptions {
 
 const STACK_SIZE = 1 << 20;
 const MAX_RECENT = 1024;
+/** Most logit-bias entries per call, and most alternatives per token of log-probabilities. */
+export const MAX_LOGIT_BIAS = 1024;
+export const MAX_TOP_LOGPROBS = 20;
 
 export interface SamplerParams {
   temperature?: number; topK?: number; topP?: number; minP?: number; repeatPenalty?: number;
+  /**
+   * Added to the logits (after the repetition penalty, before everything else) by token id; a bias <= -100
+   * bans the token. At most MAX_LOGIT_BIAS entries.
+   */
+  logitBias?: ReadonlyMap<number, number>;
+  /**
+   * Log-probabilities: undefined = off; n >= 0 = the sampled token's and the n most probable tokens'
+   * (n <= MAX_TOP_LOGPROBS). Log-softmax at temperature 1 of the logits after penalty and bias.
+   */
+  topLogprobs?: number;
+}
+
+/** A sampled token, with its log-probabilities when they were asked for. */
+export interface SampleResult {
+  token: number;
+  rng: bigint;
+  logprob?: number;
+  top?: { token: number; logprob: number }[];
 }
 
 export class Engine {
@@ -67,7 +128,10 @@ export class Engine {
   readonly threads: number;
   readonly threaded: boolean;
   readonly maxBatch: number;
-  readonly nCtx: number;
+  /** Context length (set by the memory plan). */
+  nCtx: number;
+  /** The memory plan this engine was created with. */
+  plan!: MemoryPlan;
   readonly logitsAll: boolean;
   readonly spin: number;
   readonly warnings: string[] = [];
@@ -76,6 +140,7 @@ export class Engine {
   private modules: Record<string, WebAssembly.Module> = {};
   private stackTops: Record<string, number>[] = [];
   private pool = 0; private model = 0; private args = 0; private tokBuf = 0; private sampler = 0; private recent = 0;
+  private biasIds = 0; private biasVals = 0; private topIds = 0; private topLps = 0;
   private arena = 0; private arenaSize = 0; dataBase = 0; dataSize = 0;
   private disposed = false;
   /** Tensor table as loaded (name -> info; offsets relative to dataBase). */
@@ -85,6 +150,7 @@ export class Engine {
     this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
     this.maxBatch = Math.max(1, Math.min(opts.maxBatch ?? 64, 4096));
     this.nCtx = Math.min(opts.nCtx ?? config.n_ctx, config.n_ctx);
+    if (opts.nCtx !== undefined && (!Number.isInteger(opts.nCtx) || opts.nCtx < 1)) throw new AetherError('invalid_argument', `nCtx = ${opts.nCtx} must be a positive integer`);
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 200000));
   }
@@ -115,8 +181,33 @@ export class Engine {
    */
   static create(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, tensors: TensorInfo[],
     dataSize: number, opts: EngineOptions): { engine: Engine; dest: Uint8Array } {
+    const e = Engine.setup(prep, config, dataSize, opts);
+    const heap = e.heap;
+    e.dataSize = dataSize;
+    e.dataBase = heap.alloc(dataSize, 64);
+    e.setTensors(tensors);
+    e.arenaSize = e.arenaBytes(e.nCtx);
+    e.arena = heap.alloc(e.arenaSize, 64);
+    return { engine: e, dest: heap.u8(e.dataBase, dataSize) };
+  }
+
+  /**
+   * The memory plan for a model of `config` with a data section of `dataSize` bytes, without loading it (nothing
+   * big is allocated). Throws out_of_memory as load() would.
+   */
+  static planMemory(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, dataSize: number, opts: EngineOptions): { plan: MemoryPlan; warnings: string[] } {
+    const e = Engine.setup(prep, config, dataSize, opts);
+    e.dispose();
+    return { plan: e.plan, warnings: e.warnings };
+  }
+
+  /** Heap, module instances, small buffers, config and the memory plan (which sets nCtx). */
+  private static setup(prep: Awaited<ReturnType<typeof Engine.prepare>>, config: ModelConfig, dataSize: number, opts: EngineOptions): Engine {
     const heap = new Heap(prep.threaded);
     const e = new Engine(heap, config, prep.threads, prep.threaded, opts);
+    const off = opts.addressOffset ?? 0;
+    if (!Number.isSafeInteger(off) || off < 0) throw new AetherError('invalid_argument', `addressOffset = ${off} must be a non-negative integer`);
+    if (off > 0) heap.alloc(off, 64);
     e.warnings.push(...prep.warnings);
     e.modules = prep.modules;
     for (let t = 0; t < prep.threads; t++) {
@@ -127,29 +218,92 @@ export class Engine {
     e.core = instantiateSet(prep.modules, heap.memory, e.stackTops[0]).core;
     const c = e.core;
     e.pool = heap.alloc(POOL_SIZE, 64);
-    e.model = heap.alloc(Number(c.ae_model_sizeof()), 64);
+    e.model = heap.alloc(c.ae_model_sizeof() >>> 0, 64);
     e.args = heap.alloc(FWD.SIZE, 8);
     e.tokBuf = heap.alloc(4 * e.maxBatch, 4);
     e.sampler = heap.alloc(SMP.SIZE, 8);
     e.recent = heap.alloc(4 * MAX_RECENT, 4);
+    e.biasIds = heap.alloc(4 * MAX_LOGIT_BIAS, 4);
+    e.biasVals = heap.alloc(4 * MAX_LOGIT_BIAS, 4);
+    e.topIds = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
+    e.topLps = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
+    e.hiddenBuf = heap.alloc(4 * config.dim, 16);
     const vocab = config.vocab_size;
     const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
     c.ae_model_reset(e.model);
-    e.setConfig(config);
-    e.dataSize = dataSize;
-    e.dataBase = heap.alloc(dataSize, 64);
-    e.setTensors(tensors);
-    e.arenaSize = Number(c.ae_model_arena_size(e.model));
-    if (!e.arenaSize) throw new AetherError('config_error', `model config is out of range, or its KV cache and buffers (n_ctx ${e.nCtx}, max batch ${e.maxBatch}) do not fit in 4 GiB: ${JSON.stringify(config)}`);
-    e.arena = heap.alloc(e.arenaSize, 64);
+    e.setConfig(config, resolveKvDtype(opts.kvDtype));
+    e.plan = e.plan_(dataSize, opts);
     const dv = heap.view();
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
     dv.setUint32(e.sampler + SMP.PROB, prob, true);
     dv.setUint32(e.sampler + SMP.RECENT, e.recent, true);
-    return { engine: e, dest: heap.u8(e.dataBase, dataSize) };
+    dv.setUint32(e.sampler + SMP.BIAS_IDS, e.biasIds, true);
+    dv.setUint32(e.sampler + SMP.BIAS_VALS, e.biasVals, true);
+    dv.setUint32(e.sampler + SMP.TOP_IDS, e.topIds, true);
+    dv.setUint32(e.sampler + SMP.TOP_LOGPROBS, e.topLps, true);
+    return e;
   }
 
-  private setConfig(cfg: ModelConfig): void {
+  /** Arena bytes (run state + KV cache) at context n, computed by C in 64 bits; sets the config's n_ctx to n. */
+  private arenaBytes(n: number): number {
+    const c = this.core;
+    checkStatus(c.ae_model_set_config_i(this.model, Cfg.N_CTX, n), { op: 'set config', subject: `n_ctx = ${n}` });
+    const a = Number(BigInt.asUintN(64, BigInt(c.ae_model_arena_size(this.model))));
+    if (!a) throw new AetherError('config_error', `model config is out of range (n_ctx ${n}, max batch ${this.maxBatch}, KV ${this.kvName()}): ${JSON.stringify(this.config)}`);
+    return a;
+  }
+
+  private kvTypes: { k: KvDtype; v: KvDtype } = { k: DEFAULT_KV_DTYPE, v: DEFAULT_KV_DTYPE };
+  private kvName(): string { return this.kvTypes.k === this.kvTypes.v ? this.kvTypes.k : `K ${this.kvTypes.k} / V ${this.kvTypes.v}`; }
+
+  /**
+   * Decide the context length so that runtime + weights + arena (KV cache and scratch) fit under the limit
+   * (4 GiB, or maxMemory), before anything big is allocated; all sizes in 64-bit arithmetic (C computes the
+   * arena in uint64, JS numbers are exact to 2^53). Throws out_of_memory with the numbers and the largest
+   * context that fits.
+   */
+  private plan_(dataSize: number, opts: EngineOptions): MemoryPlan {
+    const cap = opts.maxMemory;
+    if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new AetherError('invalid_argument', `maxMemory = ${cap} must be a positive number of bytes`);
+    const limit = Math.min(WASM32_MAX_BYTES, cap ?? Infinity);
+    const runtime = align(this.heap.used, 64);
+    const need = (n: number) => align(runtime + dataSize, 64) + this.arenaBytes(n);
+    const modelCtx = this.config.n_ctx;
+    // the largest n in [1, hi] with need(n) <= limit (need grows with n), 0 if none
+    const largest = (hi: number): number => {
+      if (need(1) > limit) return 0;
+      let lo = 1;
+      while (lo < hi) { const mid = Math.ceil((lo + hi) / 2); if (need(mid) <= limit) lo = mid; else hi = mid - 1; }
+      return lo;
+    };
+    let n: number, source: MemoryPlan['ctxSource'];
+    if (opts.nCtx !== undefined) { n = Math.min(opts.nCtx, modelCtx); source = 'option'; }
+    else if (modelCtx > DEFAULT_CTX_CEILING) { n = DEFAULT_CTX_CEILING; source = 'ceiling'; }
+    else { n = modelCtx; source = 'model'; }
+    if (need(n) > limit) {
+      const fit = largest(n);
+      if (opts.nCtx !== undefined || fit === 0) {
+        const arena = this.arenaBytes(n), kv = this.kvBytes();
+        const parts = `runtime ${mib(runtime)} + weights ${mib(dataSize)} + KV cache ${mib(kv)} (n_ctx ${n}, ${this.kvName()}) + scratch ${mib(arena - kv)} = ${mib(need(n))}`;
+        const lim = cap !== undefined && cap < WASM32_MAX_BYTES ? `the maxMemory cap of ${mib(limit)}` : 'the 4 GiB wasm32 limit';
+        const hint = fit === 0
+          ? 'the weights and buffers do not fit even with a context of 1 token'
+          : `the largest context that fits is ${fit} (nCtx: ${fit})${this.kvTypes.k === 'f32' || this.kvTypes.v === 'f32' ? '; a smaller KV dtype (kvDtype f16 or q8_0) fits more' : this.kvTypes.k !== 'q8_0' ? '; kvDtype q8_0 fits more' : ''}`;
+        throw new AetherError('out_of_memory', `the model does not fit in memory: ${parts} > ${lim}; ${hint}`, {
+          runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, total: need(n), limit, nCtx: n, largestNCtx: fit, kvDtype: { ...this.kvTypes },
+        });
+      }
+      this.warnings.push(`context clamped to ${fit} tokens (the model's is ${modelCtx}) so that weights + KV cache fit in ${mib(limit)}`);
+      n = fit; source = 'memory';
+    }
+    const arena = this.arenaBytes(n), kv = this.kvBytes();
+    this.nCtx = n;
+    return { runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, total: need(n), limit, nCtx: n, kvDtype: { ...this.kvTypes }, ctxSource: source };
+  }
+
+  private kvBytes(): number { return Number(BigInt.asUintN(64, BigInt(this.core.ae_model_kv_size(this.model)))); }
+
+  private setConfig(cfg: ModelConfig, kv: { k: KvDtype; v: KvDtype }): void {
     const c = this.core, m = this.model;
     const arch = (Arch as Record<string, number>)[cfg.arch];
     if (arch === undefined) throw new AetherError('unsupported', `architecture '${cfg.arch}' is not supported (${Object.keys(Arch).join(', ')})`);
@@ -163,8 +317,9 @@ export class Engine {
       [Cfg.VOCAB, cfg.vocab_size], [Cfg.N_CTX, this.nCtx], [Cfg.ROPE_DIM, cfg.rope_dim ?? cfg.head_dim],
       [Cfg.ROPE_NEOX, cfg.rope_type === 'neox' ? 1 : 0], [Cfg.MAX_BATCH, this.maxBatch],
       [Cfg.MAX_THREADS, this.threads], [Cfg.LOGITS_ALL, this.logitsAll ? 1 : 0],
-      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window],
+      [Cfg.FFN_ACT, act], [Cfg.SWA_WINDOW, window], [Cfg.KV_TYPE_K, DTYPE_IDS[kv.k]], [Cfg.KV_TYPE_V, DTYPE_IDS[kv.v]],
     ];
+    this.kvTypes = kv;
     for (const [k, v] of ints) {
       if (!Number.isInteger(v) || v < 0 || v > 0x7fffffff) throw new AetherError('config_error', `config value ${k} = ${v} is not a valid integer`);
       checkStatus(c.ae_model_set_config_i(m, k, v), { op: 'set config', subject: `key ${k} = ${v}` });
@@ -240,8 +395,12 @@ export class Engine {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
   }
 
-  /** Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). */
-  forward(tokens: ArrayLike<number>, pos: number, wantAll = false): void {
+  /**
+   * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
+   * `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed hidden state of every
+   * token is added there instead.
+   */
+  forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0): void {
     this.check();
     const n = tokens.length;
     if (n === 0) return;
@@ -259,21 +418,48 @@ export class Engine {
       dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
       dv.setInt32(this.args + FWD.POS, pos + s, true);
       dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
+      dv.setUint32(this.args + FWD.HIDDEN_SUM, hiddenSum, true);
       checkStatus(this.core.ae_forward(this.pool, this.args), {
         op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },
       });
     }
   }
 
+  /**
+   * Mean over `tokens` (run at positions 0..n-1; the KV cache then holds them) of the final-normed hidden
+   * state: the model's last hidden layer with the output norm applied, the input of the output head.
+   */
+  meanHidden(tokens: ArrayLike<number>): Float32Array {
+    this.check();
+    const D = this.config.dim;
+    this.heap.f32(this.hiddenBuf, D).fill(0);
+    this.forward(tokens, 0, false, this.hiddenBuf);
+    const out = this.heap.f32(this.hiddenBuf, D).slice();
+    for (let i = 0; i < D; i++) out[i] /= tokens.length;
+    return out;
+  }
+  private hiddenBuf = 0;
+
   /** Logits of the last forward: the last token, or row `row` when run with wantAll. A fresh copy. */
   logits(row = 0): Float32Array {
     const v = this.config.vocab_size;
-    return this.heap.f32(this.core.ae_model_logits(this.model) + row * v * 4, v).slice();
+    return this.heap.f32((this.core.ae_model_logits(this.model) >>> 0) + row * v * 4, v).slice();
   }
 
-  /** Sample from the last logits (modifies them). `recent` feeds the repetition penalty. */
-  sample(p: SamplerParams, rngState: bigint, recent: number[]): { token: number; rng: bigint } {
+  /**
+   * Sample from the last logits (modifies them: penalty and bias). `recent` feeds the repetition penalty.
+   * Throws invalid_argument when the logit bias bans every token.
+   */
+  sample(p: SamplerParams, rngState: bigint, recent: number[]): SampleResult {
     this.check();
+    const bias = p.logitBias ? [...p.logitBias] : [];
+    if (bias.length > MAX_LOGIT_BIAS) throw new AetherError('invalid_argument', `logit bias has ${bias.length} entries; at most ${MAX_LOGIT_BIAS}`);
+    const nTop = p.topLogprobs === undefined ? -1 : p.topLogprobs;
+    if (!Number.isInteger(nTop) || nTop > MAX_TOP_LOGPROBS || nTop < -1) {
+      throw new AetherError('invalid_argument', `top log-probabilities: ${p.topLogprobs} must be an integer in 0..${MAX_TOP_LOGPROBS}`);
+    }
+    const ids = this.heap.i32(this.biasIds, bias.length), vals = this.heap.f32(this.biasVals, bias.length);
+    bias.forEach(([t, b], i) => { ids[i] = t; vals[i] = b; });
     const dv = this.heap.view(), s = this.sampler;
     dv.setFloat32(s + SMP.TEMPERATURE, p.temperature ?? 0, true);
     dv.setInt32(s + SMP.TOP_K, p.topK ?? 0, true);
@@ -285,8 +471,18 @@ export class Engine {
     const rv = this.heap.i32(this.recent, r.length);
     for (let i = 0; i < r.length; i++) rv[i] = r[i];
     dv.setBigUint64(s + SMP.RNG, rngState, true);
-    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model), this.config.vocab_size);
-    return { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
+    dv.setInt32(s + SMP.N_BIAS, bias.length, true);
+    dv.setInt32(s + SMP.N_TOP, nTop, true);
+    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, this.config.vocab_size);
+    if (token < 0) throw new AetherError('invalid_argument', 'the logit bias bans every token of the vocabulary');
+    const out: SampleResult = { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
+    if (nTop >= 0) {
+      out.logprob = dv.getFloat32(s + SMP.LOGPROB, true);
+      const k = Math.min(nTop, this.config.vocab_size);
+      const ti = this.heap.i32(this.topIds, k), tl = this.heap.f32(this.topLps, k);
+      out.top = Array.from({ length: k }, (_, i) => ({ token: ti[i], logprob: tl[i] }));
+    }
+    return out;
   }
 
   seedRng(seed: number): bigint {
@@ -398,9 +594,16 @@ export class Engine {
 
   /** KV cache: dtype, bytes allocated (all positions) and bytes per cached position. */
   kvCacheLayout(): { dtype: string; bytes: number; bytesPerPosition: number }[] {
-    const kvDim = this.config.n_kv_heads * this.config.head_dim;
-    const perPos = 2 * this.config.n_layers * kvDim * 4;
-    return [{ dtype: 'f32', bytes: perPos * this.nCtx, bytesPerPosition: perPos }];
+    const c = this.config, out: { dtype: string; bytes: number; bytesPerPosition: number }[] = [];
+    for (const t of [this.kvTypes.k, this.kvTypes.v]) {
+      const row = DTYPE_ROWS.find((d) => d.name === t)!;
+      // a head's row: head_dim values padded to whole blocks (ae_kv_row_size)
+      const perPos = c.n_layers * c.n_kv_heads * Math.ceil(c.head_dim / row.blockSize) * row.typeSize;
+      const have = out.find((d) => d.dtype === t);
+      if (have) { have.bytesPerPosition += perPos; have.bytes += perPos * this.nCtx; }
+      else out.push({ dtype: t, bytes: perPos * this.nCtx, bytesPerPosition: perPos });
+    }
+    return out;
   }
 
   /** Bytes of wasm memory: all of it, the weights (data section), the run state (KV cache included). */
@@ -422,7 +625,7 @@ export class Engine {
   }
 
   /** Run-state buffer of the C model (0 x, 1 xb, 2 hb, 3 hb2, 4 tmp) as a fresh f32 view of `len` floats. */
-  modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which), len); }
+  modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which) >>> 0, len); }
 
   /** One layer's FFN alone on the n rows of x (modelBuf(0)): x[b] += FFN(rmsnorm(x[b])), in the layer's mode. */
   runFfnLayer(layer: number, n: number): void {
@@ -434,6 +637,7 @@ export class Engine {
     dv.setInt32(this.args + FWD.N_TOKENS, n, true);
     dv.setInt32(this.args + FWD.POS, layer, true);
     dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
+    dv.setUint32(this.args + FWD.HIDDEN_SUM, 0, true);
     checkStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
   }
 
@@ -450,3 +654,20 @@ export class Engine {
     }
   }
 }
+
+/** The K and V dtypes of a kvDtype option (default f16), checked. */
+export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: KvDtype } {
+  const one = (x: unknown, what: string): KvDtype => {
+    if (typeof x !== 'string' || !(KV_DTYPES as readonly string[]).includes(x)) {
+      throw new AetherError('invalid_argument', `${what} ${JSON.stringify(x)} is not a KV-cache dtype (${KV_DTYPES.join(', ')})`);
+    }
+    return x as KvDtype;
+  };
+  if (o === undefined) return { k: DEFAULT_KV_DTYPE, v: DEFAULT_KV_DTYPE };
+  if (typeof o === 'string') { const t = one(o, 'kvDtype'); return { k: t, v: t }; }
+  if (o && typeof o === 'object') return { k: one((o as any).k, 'kvDtype.k'), v: one((o as any).v, 'kvDtype.v') };
+  return { k: one(o, 'kvDtype'), v: one(o, 'kvDtype') };
+}
+
+function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
+function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }

@@ -23,10 +23,11 @@ export class Heap {
 
   /** Reserve `bytes` aligned to `align`; grows the memory as needed. Returns the byte offset. */
   alloc(bytes: number, align = 64): number {
+    if (!Number.isSafeInteger(bytes) || bytes < 0) throw new AetherError('invalid_argument', `cannot allocate ${bytes} bytes`);
     const start = Math.ceil(this.top / align) * align;
     const end = start + bytes;
     if (!Number.isSafeInteger(end) || end > MAX_PAGES * PAGE) {
-      throw new AetherError('load_error', `out of wasm memory: need ${end} bytes, the wasm32 limit is 4 GiB`);
+      throw new AetherError('out_of_memory', `out of wasm memory: need ${end} bytes, the wasm32 limit is 4 GiB`, { need: end, limit: MAX_PAGES * PAGE });
     }
     this.ensure(end);
     this.top = end;
@@ -39,7 +40,7 @@ export class Heap {
     if (bytes > have) {
       const pages = Math.ceil((bytes - have) / PAGE);
       try { this.memory.grow(pages); } catch (e) {
-        throw new AetherError('load_error', `cannot grow wasm memory to ${bytes} bytes: ${(e as Error).message}`);
+        throw new AetherError('out_of_memory', `cannot grow wasm memory from ${have} to ${bytes} bytes (${(bytes / 2 ** 30).toFixed(2)} GiB): ${(e as Error).message}`, { need: bytes, have });
       }
     }
   }

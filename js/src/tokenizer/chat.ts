@@ -15,15 +15,14 @@
  */
 import { Template } from '@huggingface/jinja';
 import { AetherError } from '../errors.js';
-import type { TokenizerData } from './types.js';
+import { fallbackKind, type ChatFallback } from './chat-stops.js';
+export { chatFallbackFor, chatStopStrings, type ChatFallback } from './chat-stops.js';
 
 export interface ChatMessage {
   role: string;
   content: string;
   [key: string]: unknown;
 }
-
-export type ChatFallback = 'plain' | 'chatml';
 
 export interface ChatTemplateOptions {
   /** Append the assistant header so the model writes the reply. Default true. */
@@ -65,18 +64,6 @@ function compile(template: string): Template {
   return t;
 }
 
-function fallbackKind(opts: ChatTemplateOptions): ChatFallback {
-  if (opts.fallback) return opts.fallback;
-  if (opts.tokenizerName && /qwen|chatml/i.test(opts.tokenizerName)) return 'chatml';
-  return 'plain';
-}
-
-/** Which fallback suits a tokenizer without a template: 'chatml' when <|im_start|> and <|im_end|> are tokens. */
-export function chatFallbackFor(data: TokenizerData): ChatFallback {
-  const has = (t: string) => data.tokens.includes(t);
-  return has('<|im_start|>') && has('<|im_end|>') ? 'chatml' : 'plain';
-}
-
 /**
  * Render `messages` with a Jinja chat template (or the fallback when `template` is undefined/empty).
  * A template that fails to parse or raises while rendering -> AetherError('tokenizer_error').
@@ -106,18 +93,24 @@ export function applyChatTemplate(template: string | undefined, messages: ChatMe
   }
 }
 
+/** What a model's chat() renders with (AetherModel.chatTemplate): the template, BOS/EOS texts, fallback, turn stops. */
+export interface ChatTemplateInfo {
+  template: string | undefined;
+  bosToken: string;
+  eosToken: string;
+  /** Format used when there is no template (chatFallbackFor the model's vocabulary). */
+  fallback: ChatFallback;
+  /** End-of-turn strings of the format (chatStopStrings), added to the caller's stop strings. */
+  stop: string[];
+}
+
 /**
- * Strings that end an assistant turn in the format of `template` (use them as stop strings next to the
- * tokenizer's end-of-generation ids). For an undefined template, those of the fallback format.
+ * The prompt and generate options of a chat turn: `messages` rendered with the generation prompt, and the
+ * turn's stop strings added to `stop` (so that a model without a template stops at the next "User:").
  */
-export function chatStopStrings(template: string | undefined, opts: { fallback?: ChatFallback; tokenizerName?: string } = {}): string[] {
-  if (!template || !template.trim()) {
-    return fallbackKind(opts) === 'chatml' ? ['<|im_end|>'] : ['\nUser:', '\nSystem:'];
-  }
-  const out: string[] = [];
-  const markers = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|end|>', '<end_of_turn>', '<|END_OF_TURN_TOKEN|>', '<|endoftext|>', '<｜end▁of▁sentence｜>'];
-  for (const m of markers) if (template.includes(m)) out.push(m);
-  if (template.includes('[INST]')) out.push('[INST]');
-  // templates that end turns with eos_token need no stop string: the tokenizer's EOS id stops generation
-  return out;
+export function renderChat<O extends { stop?: string[] }>(c: ChatTemplateInfo, messages: ChatMessage[], opts: O, defaults: Partial<O> = {}):
+  { prompt: string; options: O } {
+  const prompt = applyChatTemplate(c.template, messages, { addGenerationPrompt: true, bosToken: c.bosToken, eosToken: c.eosToken, fallback: c.fallback });
+  const stop = [...new Set([...c.stop, ...(opts.stop ?? [])])];
+  return { prompt, options: { ...defaults, ...opts, stop } };
 }

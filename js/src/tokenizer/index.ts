@@ -62,6 +62,8 @@ export interface Tokenizer {
   pieceToId(piece: string): number | undefined;
   /** GGUF token type of an id (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte). */
   tokenType(id: number): number;
+  /** The UTF-8 bytes a token adds to the text after other text (special tokens: their text). */
+  tokenBytes(id: number): Uint8Array;
   isEog(id: number): boolean;
   createDecoder(opts?: DecodeOptions): StreamDecoder;
 }
@@ -236,6 +238,8 @@ class TokenizerImpl implements Tokenizer {
     }
     return c;
   }
+
+  tokenBytes(id: number): Uint8Array { return this.pieceBytes(id, false, false); }
 
   /** After this token, later pieces keep their leading space (only skipped control tokens do not count). */
   private endsFirst(id: number, skipSpecial: boolean): boolean {

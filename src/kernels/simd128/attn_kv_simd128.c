@@ -1,0 +1,173 @@
+/* Attention over a typed KV cache (contracts in src/kernels/kernels.h, references in ref/attn_kv_ref.c).
+ * Scores are the registry's row kernels (ae_matmul: the K rows of one KV head are read once for the ng query
+ * heads of a GQA group); the weighted sum of V rows is ae_attn_accum_<t>: head_dim values kept in registers
+ * (16 floats, or one 32-value block for q8_0 / q4_0) while the positions stream by, each step
+ * o = o + a_t * v_t per element in position order, so the result equals the reference bit for bit. */
+#include "kernels/simd128/simd128_util.h"
+
+#define FMA(acc, s, v) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(s, v))
+
+/* i32 lanes (|v| < 2^22) -> f32 exactly (magic-number trick; see sparse_simd128.c) */
+AE_INLINE v128 i2f(v128 v) {
+  return wasm_f32x4_sub(wasm_i32x4_add(v, wasm_i32x4_const_splat(0x4B400000)), wasm_f32x4_const_splat(12582912.0f));
+}
+AE_INLINE void i8_to_f32(v128 q, v128 *f) {
+  const v128 lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
+  f[0] = i2f(wasm_i32x4_extend_low_i16x8(lo)); f[1] = i2f(wasm_i32x4_extend_high_i16x8(lo));
+  f[2] = i2f(wasm_i32x4_extend_low_i16x8(hi)); f[3] = i2f(wasm_i32x4_extend_high_i16x8(hi));
+}
+
+void ae_attn_accum_f32_simd128(const void *vp, int n, int hd, const float *att, float *out) {
+  const float *v = (const float *)vp;
+  const size_t rs = (size_t)hd;
+  int d = 0;
+  for (; d + 16 <= hd; d += 16) {
+    v128 o0 = ae_load(out + d), o1 = ae_load(out + d + 4), o2 = ae_load(out + d + 8), o3 = ae_load(out + d + 12);
+    const float *r = v + d;
+    for (int t = 0; t < n; t++, r += rs) {
+      const v128 p = wasm_f32x4_splat(att[t]);
+      FMA(o0, p, ae_load(r)); FMA(o1, p, ae_load(r + 4)); FMA(o2, p, ae_load(r + 8)); FMA(o3, p, ae_load(r + 12));
+    }
+    ae_store(out + d, o0); ae_store(out + d + 4, o1); ae_store(out + d + 8, o2); ae_store(out + d + 12, o3);
+  }
+  for (; d + 4 <= hd; d += 4) {
+    v128 o = ae_load(out + d);
+    const float *r = v + d;
+    for (int t = 0; t < n; t++, r += rs) FMA(o, wasm_f32x4_splat(att[t]), ae_load(r));
+    ae_store(out + d, o);
+  }
+  for (; d < hd; d++) {
+    float o = out[d];
+    for (int t = 0; t < n; t++) o = o + att[t] * v[(size_t)t * rs + d];
+    out[d] = o;
+  }
+}
+
+/* 8 halves -> 2 f32x4, exact for every half (the cache may hold inf after an overflow) */
+AE_INLINE void h8(const ae_fp16 *p, v128 *a, v128 *b) {
+  const v128 h = ae_load(p);
+  *a = ae_h2f_exact(ae_h16_lo(h)); *b = ae_h2f_exact(ae_h16_hi(h));
+}
+
+void ae_attn_accum_f16_simd128(const void *vp, int n, int hd, const float *att, float *out) {
+  const ae_fp16 *v = (const ae_fp16 *)vp;
+  const size_t rs = (size_t)hd;
+  int d = 0;
+  for (; d + 16 <= hd; d += 16) {
+    v128 o0 = ae_load(out + d), o1 = ae_load(out + d + 4), o2 = ae_load(out + d + 8), o3 = ae_load(out + d + 12), a, b;
+    const ae_fp16 *r = v + d;
+    for (int t = 0; t < n; t++, r += rs) {
+      const v128 p = wasm_f32x4_splat(att[t]);
+      h8(r, &a, &b); FMA(o0, p, a); FMA(o1, p, b);
+      h8(r + 8, &a, &b); FMA(o2, p, a); FMA(o3, p, b);
+    }
+    ae_store(out + d, o0); ae_store(out + d + 4, o1); ae_store(out + d + 8, o2); ae_store(out + d + 12, o3);
+  }
+  for (; d + 8 <= hd; d += 8) {
+    v128 o0 = ae_load(out + d), o1 = ae_load(out + d + 4), a, b;
+    const ae_fp16 *r = v + d;
+    for (int t = 0; t < n; t++, r += rs) {
+      const v128 p = wasm_f32x4_splat(att[t]);
+      h8(r, &a, &b); FMA(o0, p, a); FMA(o1, p, b);
+    }
+    ae_store(out + d, o0); ae_store(out + d + 4, o1);
+  }
+  for (; d < hd; d++) {
+    float o = out[d];
+    for (int t = 0; t < n; t++) o = o + att[t] * ae_h2f_s(v[(size_t)t * rs + d]);
+    out[d] = o;
+  }
+}
+
+/* q8_0 / q4_0 rows of nbr blocks (head_dim rounded up to 32: the cache pads heads with zeros); block b of every
+ * position: o[0..32) += (att[t] d_t) * q_t, the last block of a padded head through a 32-float buffer */
+#define QBLOCK_LOOP(BLK_T, DECODE)                                                                       \
+  const int nbr = (hd + 31) / 32;                                                                        \
+  for (int b = 0; b < nbr; b++) {                                                                        \
+    float tmp[32];                                                                                       \
+    const int w = hd - 32 * b < 32 ? hd - 32 * b : 32;                                                   \
+    float *ob = out + 32 * b;                                                                            \
+    if (w < 32) { for (int j = 0; j < 32; j++) tmp[j] = j < w ? ob[j] : 0.0f; ob = tmp; }                \
+    v128 o[8], f[4];                                                                                     \
+    for (int j = 0; j < 8; j++) o[j] = ae_load(ob + 4 * j);                                              \
+    const BLK_T *blk = (const BLK_T *)vp + b;                                                            \
+    for (int t = 0; t < n; t++, blk += nbr) {                                                            \
+      const v128 s = wasm_f32x4_splat(att[t] * ae_h2f_s(blk->d));                                         \
+      v128 qa, qb;                                                                                       \
+      DECODE;                                                                                            \
+      i8_to_f32(qa, f); FMA(o[0], s, f[0]); FMA(o[1], s, f[1]); FMA(o[2], s, f[2]); FMA(o[3], s, f[3]); \
+      i8_to_f32(qb, f); FMA(o[4], s, f[0]); FMA(o[5], s, f[1]); FMA(o[6], s, f[2]); FMA(o[7], s, f[3]); \
+    }                                                                                                    \
+    for (int j = 0; j < 8; j++) ae_store(ob + 4 * j, o[j]);                                              \
+    if (w < 32) for (int j = 0; j < w; j++) out[32 * b + j] = tmp[j];                                   \
+  }
+
+void ae_attn_accum_q8_0_simd128(const void *vp, int n, int hd, const float *att, float *out) {
+  QBLOCK_LOOP(ae_block_q8_0, (qa = ae_load(blk->qs), qb = ae_load(blk->qs + 16)))
+}
+
+void ae_attn_accum_q4_0_simd128(const void *vp, int n, int hd, const float *att, float *out) {
+  const v128 m4 = wasm_i8x16_splat(0x0f), eight = wasm_i8x16_splat(8);
+  QBLOCK_LOOP(ae_block_q4_0, (qa = ae_load(blk->qs), qb = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(qa, 4), m4), eight),
+                              qa = wasm_i8x16_sub(wasm_v128_and(qa, m4), eight)))
+}
+
+static const ae_attn_accum_fn k_accum[AE_TYPE_COUNT] = {
+  [AE_F32] = ae_attn_accum_f32_simd128, [AE_F16] = ae_attn_accum_f16_simd128,
+  [AE_Q8_0] = ae_attn_accum_q8_0_simd128, [AE_Q4_0] = ae_attn_accum_q4_0_simd128,
+};
+int ae_attn_accum_supported(int t) { return t >= 0 && t < AE_TYPE_COUNT && k_accum[t] != 0; }
+void ae_attn_accum(ae_type t, const void *v, int n, int head_dim, const float *att, float *out) {
+  if (ae_attn_accum_supported(t) && n > 0) k_accum[t](v, n, head_dim, att, out);
+}
+
+int ae_kv_types_ok(int kt, int vt, int head_dim) {
+  if (!ae_is_weight_type(kt) || !ae_attn_accum_supported(vt) || head_dim <= 0 || head_dim > 1024) return 0;
+  return ae_traits((ae_type)kt)->matvec != 0;
+}
+
+size_t ae_kv_row_size(ae_type t, int head_dim) {
+  const int b = ae_traits(t)->blck_size;
+  return ae_row_size(t, (head_dim + b - 1) / b * b);
+}
+
+void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
+                     int hd, float scale, float softcap, float *att, int att_stride, void *qbuf) {
+  int total = 0, conv = -1;   /* conv: the dtype q currently sits in, in qbuf */
+  for (int r = 0; r < nrun; r++) {
+    const ae_type kt = (ae_type)run[r].kt, vt = ae_traits(kt)->vec_dot_type;
+    const void *qa = q;
+    size_t qs = (size_t)q_stride * 4;
+    const int blk = ae_traits(kt)->blck_size, hdk = (hd + blk - 1) / blk * blk;  /* K rows: head_dim padded */
+    if (vt != AE_F32) {
+      qs = ae_row_size(vt, hdk);
+      if (conv != (int)vt) {
+        float *pad = (float *)((uint8_t *)qbuf + (size_t)ng * AE_KV_PAD(hd) * 4);
+        for (int j = 0; j < ng; j++) {
+          const float *qj = q + (size_t)j * q_stride;
+          if (hdk != hd) { for (int i = 0; i < hdk; i++) pad[i] = i < hd ? qj[i] : 0.0f; qj = pad; }
+          ae_traits(vt)->from_float(qj, (uint8_t *)qbuf + (size_t)j * qs, hdk);
+        }
+        conv = (int)vt;
+      }
+      qa = qbuf;
+    }
+    if (run[r].n > 0) ae_matmul(kt, run[r].k, hdk, qa, qs, ng, att + total, att_stride, 0, run[r].n);
+    total += run[r].n;
+  }
+  for (int j = 0; j < ng; j++) {
+    float *a = att + (size_t)j * att_stride, *o = out + (size_t)j * out_stride;
+    int t = 0;
+    const v128 sv = wasm_f32x4_splat(scale);
+    for (; t + 4 <= total; t += 4) ae_store(a + t, wasm_f32x4_mul(ae_load(a + t), sv));
+    for (; t < total; t++) a[t] *= scale;
+    if (softcap > 0.0f) ae_softcap_simd128(a, total, softcap);
+    ae_softmax_simd128(a, total);
+    for (int d = 0; d < hd; d++) o[d] = 0.0f;
+    int off = 0;
+    for (int r = 0; r < nrun; r++) {
+      ae_attn_accum((ae_type)run[r].vt, run[r].v, run[r].n, hd, a + off, o);
+      off += run[r].n;
+    }
+  }
+}

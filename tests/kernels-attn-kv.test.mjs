@@ -1,0 +1,139 @@
+// Attention over a typed KV cache (src/kernels/simd128/attn_kv_simd128.c vs src/kernels/ref/attn_kv_ref.c) through
+// wasm/kernels-test.wasm: the weighted V sums bit for bit, the whole attention (scores through the registry's row
+// kernels, softmax, V sums) SIMD vs reference within a bound, the reference against a float64 JS computation over
+// the dequantised cache, GQA groups, heads padded to whole blocks (head_dim 48 in q8_0), runs split in pieces.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits } from './helpers/kernels.mjs';
+
+const k = await loadKernels({ pages: 2048 });
+const X = k.x;
+const REF = 1, SIMD = 0;
+function withMark(fn) { const m = k.mark(); try { return fn(); } finally { k.release(m); } }
+function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
+function assertBitsEqual(a, b, what) {
+  assert.equal(a.length, b.length, `${what}: length`);
+  for (let i = 0; i < a.length; i++) if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} != ${b[i]}`);
+}
+const KV_TYPES = [T.F32, T.F16, T.Q8_0, T.Q4_0];
+const blockOf = (t) => DTYPE_ROWS.find((d) => d.ggmlId === t).blockSize;
+const padTo = (hd, t) => Math.ceil(hd / blockOf(t)) * blockOf(t);
+
+/** n rows of hd random values (scale s) stored as dtype t, each padded with zeros to whole blocks; returns ptr + values. */
+function cacheRows(r, t, n, hd, s = 1) {
+  const hp = padTo(hd, t), rs = X.kt_kv_row_size(t, hd);
+  assert.equal(rs, k.rowSize(t, hp));
+  const p = k.alloc(n * rs), vals = [];
+  for (let i = 0; i < n; i++) withMark(() => {
+    const row = new Float32Array(hp);
+    for (let j = 0; j < hd; j++) row[j] = r.normal() * s;
+    X.kt_from_float(t, REF, k.putF32(row), p + i * rs, hp);
+  });
+  // the values as stored (dequantised by the reference)
+  for (let i = 0; i < n; i++) withMark(() => {
+    const y = k.alloc(hp * 4);
+    X.kt_to_float(t, REF, p + i * rs, y, hp);
+    vals.push(Float64Array.from(k.f32(y, hd)));
+  });
+  return { p, rs, vals };
+}
+function writeRuns(runs) {
+  const sz = X.kt_kv_run_size();
+  assert.equal(sz, 20);
+  const p = k.alloc(sz * runs.length, 4);
+  const v = new Int32Array(k.memory.buffer, p, 5 * runs.length);
+  runs.forEach((r, i) => v.set([r.k, r.v, r.kt, r.vt, r.n], 5 * i));
+  return p;
+}
+
+test('attn_accum: the dtypes that have it; KV dtype pairs the cache accepts', () => {
+  const have = DTYPE_ROWS.filter((d) => X.kt_attn_accum_supported(d.ggmlId)).map((d) => d.ggmlId);
+  assert.deepEqual(have.sort((a, b) => a - b), [...KV_TYPES].sort((a, b) => a - b));
+  for (const kt of KV_TYPES) for (const vt of KV_TYPES) assert.equal(X.kt_kv_types_ok(kt, vt, 48), 1);
+  assert.equal(X.kt_kv_types_ok(T.F16, T.Q4_K, 64), 0, 'V needs attn_accum');
+  assert.equal(X.kt_kv_types_ok(T.Q8_K, T.F16, 64), 0, 'K must be a weight dtype');
+  assert.equal(X.kt_kv_row_size(T.Q8_0, 48), 68, 'head_dim 48 in q8_0: two blocks');
+  assert.equal(X.kt_kv_row_size(T.F16, 48), 96);
+});
+
+test('attn_accum: SIMD == reference bit for bit, any head_dim (padded blocks), run split anywhere', () => {
+  const r = rng(81);
+  for (const t of KV_TYPES) for (const hd of [2, 6, 8, 13, 16, 48, 64, 80, 96, 128, 256]) for (const n of [1, 3, 17, 130]) withMark(() => {
+    const V = cacheRows(r, t, n, hd);
+    const att = k.putF32(Array.from({ length: n }, () => r.next()));
+    const o0 = Float32Array.from({ length: hd }, () => r.normal());
+    const os = k.putF32(o0), or = k.putF32(o0), o2 = k.putF32(o0);
+    const guard = k.putF32(new Float32Array(40).fill(7));   // right after the outputs: must stay untouched
+    X.kt_attn_accum(SIMD, t, V.p, n, hd, att, os);
+    X.kt_attn_accum(REF, t, V.p, n, hd, att, or);
+    const what = `${TYPE_NAMES[t]} hd=${hd} n=${n}`;
+    assertBitsEqual(k.f32(os, hd), k.f32(or, hd), what);
+    const cut = Math.floor(n / 3);
+    X.kt_attn_accum(SIMD, t, V.p, cut, hd, att, o2);
+    X.kt_attn_accum(SIMD, t, V.p + cut * V.rs, n - cut, hd, att + 4 * cut, o2);
+    assertBitsEqual(k.f32(o2, hd), k.f32(os, hd), `${what} split at ${cut}`);
+    assert.ok(k.f32(guard, 40).every((x) => x === 7), `${what}: wrote past head_dim`);
+    // and it is the weighted sum (float64 check)
+    const a = k.f32(att, n), out = k.f32(os, hd);
+    for (let d = 0; d < hd; d++) {
+      let e = o0[d], mag = Math.abs(o0[d]);
+      for (let i = 0; i < n; i++) { e += a[i] * V.vals[i][d]; mag += Math.abs(a[i] * V.vals[i][d]); }
+      assert.ok(Math.abs(out[d] - e) <= (n + 2) * 2 ** -23 * mag + 1e-30, `${what} d=${d}: ${out[d]} vs ${e}`);
+    }
+  });
+});
+
+/** float64 attention of ng query heads over the stored cache (q quantised as K's vec_dot_type when that is not f32). */
+function attentionF64(q, hd, ng, K, V, n, scale, softcap, kt) {
+  const qt = DTYPE_ROWS.find((d) => d.ggmlId === kt).act;
+  const out = [];
+  for (let j = 0; j < ng; j++) {
+    let qj = Array.from(q.subarray(j * hd, (j + 1) * hd));
+    if (qt !== 'f32') withMark(() => {   // q as the kernels see it: quantised to q8_0 blocks (padded), dequantised
+      const hp = padTo(hd, T.Q8_0), row = new Float32Array(hp); row.set(qj);
+      const qq = k.alloc(k.rowSize(T.Q8_0, hp)), y = k.alloc(hp * 4);
+      X.kt_from_float(T.Q8_0, REF, k.putF32(row), qq, hp); X.kt_to_float(T.Q8_0, REF, qq, y, hp);
+      qj = Array.from(k.f32(y, hd));
+    });
+    let s = K.vals.slice(0, n).map((kr) => kr.reduce((acc, x, i) => acc + x * qj[i], 0) * scale);
+    if (softcap > 0) s = s.map((x) => softcap * Math.tanh(x / softcap));
+    const mx = Math.max(...s), e = s.map((x) => Math.exp(x - mx)), z = e.reduce((a, b) => a + b, 0);
+    const p = e.map((x) => x / z);
+    out.push(Array.from({ length: hd }, (_, d) => p.reduce((acc, pi, i) => acc + pi * V.vals[i][d], 0)));
+  }
+  return out;
+}
+
+test('attention_kv: SIMD vs reference vs float64, GQA groups, padded heads, soft-cap, runs split', () => {
+  const r = rng(82);
+  const pairs = [[T.F32, T.F32], [T.F16, T.F16], [T.Q8_0, T.Q8_0], [T.Q4_0, T.Q4_0], [T.F16, T.Q8_0], [T.Q8_0, T.F16]];
+  for (const [kt, vt] of pairs) for (const hd of [48, 64, 96]) for (const ng of [1, 4]) for (const n of [1, 7, 300]) for (const softcap of [0, 50]) withMark(() => {
+    const what = `K ${TYPE_NAMES[kt]} V ${TYPE_NAMES[vt]} hd=${hd} ng=${ng} n=${n} softcap=${softcap}`;
+    const K = cacheRows(r, kt, n, hd), V = cacheRows(r, vt, n, hd);
+    const qs = hd + 8;   // query heads with a gap between them (the forward's q_stride is head_dim; any works)
+    const qv = new Float32Array(ng * qs);
+    for (let i = 0; i < qv.length; i++) qv[i] = r.normal() * 0.5;
+    const q = k.putF32(qv), scale = 1 / Math.sqrt(hd), attStride = n + 5;
+    const one = writeRuns([{ k: K.p, v: V.p, kt, vt, n }]);
+    const cut = Math.max(0, n - 3);
+    const two = writeRuns([{ k: K.p, v: V.p, kt, vt, n: cut }, { k: K.p + cut * K.rs, v: V.p + cut * V.rs, kt, vt, n: n - cut }]);
+    const os = k.alloc(ng * hd * 4), or = k.alloc(ng * hd * 4), o2 = k.alloc(ng * hd * 4);
+    const att = k.alloc(ng * attStride * 4), qbuf = k.alloc((ng + 1) * 256 * 4);
+    X.kt_attention_kv(SIMD, os, hd, q, qs, ng, one, 1, hd, scale, softcap, att, attStride, qbuf);
+    X.kt_attention_kv(REF, or, hd, q, qs, ng, one, 1, hd, scale, softcap, att, attStride, qbuf);
+    X.kt_attention_kv(SIMD, o2, hd, q, qs, ng, two, 2, hd, scale, softcap, att, attStride, qbuf);
+    assertBitsEqual(k.f32(o2, ng * hd), k.f32(os, ng * hd), `${what}: two runs == one run`);
+    const qd = new Float32Array(ng * hd);
+    for (let j = 0; j < ng; j++) qd.set(qv.subarray(j * qs, j * qs + hd), j * hd);
+    const want = attentionF64(qd, hd, ng, K, V, n, scale, softcap, kt);
+    const maxV = Math.max(...V.vals.flatMap((row) => Array.from(row, Math.abs)));
+    const S = k.f32(os, ng * hd), R = k.f32(or, ng * hd);
+    for (let j = 0; j < ng; j++) for (let d = 0; d < hd; d++) {
+      const i = j * hd + d;
+      // SIMD and reference differ in dot order and exp (a few ulp of each score); both are float32 computations
+      // of the float64 value
+      assert.ok(Math.abs(S[i] - R[i]) <= 2e-5 * maxV, `${what} [${j},${d}] SIMD ${S[i]} vs ref ${R[i]}`);
+      assert.ok(Math.abs(R[i] - want[j][d]) <= 2e-5 * maxV, `${what} [${j},${d}] ref ${R[i]} vs float64 ${want[j][d]}`);
+    }
+  });
+});
