@@ -1,6 +1,7 @@
 // Kernel benchmark: matvec of every dtype at real model shapes, 1 and 2 threads (pool + worker_threads),
 // against streaming-read and copy bandwidth probes measured in the same run.
 //   node bench/kernels.mjs [--quick] [--json] [--threads 1,2] [--types q8_0,q4_0 (default: every weight dtype)] [--hot] [--repeat N]
+//        [--relaxed] (the relaxed-SIMD build, kernels-test-relaxed.wasm)
 // --repeat N runs the whole sweep N times and keeps the best time of each measurement (and the best
 // probe): on a shared machine other processes only ever make a run slower.
 // Weights are cycled over enough copies to exceed the last-level cache (footprint >= 256 MiB, 64 MiB with
@@ -12,7 +13,9 @@ import { loadKernels, startWorkers, T, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, rng
 
 // Measure optimised code from the first call: compile with TurboFan only (no Liftoff baseline tier).
 v8.setFlagsFromString('--no-liftoff');
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has: flag, opt } = cliArgs();
+const RELAXED = flag('--relaxed');
 const QUICK = flag('--quick'), JSON_OUT = flag('--json'), HOT = flag('--hot');
 const REPEAT = Math.max(1, +opt('--repeat', 1));
 const loadStart = os.loadavg();
@@ -32,7 +35,7 @@ const log = (...a) => { if (!JSON_OUT) console.log(...a); };
 const maxMatrix = 8192 * 3072 * 4;
 const region = Math.max(FOOTPRINT, maxMatrix) + maxMatrix;
 const pages = Math.ceil((8 * MIB + PROBE_BYTES + region + 16 * MIB) / 65536);
-const k = await loadKernels({ pages });
+const k = await loadKernels({ pages, relaxed: RELAXED });
 const X = k.x;
 const maxT = Math.max(...THREADS);
 const pools = {};
@@ -158,9 +161,9 @@ if (workers) await workers.quit();
 const { loadavg: _now, ...host } = machine();
 const report = {
   ...host,
-  quick: QUICK, hot: HOT, repeat: REPEAT, footprint_bytes: FOOTPRINT, probe_bytes: PROBE_BYTES,
+  build: RELAXED ? "relaxed" : "plain", quick: QUICK, hot: HOT, repeat: REPEAT, footprint_bytes: FOOTPRINT, probe_bytes: PROBE_BYTES,
   loadavg_start: loadStart, loadavg_end: os.loadavg(), probes, results,
 };
 if (JSON_OUT) console.log(JSON.stringify(report, null, 1));
-else log(`\n${report.date} node ${report.node} nproc ${report.nproc} cpu ${report.cpu} loadavg ${loadStart.map((v) => v.toFixed(2)).join(' ')} -> ${report.loadavg_end.map((v) => v.toFixed(2)).join(' ')}`);
+else log(`\n${report.build} build, ${report.date} node ${report.node} nproc ${report.nproc} cpu ${report.cpu} loadavg ${loadStart.map((v) => v.toFixed(2)).join(' ')} -> ${report.loadavg_end.map((v) => v.toFixed(2)).join(' ')}`);
 process.exit(0);

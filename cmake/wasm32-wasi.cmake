@@ -1,6 +1,7 @@
 # Toolchain file: C11 -> wasm32-wasi with SIMD128.
 # Uses $WASI_SDK_PATH (a real wasi-sdk) when set, else Debian's clang + lld + wasi-libc
-# (packages clang, lld, wasi-libc, libclang-rt-14-dev-wasm32).
+# (packages clang, lld, wasi-libc, libclang-rt-14-dev-wasm32). The relaxed-SIMD builds use a second clang
+# (>= 16; CMakeLists.txt AE_RELAXED_CC: $WASI_SDK_PATH's clang when it is one, else the newest clang-N).
 set(CMAKE_SYSTEM_NAME Generic)
 set(CMAKE_SYSTEM_VERSION 1)
 set(CMAKE_SYSTEM_PROCESSOR wasm32)

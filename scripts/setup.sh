@@ -6,7 +6,9 @@ cd "$(dirname "$0")/.."
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt emscripten curl"
+# clang-19 + lld-19: the relaxed-SIMD builds (<name>-relaxed.wasm; clang 14 lacks relaxed SIMD). With
+# -nostdlib they need neither libclang-rt-19-dev-wasm32 nor a newer wasi-libc.
+PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 wabt emscripten curl clang-19 lld-19"
 [ "${AETHER_BROWSER_TESTS:-1}" = "1" ] && PKGS="$PKGS chromium"
 missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
@@ -14,5 +16,8 @@ if [ -n "$missing" ]; then
   $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 command -v node >/dev/null || { echo "setup: Node.js >= 20 is required" >&2; exit 1; }
-[ -d node_modules ] && [ "${CI:-}" != "true" ] || npm ci --no-audit --no-fund
+# --omit=optional: node-llama-cpp (a dev dependency of bench/peers.mjs) lists a prebuilt binary per platform and GPU
+# as optional dependencies; the one the bench uses, @node-llama-cpp/linux-x64, is a direct dev dependency. Its
+# postinstall must never build or download anything: NODE_LLAMA_CPP_SKIP_DOWNLOAD (npm 11 does not run it anyway).
+[ -d node_modules ] && [ "${CI:-}" != "true" ] || NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund
 npm run build

@@ -351,6 +351,29 @@ test('page without COOP/COEP: crossOriginIsolated false, one thread, a warning, 
   assert.deepEqual(pageErrors, []);
 });
 
+test('relaxed SIMD in Chromium: auto picks it; relaxed (1 and 2 threads) and plain give the CLI\'s greedy tokens; warm-up ran', { timeout: 120_000 }, async () => {
+  const server = await serve(true);
+  const { page } = await openBrowser();
+  await page.goto(`${server.url}examples/browser/minimal.html`);
+  const runs = await page.evaluate(async ({ model, prompt, n }) => {
+    const { Aether } = await import('/dist/src/browser/index.js');
+    const out = [];
+    for (const [simd, threads] of [['auto', 1], ['relaxed', 2], ['plain', 1]]) {
+      const m = await Aether.load(model, { simd, threads, cache: false });
+      const tokens = [];
+      for await (const p of m.generate(prompt, { maxTokens: n, greedy: true })) tokens.push(p.token);
+      out.push({ asked: simd, simd: m.simd, threads: m.threads, warmup: m.warmup, tokens });
+      await m.dispose();
+    }
+    return out;
+  }, { model: `${server.url}${MODEL}`, prompt: PROMPT, n: N });
+  assert.deepEqual(runs.map((r) => [r.asked, r.simd, r.threads]), [['auto', 'relaxed', 1], ['relaxed', 'relaxed', 2], ['plain', 'plain', 1]]);
+  for (const r of runs) {
+    assert.deepEqual(r.tokens, expected.tokens, `${r.asked} x${r.threads}: tokens differ from the CLI's`);
+    assert.ok(r.warmup && r.warmup.rounds >= 3 && r.warmup.ms > 0, `${r.asked}: warm-up did not run: ${JSON.stringify(r.warmup)}`);
+  }
+});
+
 test('browser entry and engine worker import no Node module and no bare specifier', () => {
   // Walk the static import graph from both entry points (dist/, as served).
   const seen = new Set();

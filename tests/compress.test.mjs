@@ -125,3 +125,104 @@ test('aether analyze: table scores, atlas in the output metadata, SVG chart', ()
     assert.ok(!/NaN|undefined/.test(s));
   });
 });
+
+// ---- aether compress: variants, per-layer modes, rollback ----
+import { load } from '../dist/src/index.js';
+import { loadKernels, T } from './helpers/kernels.mjs';
+import { ffnLayer } from './helpers/ffn.mjs';
+
+const CLI = path.join(repoRoot, 'dist/cli/aether.js');
+const cdir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-compress-'));
+const compressed = {};
+function compressOnce(key, args) {
+  if (!compressed[key]) {
+    const out = path.join(cdir, `${key}.rknot`);
+    const r = JSON.parse(execFileSync(process.execPath, [CLI, 'compress', Q8, '--calib', tiny('val.txt'), '--docs', '0:67', '--max-tokens', '1024', '-o', out, '--json', ...args], { encoding: 'utf8' }));
+    compressed[key] = { out, r };
+  }
+  return compressed[key];
+}
+
+test('aether compress --method prune: smaller file, pruned width, bias compensation, loads and generates; no dense rollback', async () => {
+  const { out, r } = compressOnce('prune50', ['--method', 'prune', '--ffn-width', '0.5']);
+  assert.ok(r.file_bytes < r.input_bytes, `${r.file_bytes} < ${r.input_bytes}`);
+  assert.equal(fs.statSync(out).size, r.file_bytes);
+  assert.equal(r.layers.length, 6);
+  for (const L of r.layers) { assert.equal(L.width, 384); assert.ok(L.kept_score > 0.5 && L.kept_score <= 1); }
+  const { meta } = await openRknot(out);
+  assert.ok(meta.format.required_features.includes('ffn_compressed'));
+  assert.ok(!meta.tensors.some((t) => /ffn_(gate|up|down)\.weight$/.test(t.name)), 'dense FFN weights dropped');
+  const logits = [];
+  for (const threads of [1, 2]) {
+    const model = await loadTiny(out, threads);
+    try {
+      assert.deepEqual(model.compression(), Array(6).fill('compressed'));
+      assert.deepEqual(Array.from({ length: 6 }, (_, l) => model.engine.compressedWidth(l)), Array(6).fill(384));
+      assert.throws(() => model.setCompression('dense'), (e) => e.code === 'unsupported' && /no dense FFN weights/.test(e.message));
+      assert.throws(() => model.setFfnMode('fused'), (e) => e.code === 'unsupported');
+      assert.deepEqual(model.compression(), Array(6).fill('compressed'), 'a refused switch changes nothing');
+      const [a, b] = runLogits(model);
+      assert.ok(a.every(Number.isFinite) && b.every(Number.isFinite));
+      logits.push([a, b]);
+      const { text } = await model.complete('The Debian project is', { maxTokens: 12, greedy: true });
+      assert.ok(text.length > 0);
+    } finally { model.dispose(); }
+  }
+  assert.equal(bitDiff(logits[0][0], logits[1][0]) + bitDiff(logits[0][1], logits[1][1]), 0, '1 vs 2 threads bit-identical');
+});
+
+test('aether compress --method aa-svd --keep-dense: per-layer switch; dense == the source model bit for bit', async () => {
+  const { out, r } = compressOnce('aasvd50k', ['--method', 'aa-svd', '--ffn-width', '0.5', '--keep-dense']);
+  assert.ok(r.file_bytes > r.input_bytes, 'keep-dense adds the factors');
+  for (const L of r.layers) { assert.equal(L.rank, 96); assert.ok(L.params < 0.55 * L.params_dense); }
+  const src = await loadTiny(Q8, 1);
+  const ref = runLogits(src);
+  src.dispose();
+  await assert.rejects(loadTiny(out, 2), (e) => e.code === 'unsupported' && /one thread only/.test(e.message), 'known limitation: low-rank factors need threads: 1');
+  const model = await loadTiny(out, 1);
+  try {
+    assert.deepEqual(model.compression(), Array(6).fill('compressed'), 'compressed by default');
+    const comp = runLogits(model);
+    assert.ok(bitDiff(comp[0], ref[0]) > 0, 'the variant computes something else');
+    assert.deepEqual(model.setCompression('dense'), Array(6).fill('dense'));
+    const dense = runLogits(model);
+    assert.equal(bitDiff(dense[0], ref[0]) + bitDiff(dense[1], ref[1]), 0, 'rollback to dense = the source model');
+    model.setCompression({ layers: { 2: 'compressed' } });
+    assert.deepEqual(model.compression(), ['dense', 'dense', 'compressed', 'dense', 'dense', 'dense']);
+    const one = runLogits(model);
+    assert.ok(bitDiff(one[0], ref[0]) > 0 && bitDiff(one[0], comp[0]) > 0);
+    model.setCompression('compressed');
+    const again = runLogits(model);
+    assert.equal(bitDiff(again[0], comp[0]), 0, 'switching back is exact');
+    assert.throws(() => model.setCompression({ layers: { 9: 'dense' } }), (e) => e.code === 'invalid_argument');
+    assert.throws(() => model.setCompression('atlas'), (e) => e.code === 'invalid_argument' && /no compression.atlas/.test(e.message));
+    assert.throws(() => model.setCompression('half'), (e) => e.code === 'invalid_argument');
+  } finally { model.dispose(); }
+});
+
+test('factored FFN matrices: y = B (A x) is exactly two matrix-vector products of the kernels', async () => {
+  const { out } = compressOnce('aasvd50k', ['--method', 'aa-svd', '--ffn-width', '0.5', '--keep-dense']);
+  const model = await loadTiny(out, 1);
+  const k = await loadKernels({ st: true });
+  try {
+    const D = 288, H = 768, layer = 3, eng = model.engine;
+    const A = eng.tensorInfo(`blk.${layer}.ffn_down_a.weight`), B = eng.tensorInfo(`blk.${layer}.ffn_down_b.weight`);
+    const r = A.shape[1];
+    assert.equal(A.dtype, 'q8_0'); assert.equal(B.dtype, 'q8_0');
+    const type = T.Q8_0;
+    const wa = k.putU8(eng.tensorBytes(A.name)), wb = k.putU8(eng.tensorBytes(B.name));
+    for (const n of [1, 3]) {
+      ffnLayer(model, layer, randomRows(n * D, 17 + n), n);
+      const h = eng.modelBuf(2, n * H).slice(), t = eng.modelBuf(1, n * r).slice(), y = eng.modelBuf(4, n * D).slice();
+      for (let b = 0; b < n; b++) {
+        const xq = k.alloc(k.rowSize(type, H)), tk = k.alloc(4 * r), tq = k.alloc(k.rowSize(type, r)), yk = k.alloc(4 * D);
+        k.x.kt_quantize(type, 0, k.putF32(h.subarray(b * H, (b + 1) * H)), xq, H);
+        k.x.kt_matvec(type, 0, wa, H, xq, tk, 0, r);
+        assert.equal(bitDiff(k.f32(tk, r), t.subarray(b * r, (b + 1) * r)), 0, `A h, n=${n}, row ${b}`);
+        k.x.kt_quantize(type, 0, tk, tq, r);
+        k.x.kt_matvec(type, 0, wb, r, tq, yk, 0, D);
+        assert.equal(bitDiff(k.f32(yk, D), y.subarray(b * D, (b + 1) * D)), 0, `B (A h), n=${n}, row ${b}`);
+      }
+    }
+  } finally { model.dispose(); }
+});

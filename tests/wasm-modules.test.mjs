@@ -6,7 +6,11 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { setFlagsFromString } from 'node:v8';
 import { ROOT, DTYPE_ROWS } from './helpers/kernels.mjs';
+
+// the -relaxed builds need relaxed SIMD (Node 20: behind a flag) to compile here
+setFlagsFromString('--experimental-wasm-relaxed-simd');
 
 const MODULES = [['core', 0], ['ffn-fused', 1], ['ffn-saturated', 2], ['kernels-test', 3]];
 // Function imports a module may declare besides env.memory, as 'module.name': the core calls the FFN
@@ -27,7 +31,7 @@ function tool(name, args) {
 }
 const built = [];
 for (const [name, slot] of MODULES)
-  for (const variant of ['', '-st']) {
+  for (const variant of ['', '-st', '-relaxed', '-st-relaxed']) {
     const path = findModule(name + variant);
     if (path) built.push({ name, variant, slot, path });
   }
@@ -35,13 +39,14 @@ for (const [name, slot] of MODULES)
 test('kernels-test is built (both variants)', () => {
   assert.ok(built.some((m) => m.name === 'kernels-test' && m.variant === ''), 'wasm/kernels-test.wasm missing: run npm run build:wasm');
   assert.ok(built.some((m) => m.name === 'kernels-test' && m.variant === '-st'), 'wasm/kernels-test-st.wasm missing');
+  assert.ok(built.some((m) => m.name === 'kernels-test' && m.variant === '-relaxed'), 'wasm/kernels-test-relaxed.wasm missing (needs clang >= 16)');
 });
 
 for (const m of built) {
   const label = `${m.name}${m.variant}`;
-  const shared = m.variant === '';
+  const shared = !m.variant.startsWith('-st');
   test(`${label}: wasm-validate`, () => {
-    const r = tool('wasm-validate', ['--enable-threads', m.path]);
+    const r = tool('wasm-validate', ['--enable-threads', ...(m.variant.endsWith('-relaxed') ? ['--enable-relaxed-simd'] : []), m.path]);
     assert.equal(r.status, 0, `wasm-validate ${m.path}: ${r.stderr}${r.stdout}`);
   });
 
@@ -91,16 +96,24 @@ for (const m of built) {
     const inst = new WebAssembly.Instance(new WebAssembly.Module(readFileSync(m.path)),
       { env: { memory: new WebAssembly.Memory({ initial: 256, maximum: 65536, shared }) } });
     // every weight dtype of the registry: vec_dot and matvec (and its batched kernel), then the other hot kernels
-    const FLOAT_OPS = ['f32x4.mul', 'f32x4.add', 'v128.load'], QUANT_OPS = ['i32x4.dot_i16x8_s', 'v128.load'];
+    // the relaxed builds: the i8 dot (wabt's name for i32x4.relaxed_dot_i8x16_i7x16_add_s) and relaxed_madd
+    const relaxed = m.variant.endsWith('-relaxed');
+    // dtypes whose dot kernels have relaxed variants (#if AE_RELAXED in their dot_*_simd128.c); the others compile
+    // their plain code in the relaxed builds too
+    const RELAXED_KERNELS = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_K', 'q6_K'];
+    const FLOAT_OPS = relaxed ? ['f32x4.relaxed_madd', 'v128.load'] : ['f32x4.mul', 'f32x4.add', 'v128.load'];
+    const QUANT_OPS = relaxed ? ['i32x4.dot_i8x16_i7x16_add_s', 'v128.load'] : ['i32x4.dot_i16x8_s', 'v128.load'];
     const EXTRA_OPS = {   // what the current kernels are known to use besides the generic set
       'matvec q8_0': ['f32x4.mul'], 'matvec q4_0': ['f32x4.mul'],
       'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'], 'vec_dot q6_K': ['i32x4.mul'], 'matvec q6_K': ['i32x4.mul'],
     };
     const KERNELS = [];
     for (const d of DTYPE_ROWS.filter((d) => d.kind !== 'A')) {
-      const base = d.act === 'f32' ? FLOAT_OPS : QUANT_OPS;
       ['vec_dot', 'matvec', ...(d.kind === 'WM' ? ['matmul'] : [])].forEach((k, which) => {
         const what = `${k} ${d.name}`;
+        // the prefill GEMMs (gemm_q8act_simd128.c) have no relaxed variant yet: the plain instructions there
+        const rel = relaxed && k !== 'matmul' && RELAXED_KERNELS.includes(d.name);
+        const base = d.act === 'f32' ? (rel ? FLOAT_OPS : ['f32x4.mul', 'f32x4.add', 'v128.load']) : (rel ? QUANT_OPS : ['i32x4.dot_i16x8_s', 'v128.load']);
         KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);
       });
     }

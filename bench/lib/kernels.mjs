@@ -67,8 +67,9 @@ export class Kernels {
   rowSize(type, n) { return this.x.kt_row_size(type, n); }
 }
 
-export async function loadKernels({ st = false, pages = 256, memory = null, tid = 0 } = {}) {
-  const bytes = readFileSync(modulePath(st ? 'kernels-test-st' : 'kernels-test'));
+/** relaxed: the -relaxed build (Node 20 validates it only with --experimental-wasm-relaxed-simd). */
+export async function loadKernels({ st = false, pages = 256, memory = null, tid = 0, relaxed = false } = {}) {
+  const bytes = readFileSync(modulePath(`kernels-test${st ? '-st' : ''}${relaxed ? '-relaxed' : ''}`));
   const mem = memory ?? new WebAssembly.Memory({ initial: pages, maximum: 65536, shared: !st });
   const { module, instance } = await WebAssembly.instantiate(bytes, { env: { memory: mem } });
   instance.exports.__stack_pointer.value = stackTop(tid);

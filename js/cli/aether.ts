@@ -5,6 +5,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import { AetherError } from '../src/errors.js';
+import { relaxedSimdSupported } from '../src/runtime/env.js';
 
 // Compile wasm with the optimising tier right away: V8's baseline compiler (Liftoff) runs the kernels
 // several times slower until tier-up, which dominates short runs (measured: 75 vs 418 tok/s decode for
@@ -12,8 +13,11 @@ import { AetherError } from '../src/errors.js';
 // would pay). Only this process is affected; library users keep their own V8 settings.
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
+// Relaxed SIMD (Node 20's V8 11.3 has it behind a flag; V8 >= 11.4 ships it): lets --simd auto/relaxed
+// pick the -relaxed.wasm builds. Set before any module is compiled.
+if (!relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
 
-const COMMANDS = ['run', 'serve', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze'] as const;
+const COMMANDS = ['run', 'serve', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze', 'compress'] as const;
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

@@ -10,7 +10,7 @@
  * leaves the model usable.
  */
 import { AetherError, throwIfAborted } from './errors.js';
-import { DEFAULT_KV_DTYPE, Engine, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { CMP_MODES, DEFAULT_KV_DTYPE, Engine, type CompressionModeName, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
@@ -35,6 +35,12 @@ export interface LoadOptions extends EngineOptions {
   signal?: AbortSignal;
   /** Verify tensor checksums while loading (default true). */
   verify?: boolean;
+  /**
+   * Warm up after loading (Engine.warmup) so that the first generation runs at full speed: true, false, or the
+   * time limit in ms (default 3000). Default: on in browsers, off in Node (where `node --no-liftoff`, which the
+   * aether CLI sets, has the same effect without the warm-up's cost).
+   */
+  warmup?: boolean | number;
 }
 
 export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
@@ -95,6 +101,10 @@ export interface GenerationStats {
 
 export type FfnModeName = 'dense' | 'fused' | 'static' | 'dynamic';
 
+/** Argument of setCompression: all layers, the file's atlas, or some layers. */
+export type CompressionSpec = 'dense' | 'compressed' | 'atlas' | { layers: Record<number, CompressionModeName> };
+export type { CompressionModeName };
+
 /**
  * Let other tasks run (abort signals, messages) between tokens. Browsers: a MessageChannel round trip, as
  * nested setTimeout(0) calls are clamped to 4 ms (measured in a Worker: 5 ms/token instead of 1).
@@ -132,6 +142,10 @@ export class AetherModel {
   }
 
   get threads(): number { return this.engine.threads; }
+  /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
+  warmupStats: { rounds: number; ms: number; roundMs: number[] } | null = null;
+  /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
+  get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }
   get warnings(): readonly string[] { return this.engine.warnings; }
 
@@ -364,7 +378,57 @@ export class AetherModel {
    * mode needs is built once in wasm memory (see `ffn.auxBytes`), so switching back is free.
    */
   setFfnMode(mode: FfnModeName, layers?: number[], opts?: FfnOptions): void {
+    if (mode !== 'dense') {
+      for (const l of layers ?? Array.from({ length: this.config.n_layers }, (_, i) => i)) {
+        if (Number.isInteger(l) && l >= 0 && l < this.config.n_layers && !this.engine.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `FFN mode '${mode}' needs layer ${l}'s dense FFN weights, which this compressed file does not have (aether compress --keep-dense keeps them)`);
+      }
+    }
     this.ffn.setMode(mode, layers, opts);
+  }
+
+  /**
+   * Per-layer FFN compression (files written by `aether compress`; docs/rknot.md "compression"): 'compressed'
+   * runs every layer that has a compressed variant on it, 'dense' every layer on its dense weights (needs
+   * `--keep-dense` files for compressed layers), 'atlas' follows the file's atlas (compressed where its mode is
+   * not 'preserve'), `{ layers: { 3: 'dense', ... } }` sets the listed layers only. All or nothing: nothing
+   * changes when a layer cannot take its mode (`unsupported`). One C lookup per layer per forward; the KV cache
+   * is kept (tokens already cached keep what the previous mode computed). Returns the modes now in force.
+   */
+  setCompression(spec: CompressionSpec): CompressionModeName[] {
+    const NL = this.config.n_layers, eng = this.engine;
+    const want: (CompressionModeName | undefined)[] = Array(NL).fill(undefined);
+    const atlas = (this.metadata as { compression?: { atlas?: { layers?: { layer: number; mode: string }[] } } }).compression?.atlas;
+    if (spec === 'dense' || spec === 'compressed') {
+      for (let l = 0; l < NL; l++) want[l] = spec === 'compressed' && !eng.compressedWidth(l) ? (eng.tensorInfo(`blk.${l}.ffn_gate.weight`) ? 'dense' : 'compressed') : spec;
+    } else if (spec === 'atlas') {
+      if (!atlas?.layers) throw new AetherError('invalid_argument', `setCompression('atlas'): the file has no compression.atlas (aether analyze -o writes one)`);
+      for (let l = 0; l < NL; l++) {
+        const a = atlas.layers.find((x) => x.layer === l);
+        want[l] = a && a.mode !== 'preserve' && eng.compressedWidth(l) ? 'compressed' : eng.tensorInfo(`blk.${l}.ffn_gate.weight`) ? 'dense' : 'compressed';
+      }
+    } else if (spec && typeof spec === 'object' && spec.layers && typeof spec.layers === 'object') {
+      for (const [k, v] of Object.entries(spec.layers)) {
+        const l = Number(k);
+        if (!Number.isInteger(l) || l < 0 || l >= NL) throw new AetherError('invalid_argument', `setCompression: layer ${k} is not in 0..${NL - 1}`);
+        if (!(CMP_MODES as readonly string[]).includes(v)) throw new AetherError('invalid_argument', `setCompression: layer ${l}: mode '${v}' is not one of ${CMP_MODES.join(', ')}`);
+        want[l] = v;
+      }
+    } else {
+      throw new AetherError('invalid_argument', `setCompression expects 'dense', 'compressed', 'atlas' or { layers: { N: 'dense' | 'compressed' } }, got ${JSON.stringify(spec)}`);
+    }
+    // check everything first (all or nothing)
+    for (let l = 0; l < NL; l++) {
+      const m = want[l];
+      if (m === 'compressed' && !eng.compressedWidth(l)) throw new AetherError('unsupported', `layer ${l} has no compressed FFN variant (write one with aether compress)`, { layer: l });
+      if (m === 'dense' && !eng.tensorInfo(`blk.${l}.ffn_gate.weight`)) throw new AetherError('unsupported', `layer ${l} has no dense FFN weights in this file (aether compress --keep-dense keeps them)`, { layer: l });
+    }
+    for (let l = 0; l < NL; l++) if (want[l]) eng.setCompressionMode(l, want[l]!);
+    return this.compression();
+  }
+
+  /** The compression mode of every layer ('dense' | 'compressed'). */
+  compression(): CompressionModeName[] {
+    return Array.from({ length: this.config.n_layers }, (_, l) => this.engine.compressionMode(l));
   }
 
   /** FFN mode runtime (aux data, profile accumulators). */
@@ -500,6 +564,14 @@ export async function load(source: ModelSource, opts: LoadOptions = {}): Promise
     if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
     const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
     const model = new AetherModel(eng, tokenizer, meta);
+    const warm = opts.warmup ?? !isNode;
+    if (warm !== false) {
+      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined);
+      // and the JS side of a generation (sampler, decoder) once
+      for await (const _ of model.generate([0], { maxTokens: 2, greedy: true })) { /* discard */ }
+      model.reset();
+      model.stats = emptyStats();
+    }
     if (typeof source === 'string') model.modelId = source.replace(/^.*[\\/]/, '').replace(/\.(rknot|gguf)$/i, '') || model.modelId;
     return model;
   } catch (e) {

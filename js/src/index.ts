@@ -1,5 +1,5 @@
 export { Aether, AetherModel, load } from './aether.js';
-export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName, TokenLogprob, ModelMetrics, LayerMetrics, KvDtypeMetrics } from './aether.js';
+export type { ModelSource, LoadOptions, GenerateOptions, GeneratedPiece, GenerationStats, ProgressEvent, FfnModeName, TokenLogprob, ModelMetrics, LayerMetrics, KvDtypeMetrics, CompressionSpec, CompressionModeName } from './aether.js';
 export { formatPrometheus, PROMETHEUS_CONTENT_TYPE } from './runtime/metrics.js';
 export { AetherError } from './errors.js';
 export type { AetherErrorCode } from './errors.js';

@@ -207,6 +207,68 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   ae_barrier(pool);
 }
 
+/* ---- FFN, compressed variant (ae_ffn_variant): width-pruned matrices and/or low-rank factors ---- */
+
+/* y = F x for this thread's rows: one matmul (F.a), or two (t = F.a x into t, then y = F.b t). Starts with x
+ * written by every thread and ends with a barrier. The factored product is exactly two dense matmuls of the
+ * kernels (each factor's activations prepared as for any weight), so it is bit-identical to computing
+ * F.a x and then F.b (F.a x) as two separate matrix-vector products. */
+static void fmat_apply(ae_model *m, const ae_fmat *F, const float *x, int xs, int n, float *t, float *y, int ys,
+                       int ith, int nth, ae_pool *pool) {
+  const ae_tensor *a = &F->a, *b = &F->b;
+  {
+    const ae_tensor *ws[] = {a};
+    prep_all(m, ws, 1, x, xs, a->ne0, n, ith, nth);
+  }
+  ae_barrier(pool);
+  if (!b->data) {
+    matmul_rows(m, a, x, xs, n, y, ys, ith, nth);
+    ae_barrier(pool);
+    return;
+  }
+  const int r = a->ne1;
+  matmul_rows(m, a, x, xs, n, t, r, ith, nth);
+  ae_barrier(pool);
+  {
+    const ae_tensor *ws[] = {b};
+    prep_all(m, ws, 1, t, r, r, n, ith, nth);
+  }
+  ae_barrier(pool);
+  matmul_rows(m, b, t, r, n, y, ys, ith, nth);
+  ae_barrier(pool);
+}
+
+/* x[b] += down(act(gate(xb[b])) * up(xb[b])) (+ out_bias) with the layer's variant of width w. Scratch: hb / hb2
+ * (n x w), tmp holds gate/up intermediates (r <= dim), xb (no longer needed) down's intermediate, tmp the output. */
+static void ffn_variant(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool) {
+  const ae_ffn_variant *v = &L->cmp;
+  const int D = m->cfg.dim, w = v->width;
+  fmat_apply(m, &v->gate, m->xb, D, n, m->tmp, m->hb, w, ith, nth, pool);
+  fmat_apply(m, &v->up, m->xb, D, n, m->tmp, m->hb2, w, ith, nth, pool);
+  {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) {
+      if (m->cfg.ffn_act == AE_ACT_GELU_TANH) ae_gelu_mul(m->hb + (size_t)b * w, m->hb2 + (size_t)b * w, w);
+      else ae_silu_mul(m->hb + (size_t)b * w, m->hb2 + (size_t)b * w, w);
+    }
+  }
+  if (ith == 0) L->ffn_active = n * w;
+  ae_barrier(pool);
+  fmat_apply(m, &v->down, m->hb, w, n, m->xb, m->tmp, D, ith, nth, pool);
+  {
+    int b0, b1;
+    ae_split(n, ith, nth, &b0, &b1);
+    for (int b = b0; b < b1; b++) {
+      float *y = m->tmp + (size_t)b * D;
+      if (v->out_bias.data) ae_add(y, v->out_bias.data, D);
+      post_norm(y, &L->ffn_post_norm, D, m->cfg.norm_eps);
+      ae_add(m->x + (size_t)b * D, y, D);
+    }
+  }
+  ae_barrier(pool);
+}
+
 /* FFN modules (wasm imports, wired by js/src/runtime/instance.ts; a module that is not loaded is a stub
  * returning AE_ERR_UNSUPPORTED). Same contract as ae_ffn_block; they check everything before their
  * first barrier, so a refusal leaves nothing half done. */
@@ -218,6 +280,7 @@ int ae_ffn_saturated_run(ae_model *m, int layer, int n, int ith, int nth, ae_poo
 int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool) {
   ae_layer *L = &m->layers[layer];
   int st = AE_OK;
+  if (L->cmp_mode == AE_CMP_VARIANT) { ffn_variant(m, L, n, ith, nth, pool); return AE_OK; }
   switch (L->ffn_mode) {
     case AE_FFN_FUSED:
       st = ae_ffn_fused_run(m, layer, n, ith, nth, pool);

@@ -94,6 +94,13 @@ static ae_tensor *tensor_slot(ae_model *m, int layer, int role) {
     case AE_T_ATTN_K_NORM: return &L->k_norm;
     case AE_T_ATTN_POST_NORM: return &L->attn_post_norm;
     case AE_T_FFN_POST_NORM: return &L->ffn_post_norm;
+    case AE_T_FFN_GATE_A: return &L->cmp.gate.a;
+    case AE_T_FFN_GATE_B: return &L->cmp.gate.b;
+    case AE_T_FFN_UP_A: return &L->cmp.up.a;
+    case AE_T_FFN_UP_B: return &L->cmp.up.b;
+    case AE_T_FFN_DOWN_A: return &L->cmp.down.a;
+    case AE_T_FFN_DOWN_B: return &L->cmp.down.b;
+    case AE_T_FFN_OUT_BIAS: return &L->cmp.out_bias;
     default: return NULL;
   }
 }
@@ -140,6 +147,24 @@ AE_EXPORT int ae_model_capture_offset(ae_model *m, int which) {
   int off = 0;
   for (int k = 0; k < which; k++) off += c->max_batch * w[k];
   return off;
+}
+
+/* Compression mode of a layer (ae_cmp_mode): AE_ERR_UNSUPPORTED when the layer lacks what the mode needs
+ * (no variant, or no dense weights in a file written without them). Callable between forward calls. */
+AE_EXPORT int ae_model_set_compression(ae_model *m, int layer, int mode) {
+  if (!m->initialised || layer < 0 || layer >= m->cfg.n_layers || mode < 0 || mode >= AE_CMP_MODES) return AE_ERR_INVALID_ARG;
+  ae_layer *L = &m->layers[layer];
+  if (mode == AE_CMP_VARIANT && !L->cmp.width) return AE_ERR_UNSUPPORTED;
+  if (mode == AE_CMP_DENSE && !L->w_gate.data) return AE_ERR_UNSUPPORTED;
+  L->cmp_mode = mode;
+  return AE_OK;
+}
+AE_EXPORT int ae_model_compression(const ae_model *m, int layer) {
+  return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].cmp_mode : -1;
+}
+/* Intermediate width of a layer's compressed variant (0: none). */
+AE_EXPORT int ae_model_cmp_width(const ae_model *m, int layer) {
+  return (layer >= 0 && layer < m->cfg.n_layers) ? m->layers[layer].cmp.width : -1;
 }
 
 AE_EXPORT int ae_model_ffn_active(const ae_model *m, int layer) {
@@ -229,6 +254,41 @@ static int check_tensor(const ae_tensor *t, int layer, int role, int ne0, int ne
   return AE_OK;
 }
 
+/* One matrix of a variant: a [in, r] (r = a's rows), optional b [r, out]. Returns the output width (or < 0 with st set). */
+static int check_fmat(const ae_fmat *f, int layer, int role_a, int in, int out_fixed, int max_mid, int *st) {
+  const ae_tensor *a = &f->a, *b = &f->b;
+  if (!a->data) { *st = bad(layer, role_a, AE_BAD_MISSING); return -1; }
+  const int r = a->ne1;
+  if (r <= 0 || (b->data && r > max_mid)) { *st = bad(layer, role_a, AE_BAD_SHAPE); return -1; }
+  if ((*st = check_tensor(a, layer, role_a, in, r, 1, 1))) return -1;
+  if (!b->data) {
+    if (out_fixed && r != out_fixed) { *st = bad(layer, role_a, AE_BAD_SHAPE); return -1; }
+    return r;
+  }
+  const int o = out_fixed ? out_fixed : b->ne1;
+  if ((*st = check_tensor(b, layer, role_a + 1, r, o, 1, 1))) return -1;
+  return o;
+}
+
+/* The compressed variant of a layer, if any: gate and up of the same width w <= hidden_dim, down [w -> dim];
+ * low-rank intermediates r <= dim (they live in the (max_batch, dim) run-state buffers). Sets L->cmp.width. */
+static int check_variant(ae_model *m, ae_layer *L, int l) {
+  ae_ffn_variant *v = &L->cmp;
+  v->width = 0;
+  const int any = v->gate.a.data || v->gate.b.data || v->up.a.data || v->up.b.data || v->down.a.data || v->down.b.data || v->out_bias.data;
+  if (!any) return AE_OK;
+  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
+  int st = AE_OK;
+  const int w = check_fmat(&v->gate, l, AE_T_FFN_GATE_A, D, 0, D, &st);
+  if (w < 0) return st;
+  if (w > H) return bad(l, v->gate.b.data ? AE_T_FFN_GATE_B : AE_T_FFN_GATE_A, AE_BAD_SHAPE);
+  if (check_fmat(&v->up, l, AE_T_FFN_UP_A, D, w, D, &st) < 0) return st;
+  if (check_fmat(&v->down, l, AE_T_FFN_DOWN_A, w, D, D, &st) < 0) return st;
+  if ((st = check_tensor(&v->out_bias, l, AE_T_FFN_OUT_BIAS, D, 1, 0, 0))) return st;
+  v->width = w;
+  return AE_OK;
+}
+
 static int finite_pos(float v) { return v > 0.0f && v < 3.0e38f; }
 
 static int check_config(const ae_config *c) {
@@ -289,9 +349,13 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
     if ((st = check_tensor(&L->bv, l, AE_T_BV, m->kv_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->wo, l, AE_T_WO, m->q_dim, D, 1, 1))) return st;
     if ((st = check_tensor(&L->ffn_norm, l, AE_T_FFN_NORM, D, 1, 0, 1))) return st;
-    if ((st = check_tensor(&L->w_gate, l, AE_T_W_GATE, D, H, 1, 1))) return st;
-    if ((st = check_tensor(&L->w_up, l, AE_T_W_UP, D, H, 1, 1))) return st;
-    if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, 1))) return st;
+    if ((st = check_variant(m, L, l))) return st;
+    const int dense = !L->cmp.width;  /* dense FFN weights may be left out when there is a variant */
+    if ((st = check_tensor(&L->w_gate, l, AE_T_W_GATE, D, H, 1, dense))) return st;
+    if ((st = check_tensor(&L->w_up, l, AE_T_W_UP, D, H, 1, dense || L->w_gate.data))) return st;
+    if ((st = check_tensor(&L->w_down, l, AE_T_W_DOWN, H, D, 1, dense || L->w_gate.data))) return st;
+    if (!L->w_gate.data && (L->w_up.data || L->w_down.data)) return bad(l, AE_T_W_GATE, AE_BAD_MISSING);
+    L->cmp_mode = L->cmp.width ? AE_CMP_VARIANT : AE_CMP_DENSE;  /* a file with a variant runs it by default */
     if ((st = check_tensor(&L->q_norm, l, AE_T_ATTN_Q_NORM, c->head_dim, 1, 0, 0))) return st;
     if ((st = check_tensor(&L->k_norm, l, AE_T_ATTN_K_NORM, c->head_dim, 1, 0, 0))) return st;
     if (!L->q_norm.data != !L->k_norm.data) return bad(l, L->q_norm.data ? AE_T_ATTN_K_NORM : AE_T_ATTN_Q_NORM, AE_BAD_MISSING);

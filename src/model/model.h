@@ -77,7 +77,16 @@ enum ae_role {
   AE_T_FFN_POST_NORM = 19,  /* "post_ffw_norm.weight": [dim] RMSNorm of the FFN output before the residual add (Gemma 2/3) */
   AE_T_ROPE_FREQS = 20,  /* global (layer -1), [rope_dim/2] RoPE frequency divisors; no fixed name: the host picks
                             rope_freqs.weight (llama3) or rope_factors_long / _short.weight (LongRoPE) */
-  AE_T_ROLE_COUNT = 21,
+  /* compressed FFN variant (aether compress; docs/rknot.md "compression"): each of gate, up, down is either one
+   * matrix A (width-pruned) or two factors, y = B (A x) (low-rank); present only in compressed files */
+  AE_T_FFN_GATE_A = 21,  /* "ffn_gate_a.weight": [dim, r] (pruned: r = the kept width) */
+  AE_T_FFN_GATE_B = 22,  /* "ffn_gate_b.weight": [r, width] second factor (low-rank only) */
+  AE_T_FFN_UP_A = 23,    /* "ffn_up_a.weight" */
+  AE_T_FFN_UP_B = 24,    /* "ffn_up_b.weight" */
+  AE_T_FFN_DOWN_A = 25,  /* "ffn_down_a.weight": [width, r] */
+  AE_T_FFN_DOWN_B = 26,  /* "ffn_down_b.weight": [r, dim] */
+  AE_T_FFN_OUT_BIAS = 27,/* "ffn_out.bias": [dim] added to the variant's output (pruning's bias compensation) */
+  AE_T_ROLE_COUNT = 28,
 };
 /* Roles before this one are global (layer = -1), the others per layer. */
 #define AE_T_FIRST_LAYER_ROLE AE_T_ATTN_NORM
@@ -121,8 +130,27 @@ enum ae_ffn_mode {
   AE_FFN_PROFILE = 4,      /* "profile": dense result + activation statistics (ffn-saturated module) */
 };
 
+/* One FFN matrix of a compressed variant: y = a x, or y = b (a x) when b is present (low-rank factors). */
+typedef struct { ae_tensor a, b; } ae_fmat;
+
+/* Per-layer compression modes (runtime switch, like ae_ffn_mode; JS: the quoted name). */
+enum ae_cmp_mode {
+  AE_CMP_DENSE = 0,       /* "dense": the layer's own FFN weights (in its ae_ffn_mode) */
+  AE_CMP_VARIANT = 1,     /* "compressed": the compressed variant (ffn_*_a / _b, ffn_out.bias) */
+};
+#define AE_CMP_MODES 2
+
+/* The compressed FFN of a layer: width = rows of gate (= of up = row length of down's first matrix). */
+typedef struct {
+  ae_fmat gate, up, down;
+  ae_tensor out_bias;     /* optional [dim] */
+  int32_t width;          /* intermediate width (<= hidden_dim); 0 = the layer has no variant */
+} ae_ffn_variant;
+
 typedef struct {
   ae_tensor attn_norm, wq, wk, wv, wqkv, bq, bk, bv, wo, ffn_norm, w_gate, w_up, w_down;
+  ae_ffn_variant cmp;    /* compressed variant (optional) */
+  int32_t cmp_mode;      /* ae_cmp_mode: one lookup per layer per forward */
   ae_tensor q_norm, k_norm, attn_post_norm, ffn_post_norm;  /* optional (absent: data NULL) */
   int32_t swa;        /* 1: sliding-window layer (window cfg.swa_window, RoPE base rope_theta_swa) */
   int32_t ffn_mode;   /* ae_ffn_mode */

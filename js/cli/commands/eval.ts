@@ -4,6 +4,7 @@ import { parseArgs } from '../args.js';
 import { load, type FfnModeName } from '../../src/aether.js';
 import { evaluate } from '../../src/eval.js';
 import { AetherError } from '../../src/errors.js';
+import type { SimdMode } from '../../src/runtime/env.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
 import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
 import { selectDocs } from '../../src/profile/text.js';
@@ -23,11 +24,12 @@ ${FFN_USAGE.split('\n').slice(2).join('\n')}
   --max-tokens N      stop after N predicted tokens
   -t, --threads T     compute threads (default 1)
 ${MEM_USAGE.replace(/^  --ctx.*\n/, '')}
+  --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
   --json              print one JSON object`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean', docs: 'string', 'ref-kv-dtype': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC },
+    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', simd: 'string', json: 'boolean', docs: 'string', 'ref-kv-dtype': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC },
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
@@ -38,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   if (v.docs) text = selectDocs(text, v.docs as string).text;
   const ffn = ffnFromArgs(v, 'mode');
   const window = (v.window as number) ?? 256;
-  const lo = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: window, modules: ffn.modules };
+  const lo = { threads: (v.threads as number) ?? 1, simd: v.simd as SimdMode | undefined, logitsAll: true, maxBatch: window, modules: ffn.modules };
   const mem = memFromArgs(v);
   const model = await load(positionals[0], { ...lo, ...mem });
   const refKv = v['ref-kv-dtype'] !== undefined ? memFromArgs({ 'kv-dtype': v['ref-kv-dtype'] }).kvDtype : undefined;
@@ -53,7 +55,7 @@ export async function run(argv: string[]): Promise<number> {
       mode, reference, onProgress: progress,
     });
     if (progress) process.stderr.write('\n');
-    const out = { model: positionals[0], text: v.text, docs: v.docs ?? null, mode: mode ?? 'dense', ffn_options: ffn.opts, reference_model: refPath ?? (v['vs-dense'] ? 'dense' : null), kv_dtype: model.engine.plan.kvDtype, reference_kv_dtype: reference?.engine.plan.kvDtype ?? null, threads: model.threads, ...r };
+    const out = { model: positionals[0], text: v.text, docs: v.docs ?? null, mode: mode ?? 'dense', ffn_options: ffn.opts, reference_model: refPath ?? (v['vs-dense'] ? 'dense' : null), kv_dtype: model.engine.plan.kvDtype, reference_kv_dtype: reference?.engine.plan.kvDtype ?? null, threads: model.threads, simd: model.simd, ...r };
     if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
     else {
       process.stdout.write(`tokens ${r.tokens} in ${r.windows} windows, perplexity ${r.perplexity.toFixed(4)} (nll ${r.nll.toFixed(5)})\n`);

@@ -2,6 +2,7 @@
 import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
+import type { SimdMode } from '../../src/runtime/env.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
 import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
 import { formatPrometheus } from '../../src/runtime/metrics.js';
@@ -20,6 +21,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --seed S              RNG seed (default random)
   -t, --threads T       compute threads (default 1)
 ${MEM_USAGE}
+  --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
   --json                print one JSON object: tokens, text, prefill_tps, decode_tps, ...
@@ -32,7 +34,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC,
+      simd: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -47,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
     threads: (v.threads as number) ?? 1, ...memFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
-    modules: ffn.modules,
+    modules: ffn.modules, simd: v.simd as SimdMode | undefined,
   });
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
@@ -74,7 +76,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify({
         model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
         finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
-        decode_ms: s.decodeMs, threads: model.threads, n_ctx: model.nCtx, kv_dtype: model.engine.plan.kvDtype, memory: model.engine.plan,
+        decode_ms: s.decodeMs, threads: model.threads, simd: model.simd, n_ctx: model.nCtx, kv_dtype: model.engine.plan.kvDtype, memory: model.engine.plan,
         ...(metricsFmt === 'json' ? { metrics } : metricsFmt === 'prometheus' ? { metrics_prometheus: formatPrometheus(metrics!) } : {}),
       }) + '\n');
     } else {
@@ -82,7 +84,7 @@ export async function run(argv: string[]): Promise<number> {
       else if (metricsFmt === 'json') process.stdout.write('\n' + JSON.stringify(metrics, null, 1) + '\n');
       process.stdout.write('\n');
       process.stderr.write(`\n[prompt ${s.promptTokens} tok, ${s.prefillTps.toFixed(1)} tok/s | generated ${s.generatedTokens} tok, ` +
-        `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${s.finishReason}]\n`);
+        `${s.decodeTps.toFixed(1)} tok/s | ${model.threads} thread(s) | ${model.simd} SIMD | ${s.finishReason}]\n`);
     }
     return 0;
   } finally {

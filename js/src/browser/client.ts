@@ -6,7 +6,7 @@
  * ffnActive / dispose return Promises (`await` works in both hosts); `stats` is a copy that is
  * refreshed when a generation ends (getStats() asks the worker).
  */
-import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
@@ -40,6 +40,10 @@ export interface BrowserLoadOptions {
   modules?: string[];
   /** Verify tensor checksums while loading (default true; always on for cached copies). */
   verify?: boolean;
+  /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
+  simd?: 'auto' | 'relaxed' | 'plain';
+  /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
+  warmup?: boolean | number;
   /** Cache URL downloads (Cache API): true (default) / false / a cache name. */
   cache?: boolean | string;
   /** Progress: bytes read, and cache hits / misses / evictions. */
@@ -141,6 +145,10 @@ export class BrowserModel {
   /** .rknot metadata without the tokenizer and tensor tables */
   readonly metadata: Record<string, unknown>;
   readonly threads: number;
+  /** The wasm build in use ('relaxed' SIMD or 'plain'). */
+  readonly simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   readonly nCtx: number;
   /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
   readonly memory: ModelInfo['memory'];
@@ -157,6 +165,8 @@ export class BrowserModel {
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
+    this.simd = info.simd;
+    this.warmup = info.warmup;
     this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
     this.chatInfo = info.chatTemplate;
@@ -298,6 +308,11 @@ export class BrowserModel {
   /** Zero the cumulative counters of metrics(). */
   async resetMetrics(): Promise<void> { await this.ch.call('resetMetrics', {}); }
 
+  /** Per-layer FFN compression, as AetherModel.setCompression (resolves to the modes now in force). */
+  setCompression(spec: CompressionSpec): Promise<CompressionModeName[]> { return this.ch.call('setCompression', { spec }); }
+  /** The compression mode of every layer. */
+  compression(): Promise<CompressionModeName[]> { return this.ch.call('compression', {}); }
+
   /** Free the model and stop its workers. */
   async dispose(): Promise<void> {
     if (this.disposed) return;
@@ -340,7 +355,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
       source: wire,
       options: {
         threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
-        verify: opts.verify, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
+        verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;
     for (const w of info.warnings) console.warn(`aether: ${w}`);

@@ -71,6 +71,12 @@ const handlers: { [V in Verb]: Handler<V> } = {
     return null;
   },
 
+  async setCompression({ spec }) {
+    return requireModel().setCompression(spec);
+  },
+  async compression() {
+    return requireModel().compression();
+  },
   async ffnActive({ layers }) {
     const m = requireModel();
     const ls = layers ?? [...Array(m.config.n_layers).keys()];
@@ -97,6 +103,8 @@ function info(m: AetherModel, source: WireSource): ModelInfo {
     config: m.config,
     metadata,
     threads: m.threads,
+    simd: m.simd,
+    warmup: m.warmupStats,
     nCtx: m.nCtx,
     memory: m.engine.plan,
     warnings: [...m.warnings],
@@ -110,7 +118,7 @@ const isCorruption = (e: unknown): boolean => e instanceof AetherError && (e.cod
 
 async function loadSource(source: WireSource, o: WireLoadOptions, emit: (e: LoadEvent) => void, signal: AbortSignal): Promise<AetherModel> {
   const opts = {
-    threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, signal,
+    threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, simd: o.simd, warmup: o.warmup, signal,
     onProgress: (e: { loaded: number; total: number }) => emit({ type: 'progress', loaded: e.loaded, total: e.total }),
   };
   if (source.kind === 'blob') return load(source.blob, opts);

@@ -14,7 +14,7 @@
  * ReadableStream source is transferred. Chat templates are rendered on the page, not in the worker: the
  * template engine is an npm dependency (a bare import), and a Worker has no import map to resolve it.
  */
-import type { FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
 import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
@@ -48,6 +48,8 @@ export interface WireLoadOptions {
   spin?: number;
   modules?: string[];
   verify?: boolean;
+  simd?: 'auto' | 'relaxed' | 'plain';
+  warmup?: boolean | number;
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -61,6 +63,10 @@ export interface ModelInfo {
   /** Metadata without the tokenizer and tensor tables (which can be megabytes). */
   metadata: Record<string, unknown>;
   threads: number;
+  /** The wasm build in use. */
+  simd: 'relaxed' | 'plain';
+  /** The load's warm-up (rounds, ms), or null. */
+  warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   nCtx: number;
   /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
   memory: MemoryPlan;
@@ -86,6 +92,8 @@ export interface Verbs {
   metrics: { args: Record<string, never>; result: ModelMetrics };
   setTiming: { args: { on: boolean }; result: null };
   resetMetrics: { args: Record<string, never>; result: null };
+  setCompression: { args: { spec: CompressionSpec }; result: CompressionModeName[] };
+  compression: { args: Record<string, never>; result: CompressionModeName[] };
   dispose: { args: Record<string, never>; result: null };
 }
 export type Verb = keyof Verbs;

@@ -20,7 +20,7 @@ export const RKNOT_MAX_JSON = 256 << 20;
  * config uses (writeRknot adds them from the config: `configFeatures`), so a reader that predates one refuses
  * the file instead of ignoring, say, the RoPE scaling and producing garbage.
  */
-export const RKNOT_FEATURES = ['rope_scaling', 'sliding_window', 'softcap', 'qk_norm', 'post_norms', 'gelu_ffn', 'embd_scale', 'attn_scale'] as const;
+export const RKNOT_FEATURES = ['rope_scaling', 'sliding_window', 'softcap', 'qk_norm', 'post_norms', 'gelu_ffn', 'embd_scale', 'attn_scale', 'ffn_compressed'] as const;
 export const RKNOT_KNOWN_FEATURES: ReadonlySet<string> = new Set<string>(RKNOT_FEATURES);
 
 export type RknotArch = 'llama' | 'qwen2' | 'phi3' | 'qwen3' | 'gemma' | 'gemma2' | 'gemma3';
@@ -395,9 +395,16 @@ export function validateRknotMetadata(meta: unknown, fileSize: number | undefine
     }
     want(p + 'attn_output.weight', [q, dim]);
     want(p + 'ffn_norm.weight', [dim]);
-    want(p + 'ffn_gate.weight', [dim, hidden]);
-    want(p + 'ffn_up.weight', [dim, hidden]);
-    want(p + 'ffn_down.weight', [hidden, dim]);
+    // a compressed FFN variant (aether compress; shapes checked by the C validator) may replace the dense weights
+    const variant = byName.has(p + 'ffn_gate_a.weight');
+    if (variant && !(fmt.required_features as string[] | undefined ?? []).includes('ffn_compressed')) {
+      throw F('format.required_features', `tensor '${p}ffn_gate_a.weight' is a compressed FFN variant but the file does not require feature 'ffn_compressed'`);
+    }
+    if (!variant || byName.has(p + 'ffn_gate.weight') || byName.has(p + 'ffn_up.weight') || byName.has(p + 'ffn_down.weight')) {
+      want(p + 'ffn_gate.weight', [dim, hidden]);
+      want(p + 'ffn_up.weight', [dim, hidden]);
+      want(p + 'ffn_down.weight', [hidden, dim]);
+    }
     for (const [flag, names, shape] of [['qk_norm', ['attn_q_norm.weight', 'attn_k_norm.weight'], [headDim]], ['post_norms', ['post_attention_norm.weight', 'post_ffw_norm.weight'], [dim]]] as const) {
       for (const n of names) {
         if (c[flag]) want(p + n, [...shape]);

@@ -9,7 +9,7 @@ import {
 } from './abi.js';
 import { checkStatus } from './status.js';
 import { DTYPE_ROWS } from '../generated/abi.js';
-import { compileModule, probeFeatures, requireSimd } from './env.js';
+import { compileModule, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
@@ -92,9 +92,20 @@ export interface EngineOptions {
   spin?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
+  /**
+   * Build of the wasm modules: 'relaxed' (relaxed SIMD: i8 dot products for the quantised dtypes, bit-identical
+   * to the plain build; fused multiply-add for f32 / f16, which may differ in the last bits), 'plain', or
+   * 'auto' (default: relaxed where the engine validates it, see docs/PERFORMANCE.md). Node 20 validates relaxed
+   * SIMD only with --experimental-wasm-relaxed-simd (the aether CLI sets it).
+   */
+  simd?: SimdMode;
 }
 
 const STACK_SIZE = 1 << 20;
+
+/** Per-layer compression modes, in the order of src/model/model.h ae_cmp_mode. */
+export const CMP_MODES = ['dense', 'compressed'] as const;
+export type CompressionModeName = typeof CMP_MODES[number];
 const MAX_RECENT = 1024;
 /** Most logit-bias entries per call, and most alternatives per token of log-probabilities. */
 export const MAX_LOGIT_BIAS = 1024;
@@ -127,6 +138,8 @@ export class Engine {
   readonly config: ModelConfig;
   readonly threads: number;
   readonly threaded: boolean;
+  /** The module build in use ('relaxed' or 'plain'). */
+  simd: 'relaxed' | 'plain' = 'plain';
   readonly maxBatch: number;
   /** Context length (set by the memory plan). */
   nCtx: number;
@@ -156,7 +169,7 @@ export class Engine {
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
-  static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
+  static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; simd: 'relaxed' | 'plain'; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
     requireSimd();
     const want = Math.max(1, Math.floor(opts.threads ?? 1));
     const feats = probeFeatures();
@@ -169,10 +182,20 @@ export class Engine {
     }
     const threaded = threads > 1;
     const names = ['core', ...(opts.modules ?? [])];
-    const mods = await Promise.all(names.map((n) => compileModule(n, threaded)));
+    let simd = resolveSimd(opts.simd);
+    let mods: WebAssembly.Module[];
+    try {
+      mods = await Promise.all(names.map((n) => compileModule(n, threaded, simd === 'relaxed')));
+    } catch (e) {
+      // 'auto' with a relaxed build that is missing (built without a clang >= 16) or rejected: the plain one
+      if (simd !== 'relaxed' || (opts.simd ?? 'auto') !== 'auto') throw e;
+      warnings.push(`relaxed-SIMD modules unavailable (${(e as Error).message}); using the plain build`);
+      simd = 'plain';
+      mods = await Promise.all(names.map((n) => compileModule(n, threaded, false)));
+    }
     const modules: Record<string, WebAssembly.Module> = {};
     names.forEach((n, i) => { modules[n] = mods[i]; });
-    return { threads, threaded, modules, warnings };
+    return { threads, threaded, simd, modules, warnings };
   }
 
   /**
@@ -209,6 +232,7 @@ export class Engine {
     if (!Number.isSafeInteger(off) || off < 0) throw new AetherError('invalid_argument', `addressOffset = ${off} must be a non-negative integer`);
     if (off > 0) heap.alloc(off, 64);
     e.warnings.push(...prep.warnings);
+    e.simd = prep.simd;
     e.modules = prep.modules;
     for (let t = 0; t < prep.threads; t++) {
       const tops: Record<string, number> = {};
@@ -357,6 +381,10 @@ export class Engine {
       if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; }
       else role = t.name === ropeFactors ? Role.ROPE_FREQS : GLOBAL_TENSOR_ROLES[t.name];
       if (role === undefined) continue; // tensors the forward does not use
+      if (this.threads > 1 && /^blk\.\d+\.ffn_(gate|up|down)_b\.weight$/.test(t.name)) {
+        // known bug: the factored FFN path deadlocks with worker threads (not diagnosed yet); refuse rather than hang
+        throw new AetherError('unsupported', `tensor '${t.name}': low-rank FFN factors (aether compress --method aa-svd / svd) run on one thread only in this build; load with threads: 1`);
+      }
       if (layer >= this.config.n_layers) throw new AetherError('format_error', `tensor '${t.name}': layer ${layer} >= n_layers ${this.config.n_layers}`);
       const type = DTYPE_IDS[t.dtype];
       if (type === undefined) throw new AetherError('unsupported', `tensor '${t.name}': dtype '${t.dtype}' is not supported`);
@@ -394,6 +422,37 @@ export class Engine {
   private check(): void {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
   }
+
+  /**
+   * Warm-up: V8 runs wasm first in its baseline tier (Liftoff) and optimises a function once it has run
+   * enough, in the background; without this the first generation after a load is several times slower than
+   * later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a small prefill batch plus a few decode
+   * steps on dummy tokens (the same kernels a generation runs, on every thread) until a round takes at most half
+   * the first one (the optimised code is in use; then one more round), or 8 rounds (nothing to gain: already
+   * optimised), or `maxMs` is spent. The KV cache rows it wrote are overwritten by the next prompt (the caller
+   * forgets its cached tokens). Returns the rounds, the time spent and each round's time.
+   */
+  warmup(maxMs = 3000): { rounds: number; ms: number; roundMs: number[] } {
+    this.check();
+    const now = () => performance.now();
+    const t0 = now();
+    const D = 4, B = Math.min(this.maxBatch, 8, this.nCtx - D);
+    if (B < 1) return { rounds: 0, ms: 0, roundMs: [] };
+    const toks = new Array<number>(B).fill(0);
+    const roundMs: number[] = [];
+    for (;;) {
+      const s = now();
+      this.forward(toks, 0);
+      for (let i = 0; i < D; i++) this.forward([0], B + i);
+      const dt = now() - s;
+      roundMs.push(Math.round(dt * 10) / 10);
+      const n = roundMs.length;
+      if (n >= 3 && roundMs[n - 2] <= 0.5 * roundMs[0]) break;
+      if (n >= 8 || now() - t0 + dt > maxMs) break;
+    }
+    return { rounds: roundMs.length, ms: now() - t0, roundMs };
+  }
+
 
   /**
    * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
@@ -503,6 +562,23 @@ export class Engine {
   }
 
   ffnActive(layer: number): number { return this.core.ae_model_ffn_active(this.model, layer); }
+
+  /** Compression mode of a layer (src/model/model.h ae_cmp_mode): 'dense' or 'compressed' (its variant). */
+  setCompressionMode(layer: number, mode: CompressionModeName): void {
+    this.check();
+    const code = CMP_MODES.indexOf(mode);
+    if (code < 0) throw new AetherError('invalid_argument', `compression mode '${mode}' is not one of ${CMP_MODES.join(', ')}`);
+    const st = this.core.ae_model_set_compression(this.model, layer, code);
+    if (st === Status.UNSUPPORTED) {
+      throw new AetherError('unsupported', mode === 'compressed'
+        ? `layer ${layer} has no compressed FFN variant (write one with aether compress)`
+        : `layer ${layer} has no dense FFN weights in this file (written by aether compress without --keep-dense)`, { layer, mode });
+    }
+    checkStatus(st, { op: `set compression '${mode}'`, subject: `layer ${layer}`, details: { layer, mode } });
+  }
+  compressionMode(layer: number): CompressionModeName { return CMP_MODES[this.core.ae_model_compression(this.model, layer)] ?? 'dense'; }
+  /** Intermediate width of the layer's compressed variant (0: none). */
+  compressedWidth(layer: number): number { return this.core.ae_model_cmp_width(this.model, layer); }
 
   /**
    * Calibration capture (src/model/model.h AE_CAP_*): with `ptr` != 0 the forward copies the inputs of

@@ -11,7 +11,74 @@ const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 
 const THREADS_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 127, 2, 9, 1, 1, 109, 1, 109, 2, 3, 1,
   1, 3, 2, 1, 0, 10, 12, 1, 10, 0, 65, 0, 65, 0, 254, 0, 2, 0, 11]);
 
-export interface Features { simd: boolean; threads: boolean; sharedArrayBuffer: boolean; crossOriginIsolated: boolean }
+// wasm/probes/relaxed.wat compiled by wat2wasm --enable-relaxed-simd: uses the two relaxed instructions of the
+// kernels (i32x4.relaxed_dot_i8x16_i7x16_add_s, f32x4.relaxed_madd); its export dot() must return 982.
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 9, 2, 96, 0, 1, 127, 96, 0, 1, 123, 3, 3, 2, 0, 1, 7, 7,
+  1, 3, 100, 111, 116, 0, 0, 10, 124, 2, 62, 0, 253, 12, 1, 254, 3, 252, 5, 6, 7, 8, 128, 127, 0, 1, 2, 3, 4, 5, 253, 12, 5, 6,
+  7, 8, 127, 127, 127, 127, 1, 2, 3, 4, 0, 0, 0, 0, 253, 12, 232, 3, ...new Array(14).fill(0), 253, 147, 2, 253, 27, 0, 11,
+  59, 0, 253, 12, ...new Array(16).fill(0), 253, 12, ...new Array(16).fill(0), 253, 12, ...new Array(16).fill(0), 253, 133, 2, 11]);
+
+export interface Features {
+  simd: boolean; threads: boolean; sharedArrayBuffer: boolean; crossOriginIsolated: boolean;
+  /** Relaxed SIMD validates and computes right (Chrome >= 114; Node 20 only with --experimental-wasm-relaxed-simd --no-liftoff). */
+  relaxedSimd: boolean;
+}
+
+/** Which build of the modules to use: 'relaxed' (<name>-relaxed.wasm), 'plain', or 'auto' (see resolveSimd). */
+export type SimdMode = 'auto' | 'relaxed' | 'plain';
+export const SIMD_MODES: readonly SimdMode[] = ['auto', 'relaxed', 'plain'];
+
+/** Relaxed SIMD validates (the engine knows the instructions). */
+export function relaxedSimdSupported(): boolean {
+  try { return WebAssembly.validate(RELAXED_PROBE); } catch { return false; }
+}
+
+/**
+ * Relaxed SIMD validates AND the probe's dot product is right when it runs. Node 20's V8 11.3 gets
+ * i32x4.relaxed_dot_i8x16_i7x16_add_s wrong in its baseline compiler (Liftoff: the accumulator is dropped and the
+ * products doubled; the optimising tier is right), so there relaxed SIMD is usable only with --no-liftoff
+ * (which the aether CLI sets). The probe runs in the tier the kernels would start in.
+ */
+export function relaxedSimdWorks(): boolean {
+  if (!relaxedSimdSupported()) return false;
+  try {
+    const inst = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE));
+    return (inst.exports.dot as () => number)() === 982;
+  } catch { return false; }
+}
+
+/**
+ * Whether 'auto' should prefer the relaxed build where it works: not in Node on V8 < 11.4 (Node 20), where the
+ * relaxed kernels measured no faster than the plain ones (q8_0 0.8-0.9x; docs/PERFORMANCE.md, relaxed SIMD);
+ * browsers (V8 >= 11.4 lowers the relaxed dot natively) and newer Node take it.
+ */
+function autoPrefersRelaxed(): boolean {
+  if (!isNode) return true;
+  const [maj, min] = String((globalThis as any).process?.versions?.v8 ?? '0.0').split('.').map(Number);
+  return maj > 11 || (maj === 11 && min >= 4);
+}
+
+/**
+ * The build to use for `mode`. 'relaxed' requires the probe to pass (else `unsupported`, naming the Node
+ * flags); 'auto' takes the relaxed build where the probe passes and autoPrefersRelaxed() (docs/PERFORMANCE.md,
+ * relaxed SIMD, has the measurements behind this default), the plain one elsewhere.
+ */
+export function resolveSimd(mode: SimdMode | undefined): 'relaxed' | 'plain' {
+  const m = mode ?? 'auto';
+  if (!SIMD_MODES.includes(m)) {
+    throw new AetherError('invalid_argument', `simd: expected one of ${SIMD_MODES.join(', ')}, got ${JSON.stringify(mode)}`);
+  }
+  if (m === 'plain') return 'plain';
+  const ok = relaxedSimdWorks();
+  if (m === 'relaxed' && !ok) {
+    const valid = relaxedSimdSupported();
+    throw new AetherError('unsupported', 'simd: \'relaxed\' was asked for but ' + (valid
+      ? 'this WebAssembly engine computes the relaxed i8 dot product wrongly in its baseline tier (V8 11.3 / Node 20 Liftoff)'
+      : 'this WebAssembly engine does not validate relaxed SIMD') +
+      (isNode ? ' (Node 20: run node with --experimental-wasm-relaxed-simd --no-liftoff, as the aether CLI does)' : ''));
+  }
+  return ok && (m === 'relaxed' || autoPrefersRelaxed()) ? 'relaxed' : 'plain';
+}
 
 export function probeFeatures(): Features {
   const simd = WebAssembly.validate(SIMD_PROBE);
@@ -23,7 +90,7 @@ export function probeFeatures(): Features {
       threads = WebAssembly.validate(THREADS_PROBE) && new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }).buffer instanceof SharedArrayBuffer;
     } catch { threads = false; }
   }
-  return { simd, threads, sharedArrayBuffer: sab, crossOriginIsolated: coi };
+  return { simd, threads, sharedArrayBuffer: sab, crossOriginIsolated: coi, relaxedSimd: relaxedSimdWorks() };
 }
 
 export function requireSimd(): void {
@@ -39,9 +106,17 @@ export function setWasmBaseUrl(url: URL | string): void { wasmBase = url; }
 
 const compiled = new Map<string, Promise<WebAssembly.Module>>();
 
-/** Compile (once per process) the module `name` ('core', 'ffn-fused', ...), threaded or single-thread. */
-export function compileModule(name: string, threaded: boolean): Promise<WebAssembly.Module> {
-  const file = `${name}${threaded ? '' : '-st'}.wasm`;
+/** The file name of a module build. */
+export function moduleFile(name: string, threaded: boolean, relaxed = false): string {
+  return `${name}${threaded ? '' : '-st'}${relaxed ? '-relaxed' : ''}.wasm`;
+}
+
+/**
+ * Compile (once per process) the module `name` ('core', 'ffn-fused', ...), threaded or single-thread,
+ * plain or relaxed-SIMD build.
+ */
+export function compileModule(name: string, threaded: boolean, relaxed = false): Promise<WebAssembly.Module> {
+  const file = moduleFile(name, threaded, relaxed);
   let p = compiled.get(file);
   if (!p) {
     p = (async () => {

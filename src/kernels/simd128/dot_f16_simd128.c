@@ -90,13 +90,13 @@ AE_INLINE int dot_row(int n, float *s, const ae_fp16 *h, const float *x, int exa
   for (; i + 8 <= n; i += 8) {
     const v128 v = ae_load(h + i);
     if (exact != 1) m = ae_h16_infnan_acc(m, v);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact)));
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), xs(ae_load(x + i + 4), exact)));
+    acc = ae_madd(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact), acc);
+    acc = ae_madd(cvt(ae_h16_hi(v), exact), xs(ae_load(x + i + 4), exact), acc);
   }
   if (i + 4 <= n) {
     const v128 v = wasm_v128_load64_zero(h + i);
     if (exact != 1) m = ae_h16_infnan_acc(m, v);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact)));
+    acc = ae_madd(cvt(ae_h16_lo(v), exact), xs(ae_load(x + i), exact), acc);
     i += 4;
   }
   float sum = ae_hsum_f32(acc);
@@ -118,8 +118,8 @@ AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t r
   do {                                                                                           \
     const v128 v = ae_load(wp + i);                                                              \
     if (exact != 1) m = ae_h16_infnan_acc(m, v);                                                 \
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), x0));                   \
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_hi(v), exact), x1));                   \
+    acc0 = ae_madd(cvt(ae_h16_lo(v), exact), x0, acc0);                   \
+    acc0 = ae_madd(cvt(ae_h16_hi(v), exact), x1, acc0);                   \
   } while (0)
   for (; i + 8 <= n; i += 8) {
     const v128 x0 = xs(ae_load(x + i), exact), x1 = xs(ae_load(x + i + 4), exact);
@@ -130,7 +130,7 @@ AE_INLINE int rows4(int n, float *y, const ae_fp16 *w0, const float *x, size_t r
   do {                                                                                           \
     const v128 v = wasm_v128_load64_zero(wp + i);                                                \
     if (exact != 1) m = ae_h16_infnan_acc(m, v);                                                 \
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(cvt(ae_h16_lo(v), exact), x0));                   \
+    acc0 = ae_madd(cvt(ae_h16_lo(v), exact), x0, acc0);                   \
   } while (0)
   if (i + 4 <= n) {
     const v128 x0 = xs(ae_load(x + i), exact);

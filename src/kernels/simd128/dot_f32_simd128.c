@@ -17,10 +17,10 @@ void ae_vec_dot_f32_simd128(int n, float *s, const void *w, const void *x) {
   v128 acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0;
   int i = 0;
   for (; i + 8 <= n; i += 8) {
-    acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(ae_load(a + i), ae_load(b + i)));
-    acc1 = wasm_f32x4_add(acc1, wasm_f32x4_mul(ae_load(a + i + 4), ae_load(b + i + 4)));
+    acc0 = ae_madd(ae_load(a + i), ae_load(b + i), acc0);
+    acc1 = ae_madd(ae_load(a + i + 4), ae_load(b + i + 4), acc1);
   }
-  if (i + 4 <= n) { acc0 = wasm_f32x4_add(acc0, wasm_f32x4_mul(ae_load(a + i), ae_load(b + i))); i += 4; }
+  if (i + 4 <= n) { acc0 = ae_madd(ae_load(a + i), ae_load(b + i), acc0); i += 4; }
   float sum = ae_hsum_f32(wasm_f32x4_add(acc0, acc1));
   for (; i < n; i++) sum += a[i] * b[i];
   *s = sum;
@@ -36,21 +36,21 @@ void ae_matvec_rows_f32_simd128(const void *W, int ncols, const void *xq, float 
     int i = 0;
     for (; i + 8 <= ncols; i += 8) {
       const v128 x0 = ae_load(x + i), x1 = ae_load(x + i + 4);
-      a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(ae_load(w0 + i), x0));
-      a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(ae_load(w0 + i + 4), x1));
-      b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(ae_load(w1 + i), x0));
-      b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(ae_load(w1 + i + 4), x1));
-      c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(ae_load(w2 + i), x0));
-      c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(ae_load(w2 + i + 4), x1));
-      d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(ae_load(w3 + i), x0));
-      d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(ae_load(w3 + i + 4), x1));
+      a0 = ae_madd(ae_load(w0 + i), x0, a0);
+      a1 = ae_madd(ae_load(w0 + i + 4), x1, a1);
+      b0 = ae_madd(ae_load(w1 + i), x0, b0);
+      b1 = ae_madd(ae_load(w1 + i + 4), x1, b1);
+      c0 = ae_madd(ae_load(w2 + i), x0, c0);
+      c1 = ae_madd(ae_load(w2 + i + 4), x1, c1);
+      d0 = ae_madd(ae_load(w3 + i), x0, d0);
+      d1 = ae_madd(ae_load(w3 + i + 4), x1, d1);
     }
     if (i + 4 <= ncols) {
       const v128 x0 = ae_load(x + i);
-      a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(ae_load(w0 + i), x0));
-      b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(ae_load(w1 + i), x0));
-      c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(ae_load(w2 + i), x0));
-      d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(ae_load(w3 + i), x0));
+      a0 = ae_madd(ae_load(w0 + i), x0, a0);
+      b0 = ae_madd(ae_load(w1 + i), x0, b0);
+      c0 = ae_madd(ae_load(w2 + i), x0, c0);
+      d0 = ae_madd(ae_load(w3 + i), x0, d0);
       i += 4;
     }
     const v128 sums = ae_reduce4_f32(wasm_f32x4_add(a0, a1), wasm_f32x4_add(b0, b1), wasm_f32x4_add(c0, c1),

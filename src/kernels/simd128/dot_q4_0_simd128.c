@@ -30,6 +30,29 @@ void ae_to_float_q4_0_simd128(const void *x, float *y, int n) {
   }
 }
 
+#if AE_RELAXED
+/* Relaxed build: e0 / o0 = x bytes 0..15 / 16..31 as they are; the nibbles are the 7-bit operand of
+ * ae_rdot, so bdot gives sum(q x) itself (Q4_SH 0) and sum8 = 8 sum(x). */
+#define Q4_SH 0
+typedef struct { v128 e0, o0; } xblk;
+
+AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx, int32_t *sum8) {
+  for (int b = 0; b < n; b++) {
+    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
+    xs[b].e0 = a; xs[b].o0 = c;
+    const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a), wasm_i16x8_extadd_pairwise_i8x16(c));
+    sum8[b] = 8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
+    dx[b] = ae_h2f_s(x[b].d);
+  }
+}
+
+/* i32x4 partial sums of sum(q x) (unsigned nibbles, without the -8) */
+AE_INLINE v128 bdot(const ae_block_q4_0 *wb, const xblk *x) {
+  const v128 v = ae_load(wb->qs), f = wasm_i8x16_splat(0x0f);
+  return ae_rdot(x->o0, wasm_v128_and(wasm_u16x8_shr(v, 4), f), ae_rdot(x->e0, wasm_v128_and(v, f), wasm_i32x4_splat(0)));
+}
+#else
+#define Q4_SH 8
 /* Activation block, prepared for nibbles masked in place: with v = i16 lanes b0 | b1 << 8 of the weight
  * bytes, (v & 0x000f) = q_lo_even, (v & 0x0f00) = 256 q_lo_odd, (v & 0x00f0) = 16 q_hi_even and
  * (v >> 12) = q_hi_odd, so pairing them with 256 x_even(0..15), x_odd(0..15), 16 x_even(16..31) and
@@ -58,6 +81,7 @@ AE_INLINE v128 bdot(const ae_block_q4_0 *wb, const xblk *x) {
                                  wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
+#endif
 
 /* ae_reduce4_i32 in two halves (see dot_q8_0_simd128.c) */
 AE_INLINE v128 pair(v128 a, v128 b) {
@@ -82,8 +106,8 @@ AE_INLINE int group4(v128 *accp, const ae_block_q4_0 *w0, size_t nb, int n, cons
     t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
     t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
     t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
-    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[0], t[1]), wasm_v128_load32_splat(&sum8[b])), 8);
-    const v128 i1 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[2], t[3]), wasm_v128_load32_splat(&sum8[b + 1])), 8);
+    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[0], t[1]), wasm_v128_load32_splat(&sum8[b])), Q4_SH);
+    const v128 i1 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[2], t[3]), wasm_v128_load32_splat(&sum8[b + 1])), Q4_SH);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
   }
@@ -91,7 +115,7 @@ AE_INLINE int group4(v128 *accp, const ae_block_q4_0 *w0, size_t nb, int n, cons
     const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
     t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
     t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[0], t[1]), wasm_v128_load32_splat(&sum8[b])), 8);
+    const v128 i0 = wasm_i32x4_shr(wasm_i32x4_sub(unpair(t[0], t[1]), wasm_v128_load32_splat(&sum8[b])), Q4_SH);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
   }
   *accp = acc;
@@ -107,7 +131,7 @@ static void row1(const ae_block_q4_0 *w, const ae_block_q8_0 *x, int nb, float *
   int32_t s8;
   for (int b = 0; b < nb; b++) {
     prep(x + b, 1, &xb, &dxb, &s8);
-    const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xb)) - s8) >> 8;
+    const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xb)) - s8) >> Q4_SH;
     sum += (float)sumi * (ae_h2f_s(w[b].d) * dxb);
   }
   *y = sum;
@@ -138,7 +162,7 @@ void ae_matvec_rows_q4_0_simd128(const void *W, int ncols, const void *xq, float
       const ae_block_q4_0 *w = (const ae_block_q4_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
       for (int b = 0; b < n; b++) {
-        const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xs[b])) - sum8[b]) >> 8;
+        const int32_t sumi = (ae_hsum_i32(bdot(&w[b], &xs[b])) - sum8[b]) >> Q4_SH;
         sum += (float)sumi * (ae_h2f_s(w[b].d) * dx[b]);
       }
       y[r] = sum;

@@ -54,6 +54,25 @@ void ae_to_float_q4_K_simd128(const void *x, float *y, int n) {
 typedef struct { v128 X[32]; v128 bsp; } xk;
 #define AE_QK_CHUNK 16   /* super-blocks per column chunk: 16 * 528 B = 8.3 KiB of stack */
 
+#if AE_RELAXED
+/* Relaxed build: X[c] = x[16c .. 16c+16) as bytes (X[16..31] unused); the nibbles are ae_rdot's 7-bit
+ * operand. */
+AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
+  for (int i = 0; i < n; i++) {
+    for (int c = 0; c < 16; c++) xs[i].X[c] = ae_load(x[i].qs + 16 * c);
+    const v128 b0 = ae_load(x[i].bsums), b1 = ae_load(x[i].bsums + 8);
+    xs[i].bsp = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                               wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
+  }
+}
+/* i32x4 partial sums of sum(q x) of sub-blocks 2g (d0) and 2g + 1 (d1) */
+AE_INLINE void group_dot(v128 v0, v128 v1, const v128 *X, v128 *d0, v128 *d1) {
+  const v128 f = wasm_i8x16_splat(0x0f), z = wasm_i32x4_splat(0);
+  *d0 = ae_rdot(X[1], wasm_v128_and(v1, f), ae_rdot(X[0], wasm_v128_and(v0, f), z));
+  *d1 = ae_rdot(X[3], wasm_v128_and(wasm_u16x8_shr(v1, 4), f), ae_rdot(X[2], wasm_v128_and(wasm_u16x8_shr(v0, 4), f), z));
+}
+#define GROUP_X(g) (xs->X + 4 * (g))
+#else
 AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
   for (int i = 0; i < n; i++) {
     for (int c = 0; c < 16; c++) {
@@ -66,6 +85,19 @@ AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
                                wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
   }
 }
+AE_INLINE void group_dot(v128 v0, v128 v1, const v128 *X, v128 *d0, v128 *d1) {
+  const v128 f = wasm_i16x8_splat(0x0f);
+  v128 a = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v0, f), X[0]),
+                          wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v0, 8), f), X[1]));
+  *d0 = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v1, f), X[2]),
+                                         wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v1, 8), f), X[3])));
+  v128 b = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), X[4]),
+                          wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v0, 12), X[5]));
+  *d1 = wasm_i32x4_add(b, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), X[6]),
+                                         wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v1, 12), X[7])));
+}
+#define GROUP_X(g) (xs->X + 8 * (g))
+#endif
 
 /* One row's super-block: *q = sumi_q, *m = sumi_m. */
 AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t *m) {
@@ -74,19 +106,11 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t 
   const v128 sc_lo = wasm_u32x4_extend_low_u16x8(sc16), sc_hi = wasm_u32x4_extend_high_u16x8(sc16);
   *m = ae_hsum_i32(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp));
   volatile v128 part[4];   /* one store per 64 elements orders V8's schedule (no spills), no chain */
-  const v128 f = wasm_i16x8_splat(0x0f);
 #pragma clang loop unroll(full)
   for (int g = 0; g < 4; g++) {
     const v128 v0 = ae_load(w->qs + 32 * g), v1 = ae_load(w->qs + 32 * g + 16);
-    const v128 *X = xs->X + 8 * g;
-    v128 d0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v0, f), X[0]),
-                             wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v0, 8), f), X[1]));
-    d0 = wasm_i32x4_add(d0, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v1, f), X[2]),
-                                           wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v1, 8), f), X[3])));
-    v128 d1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), X[4]),
-                             wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v0, 12), X[5]));
-    d1 = wasm_i32x4_add(d1, wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), X[6]),
-                                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v1, 12), X[7])));
+    v128 d0, d1;
+    group_dot(v0, v1, GROUP_X(g), &d0, &d1);
     const v128 scv = g < 2 ? sc_lo : sc_hi;
     v128 s0, s1;
     if ((g & 1) == 0) { s0 = wasm_i32x4_shuffle(scv, scv, 0, 0, 0, 0); s1 = wasm_i32x4_shuffle(scv, scv, 1, 1, 1, 1); }

@@ -15,15 +15,17 @@ void ae_from_float_q6_K_simd128(const float *x, void *y, int n) { ae_from_float_
 /* 6-bit values of elements 128h + 32k + 16p + [0, 16) as even/odd i16 lanes, from l0 = ql[64h + 16p ..],
  * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..]: first the 16 values as bytes (i16 shifts, byte
  * masks), then even bytes (& 0x00ff) and odd bytes (>> 8). */
-AE_INLINE void decode_k(v128 l0, v128 l1, v128 hb, int k, v128 *e, v128 *o) {
+AE_INLINE v128 decode_q(v128 l0, v128 l1, v128 hb, int k) {
   const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
-  v128 q;
   switch (k) {
-    case 0: q = wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t)); break;
-    case 1: q = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t)); break;
-    case 2: q = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t)); break;
-    default: q = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t)); break;
+    case 0: return wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
+    case 1: return wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
+    case 2: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
+    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
   }
+}
+AE_INLINE void decode_k(v128 l0, v128 l1, v128 hb, int k, v128 *e, v128 *o) {
+  const v128 q = decode_q(l0, l1, hb, k);
   *e = wasm_v128_and(q, wasm_i16x8_splat(0x00ff));
   *o = wasm_u16x8_shr(q, 8);
 }
@@ -63,6 +65,26 @@ void ae_to_float_q6_K_simd128(const void *x, float *y, int n) {
 typedef struct { v128 X[32]; v128 bs0, bs1; } xk;
 #define AE_QK_CHUNK 16   /* super-blocks per column chunk: 16 * 544 B = 8.5 KiB of stack */
 
+#if AE_RELAXED
+/* Relaxed build: X[c] = x[16c .. 16c+16) as bytes (X[16..31] unused); the 6-bit values are ae_rdot's
+ * 7-bit operand. */
+AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
+  for (int i = 0; i < n; i++) {
+    for (int c = 0; c < 16; c++) xs[i].X[c] = ae_load(x[i].qs + 16 * c);
+    xs[i].bs0 = ae_load(x[i].bsums);
+    xs[i].bs1 = ae_load(x[i].bsums + 8);
+  }
+}
+/* i32x4 partial sums of sum(q x) over the 16 elements of chunk c */
+AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) {
+  return ae_rdot(xs->X[c], decode_q(l0, l1, hb, k), wasm_i32x4_splat(0));
+}
+#else
+AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) {
+  v128 e, o;
+  decode_k(l0, l1, hb, k, &e, &o);
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
+}
 AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
   for (int i = 0; i < n; i++) {
     for (int c = 0; c < 16; c++) {
@@ -74,6 +96,7 @@ AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
     xs[i].bs1 = ae_load(x[i].bsums + 8);
   }
 }
+#endif
 
 AE_INLINE v128 lane_splat(v128 v, int j) {
   switch (j & 3) {
@@ -104,9 +127,7 @@ AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) {
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;   /* 16-element chunk = scale index */
-        v128 e, o;
-        decode_k(l0, l1, hb, k, &e, &o);
-        const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
+        const v128 d = chunk_dot(l0, l1, hb, k, xs, c);
         acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, lane_splat(sc32[c >> 2], c)));
         if (k & 1) { part[4 * h + 2 * p + (k >> 1)] = acc; acc = wasm_i32x4_splat(0); }
       }

@@ -68,6 +68,30 @@ void ae_to_float_q8_0_simd128(const void *x, float *y, int n) {
 }
 
 /* ---- dot ---- */
+#if AE_RELAXED
+/* Relaxed build: the activation split by sign, xp = max(x, 0) and xn = max(-x, 0) (both in [0, 127]: the
+ * quantiser's |x| <= 127; -128 would clamp to 127), is the 7-bit operand of ae_rdot and the weight bytes
+ * are used as they are (any value, -128 included): sum(w x) = sum(w xp) - sum(w xn), exact (Q8_SH 0). */
+#define Q8_SH 0
+typedef struct { v128 e0, o0, e1, o1; } xblk;   /* xp / xn of bytes 0..15 and 16..31 */
+
+AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx) {
+  const v128 z = wasm_i8x16_splat(0);
+  for (int b = 0; b < n; b++) {
+    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
+    xs[b].e0 = wasm_i8x16_max(a, z); xs[b].o0 = wasm_i8x16_max(wasm_i8x16_sub_sat(z, a), z);
+    xs[b].e1 = wasm_i8x16_max(c, z); xs[b].o1 = wasm_i8x16_max(wasm_i8x16_sub_sat(z, c), z);
+    dx[b] = ae_h2f_s(x[b].d);
+  }
+}
+
+/* i32x4 partial sums of sum(w x) for one block */
+AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
+  const v128 a = ae_load(wb->qs), c = ae_load(wb->qs + 16), z = wasm_i32x4_splat(0);
+  return wasm_i32x4_sub(ae_rdot(c, x->e1, ae_rdot(a, x->e0, z)), ae_rdot(c, x->o1, ae_rdot(a, x->o0, z)));
+}
+#else
+#define Q8_SH 8
 typedef struct { v128 e0, o0, e1, o1; } xblk;   /* even / odd i16 of bytes 0..15 and 16..31 */
 
 AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx) {
@@ -86,6 +110,7 @@ AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
   const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(c, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(c, hi), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
+#endif
 
 /* ae_reduce4_i32 in two halves: pair(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; unpair(pair(a,b), pair(c,d)) =
  * [sum a, sum b, sum c, sum d]. */
@@ -114,8 +139,8 @@ AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, cons
     t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
     v128 i0 = unpair(t[0], t[1]);
     v128 i1 = unpair(t[2], t[3]);
-    i0 = wasm_i32x4_shr(i0, 8);
-    i1 = wasm_i32x4_shr(i1, 8);
+    i0 = wasm_i32x4_shr(i0, Q8_SH);
+    i1 = wasm_i32x4_shr(i1, Q8_SH);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
   }
@@ -123,7 +148,7 @@ AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, cons
     const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
     t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
     t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), 8);
+    v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), Q8_SH);
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
   }
   *accp = acc;
@@ -138,7 +163,7 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
   float dxb;
   for (int b = 0; b < nb; b++) {
     prep(x + b, 1, &xb, &dxb);
-    const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xb)) >> 8;
+    const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xb)) >> Q8_SH;
     sum += (float)sumi * (ae_h2f_s(w[b].d) * dxb);
   }
   *y = sum;
@@ -168,7 +193,7 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
       const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
       for (int b = 0; b < n; b++) {
-        const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xs[b])) >> 8;
+        const int32_t sumi = ae_hsum_i32(bdot(&w[b], &xs[b])) >> Q8_SH;
         sum += (float)sumi * (ae_h2f_s(w[b].d) * dx[b]);
       }
       y[r] = sum;

@@ -6,6 +6,36 @@
 
 typedef v128_t v128;
 
+/* ---- relaxed SIMD (the <name>-relaxed.wasm builds, compiled with -mrelaxed-simd) ---------------------
+ * AE_RELAXED is 1 in those builds. Kernels keep their relaxed code in separate functions under
+ * #if AE_RELAXED. The one relaxed integer instruction used, ae_rdot(a, b, c) = c + [sum of 4 products
+ * a[4i+k] b[4i+k]] per i32 lane, is exact and host-independent when every byte of b is in [0, 127]
+ * (the spec leaves only b's top bit, and i16 saturation of pair sums, to the host; with b <= 127 a pair
+ * sum is at most 2 * 128 * 127 = 32512). Every call site passes such a b (nibbles, 6-bit values, |x|). */
+#if defined(__wasm_relaxed_simd__)
+#define AE_RELAXED 1
+typedef signed char ae_i8x16 __attribute__((vector_size(16)));
+typedef int32_t ae_i32x4 __attribute__((vector_size(16)));
+typedef float ae_f32x4 __attribute__((vector_size(16)));
+/* the builtins, not wasm_simd128.h's wrappers: clang 16 has the former only */
+AE_INLINE v128 ae_rdot(v128 a_i8, v128 b_u7, v128 acc) {
+  return (v128)__builtin_wasm_relaxed_dot_i8x16_i7x16_add_s_i32x4((ae_i8x16)a_i8, (ae_i8x16)b_u7, (ae_i32x4)acc);
+}
+#else
+#define AE_RELAXED 0
+#endif
+/* c + a * b for the f32 / f16 dot products. Relaxed build: f32x4.relaxed_madd, which a host may fuse
+ * (one rounding) or not (two): results of those kernels can differ from the plain build's in the last
+ * bits, and between hosts (docs/PERFORMANCE.md, relaxed SIMD, has the measured differences); on one host
+ * they are deterministic, so 1 vs N threads stays bit-identical. */
+AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) {
+#if AE_RELAXED
+  return (v128)__builtin_wasm_relaxed_madd_f32x4((ae_f32x4)a, (ae_f32x4)b, (ae_f32x4)c);
+#else
+  return wasm_f32x4_add(c, wasm_f32x4_mul(a, b));
+#endif
+}
+
 AE_INLINE v128 ae_load(const void *p) { return wasm_v128_load(p); }
 AE_INLINE void ae_store(void *p, v128 v) { wasm_v128_store(p, v); }
 AE_INLINE uint32_t ae_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// First vs later generations in Debian's Chromium through the engine Worker (the browser demo's path): V8 starts
+// wasm in its baseline tier and optimises hot functions later, so without a warm-up the first generation after a
+// load is slower than the tenth. Loads MODEL once per configuration in a fresh page and runs --gens greedy
+// generations of --gen-tokens tokens for the same prompt; prints decode / prefill tok/s of each, and
+// first / median(rest).
+//
+//   node bench/browser-first-run.mjs [--model models/tiny-llama-a-q8_0.rknot] [--gens 10] [--gen-tokens 32]
+//        [--threads 1] [--warmup on,off] [--simd auto] [--json]
+//
+// MODEL is a path under the repository (it is served by examples/browser/server.mjs; a symlink in the git-ignored
+// build/ folder serves a file from elsewhere) or a URL.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { args, machine, median, repoRoot } from './lib/common.mjs';
+import { startServer } from '../examples/browser/server.mjs';
+
+const a = args();
+if (a.has('--help') || a.has('-h')) {
+  process.stdout.write(fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('//')).map((l) => l.slice(3)).join('\n') + '\n');
+  process.exit(0);
+}
+const MODEL = a.opt('--model', 'models/tiny-llama-a-q8_0.rknot');
+const GENS = Number(a.opt('--gens', 10));
+const G = Number(a.opt('--gen-tokens', 32));
+const THREADS = Number(a.opt('--threads', 1));
+const SIMD = a.opt('--simd', 'auto');
+const WARMUPS = a.opt('--warmup', 'on,off').split(',');
+const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
+const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const { chromium } = await import('playwright-core');
+const server = await startServer({ port: 0, isolate: true });
+const results = [];
+try {
+  for (const warm of WARMUPS) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-first-run-'));
+    const ctx = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
+    try {
+      const page = ctx.pages()[0] ?? await ctx.newPage();
+      await page.goto(`${server.url}examples/browser/minimal.html`);
+      const modelUrl = /^https?:/.test(MODEL) ? MODEL : `${server.url}${path.relative(repoRoot, path.resolve(repoRoot, MODEL))}`;
+      const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm }) => {
+        const { Aether } = await import('/dist/src/browser/index.js');
+        const t0 = performance.now();
+        const model = await Aether.load(modelUrl, { threads: THREADS, simd: SIMD, cache: false, warmup: warm === 'on' });
+        const loadMs = performance.now() - t0;
+        const gens = [];
+        for (let g = 0; g < GENS; g++) {
+          const tokens = [];
+          for await (const p of model.generate('The Debian project is a free operating system. '.repeat(6), { maxTokens: G, greedy: true })) tokens.push(p.token);
+          await model.reset();
+          gens.push({ decodeTps: model.stats.decodeTps, prefillTps: model.stats.prefillTps, tokens: tokens.join(',') });
+        }
+        const out = { loadMs, simd: model.simd, threads: model.threads, warmup: model.warmup, gens };
+        await model.dispose();
+        return out;
+      }, { modelUrl, GENS, G, THREADS, SIMD, warm });
+      const dec = r.gens.map((g) => g.decodeTps), pre = r.gens.map((g) => g.prefillTps);
+      const same = r.gens.every((g) => g.tokens === r.gens[0].tokens);
+      const row = {
+        warmup: warm, warmup_stats: r.warmup, simd: r.simd, threads: r.threads, load_ms: Math.round(r.loadMs),
+        decode_tps: dec.map((x) => +x.toFixed(1)), prefill_tps: pre.map((x) => +x.toFixed(1)),
+        first_over_rest_decode: +(dec[0] / median(dec.slice(1))).toFixed(3),
+        first_over_rest_prefill: +(pre[0] / median(pre.slice(1))).toFixed(3), same_tokens: same,
+      };
+      results.push(row);
+      if (!a.has('--json')) {
+        process.stdout.write(`warmup ${warm} ${JSON.stringify(r.warmup)} (${r.simd} SIMD, ${r.threads} thread(s), load ${row.load_ms} ms)\n` +
+          `  decode tok/s:  ${row.decode_tps.join(' ')}\n  prefill tok/s: ${row.prefill_tps.join(' ')}\n` +
+          `  first / median(2..${GENS}): decode ${row.first_over_rest_decode}, prefill ${row.first_over_rest_prefill}; same tokens every run: ${same}\n`);
+      }
+    } finally {
+      await ctx.close().catch(() => {});
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+} finally {
+  await server.close();
+}
+const report = { bench: 'browser-first-run', machine: machine(), chromium: CHROMIUM, model: MODEL, gen_tokens: G, results };
+if (a.has('--json')) process.stdout.write(JSON.stringify(report) + '\n');
+else process.stdout.write(`machine: ${JSON.stringify(report.machine)}\n`);

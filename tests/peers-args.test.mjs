@@ -1,0 +1,28 @@
+// bench/peers.mjs is never run by npm test (it needs minutes and the peers); this checks only its command line.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseOptions, RUNTIMES } from '../bench/peers.mjs';
+
+test('peers.mjs: defaults, options, bad values refused', () => {
+  const d = parseOptions([]);
+  assert.deepEqual(d.shapes, ['s15m', 'phi3']);
+  assert.deepEqual(d.dtypes, ['f32', 'q8_0', 'q4_0']);
+  assert.deepEqual(d.runtimes, RUNTIMES);
+  assert.deepEqual([d.P, d.G, d.reps, d.threads, d.ctx, d.layers], [64, 32, 3, 1, 512, undefined]);
+  const o = parseOptions(['--shapes', 'phi3', '--layers', '2', '--dtypes', 'q4_0', '--runtimes', 'aether-node,llama-native', '--reps', '5', '--json']);
+  assert.deepEqual([o.shapes, o.layers, o.dtypes, o.runtimes, o.reps, o.json], [['phi3'], 2, ['q4_0'], ['aether-node', 'llama-native'], 5, true]);
+  assert.throws(() => parseOptions(['--runtimes', 'wllama-st']), /unknown runtime wllama-st/);
+  assert.throws(() => parseOptions(['--dtypes', 'q5_K']), /unknown dtype/);
+  assert.throws(() => parseOptions(['--reps', '0']), /--reps expects an integer >= 1/);
+  assert.throws(() => parseOptions(['--frobnicate']), /unknown option --frobnicate/);
+  assert.throws(() => parseOptions(['--prompt-tokens', '500', '--ctx', '512']), /exceed --ctx/);
+});
+
+test('peers.mjs --help prints the usage and exits 0 without loading anything', () => {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('../bench/peers.mjs', import.meta.url)), '--help'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /--runtimes/);
+  assert.match(r.stdout, /llama-native/);
+});

@@ -1,0 +1,220 @@
+// The relaxed-SIMD builds (<name>-relaxed.wasm, -mrelaxed-simd; docs/DESIGN.md "Relaxed SIMD"):
+// - the run-time probe: Node 20 validates relaxed SIMD only with --experimental-wasm-relaxed-simd, and its baseline
+//   compiler (Liftoff) gets the relaxed i8 dot wrong, so relaxed needs --no-liftoff too; without them 'auto' falls
+//   back to the plain build and 'relaxed' is refused with a clear error (child processes); with both (set here
+//   in-process, as the CLI does) 'auto' picks the relaxed build.
+// - kernels: every quantised dtype's matvec / matmul / vec_dot in the relaxed build gives the plain build's bits
+//   (the relaxed i8 dot keeps its 7-bit operand in [0, 127], so it is exact on every host), over random blocks
+//   (every byte value, -128 included) and activations at +-127; activation quantisers too. f32 / f16 use
+//   relaxed_madd (fused on hosts with FMA): within the dot-product tolerance of the reference, and the measured
+//   difference to the plain build is printed.
+// - whole models: generated llama / phi3 models and the shipped tiny-llama-a q8_0 give identical logits (q8_0,
+//   q4_0) or within 1e-4 (f32, f16) relaxed vs plain; 1 vs 2 threads bit-identical in the relaxed build.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import * as TOL from './helpers/tolerances.mjs';
+import { ROOT, loadKernels, rng, randomRow, QUANT_TYPES, FLOAT_TYPES, TYPE_NAMES, BLOCK, modulePath } from './helpers/kernels.mjs';
+
+const ENV_JS = new URL('../dist/src/runtime/env.js', import.meta.url).href;
+
+const V8_11_3 = process.versions.v8.startsWith('11.3.');
+function probeChild(flags) {
+  const src = `
+    const { relaxedSimdSupported, relaxedSimdWorks, resolveSimd } = await import(${JSON.stringify(ENV_JS)});
+    const { load } = await import(${JSON.stringify(new URL('../dist/src/index.js', import.meta.url).href)});
+    let refused = null;
+    try { resolveSimd('relaxed'); } catch (e) { refused = e.code + ': ' + e.message; }
+    const m = await load(${JSON.stringify(ROOT + 'models/tiny-llama-a-q8_0.rknot')}, { simd: 'auto' });
+    console.log(JSON.stringify({ valid: relaxedSimdSupported(), works: relaxedSimdWorks(), auto: resolveSimd('auto'), refused, modelSimd: m.simd }));
+    m.dispose();`;
+  const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', src], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+test('probe without --experimental-wasm-relaxed-simd: auto falls back to plain, relaxed is refused', { skip: !V8_11_3 && 'V8 >= 11.4 ships relaxed SIMD' }, () => {
+  const out = probeChild([]);
+  assert.equal(out.valid, false, 'V8 11.3 (Node 20) should not validate relaxed SIMD without the flag');
+  assert.equal(out.auto, 'plain');
+  assert.equal(out.modelSimd, 'plain');
+  assert.match(out.refused, /^unsupported: .*does not validate.*--experimental-wasm-relaxed-simd --no-liftoff/);
+});
+
+test('probe with the flag but Liftoff on (V8 11.3 Liftoff computes the relaxed dot wrongly): plain', { skip: !V8_11_3 && 'only V8 11.3 has the Liftoff bug' }, () => {
+  const out = probeChild(['--experimental-wasm-relaxed-simd']);
+  assert.equal(out.valid, true);
+  assert.equal(out.works, false, 'the V8 11.3 Liftoff bug is gone? then relaxedSimdWorks and this test need updating');
+  assert.equal(out.auto, 'plain');
+  assert.equal(out.modelSimd, 'plain');
+  assert.match(out.refused, /^unsupported: .*baseline tier.*--no-liftoff/);
+});
+
+// 'auto' in Node on V8 < 11.4 (Node 20) prefers plain: the relaxed kernels measured no faster there
+const AUTO = V8_11_3 ? 'plain' : 'relaxed';
+
+test(`probe with both flags (what the CLI sets): relaxed works; auto picks ${AUTO}`, () => {
+  const out = probeChild(['--experimental-wasm-relaxed-simd', '--no-liftoff']);
+  assert.deepEqual([out.valid, out.works, out.auto, out.modelSimd, out.refused], [true, true, AUTO, AUTO, null]);
+});
+
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+setFlagsFromString('--no-liftoff');
+const { relaxedSimdWorks, resolveSimd } = await import(ENV_JS);
+const { load } = await import('../dist/src/index.js');
+const { generateModel } = await import('./helpers/gen-model.mjs');
+
+test('probe with the flags: relaxed works and can be asked for, auto as measured, plain can be forced, bad values refused', () => {
+  assert.equal(relaxedSimdWorks(), true);
+  assert.equal(resolveSimd('relaxed'), 'relaxed');
+  assert.equal(resolveSimd('auto'), AUTO);
+  assert.equal(resolveSimd(undefined), AUTO);
+  assert.equal(resolveSimd('plain'), 'plain');
+  assert.throws(() => resolveSimd('fast'), (e) => e.code === 'invalid_argument' && /auto, relaxed, plain/.test(e.message));
+});
+
+test('relaxed builds of every module exist and use relaxed opcodes', () => {
+  for (const name of ['core', 'ffn-fused', 'ffn-saturated', 'kernels-test'])
+    for (const v of ['', '-st']) assert.ok(existsSync(modulePath(`${name}${v}-relaxed`)), `wasm/${name}${v}-relaxed.wasm missing (needs clang >= 16: apt-get install clang-19 lld-19)`);
+  const r = spawnSync('wasm-objdump', ['-d', modulePath('core-relaxed')], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(/i32x4\.dot_i8x16_i7x16_add_s|relaxed_dot/.test(r.stdout), 'no relaxed i8 dot in core-relaxed.wasm');
+  assert.ok(/relaxed_madd/.test(r.stdout), 'no relaxed_madd in core-relaxed.wasm');
+});
+
+// ---- kernels: relaxed vs plain -----------------------------------------------------------------------
+const kp = await loadKernels({ pages: 1024 });
+const kr = await loadKernels({ pages: 1024, relaxed: true });
+const REF = 1, SIMD = 0;
+const SHAPES = [[1, 256], [3, 512], [4, 256], [5, 768], [9, 3072], [288, 768], [64, 4864], [13, 8192]];
+const vdt = (type) => kp.x.kt_traits(type, 0, 2);
+
+function put(k, bytes) { const p = k.alloc(bytes.length); k.u8(p, bytes.length).set(bytes); return p; }
+function bitsEqual(a, b) { return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength)); }
+/** activations with the extremes: some exactly +-amax (quantise to +-127) */
+function acts(r, n) {
+  const x = r.floats(n);
+  for (let i = 0; i < n; i += 7) x[i] = (i & 8 ? -1 : 1) * 50;
+  return x;
+}
+
+test('activation quantisers: relaxed build == plain build (bits)', () => {
+  const r = rng(81);
+  const types = [...new Set(QUANT_TYPES.map(vdt))];
+  for (const at of types) for (const n of [256, 768, 4096]) {
+    const mp = kp.mark(), mr = kr.mark();
+    const x = acts(r, n);
+    const xp = kp.putF32(x), xr = kr.putF32(x);
+    const bytes = kp.rowSize(at, n);
+    const qp = kp.alloc(bytes), qr = kr.alloc(bytes);
+    kp.x.kt_quantize(at, SIMD, xp, qp, n); kr.x.kt_quantize(at, SIMD, xr, qr, n);
+    assert.ok(bitsEqual(kp.u8(qp, bytes), kr.u8(qr, bytes)), `${TYPE_NAMES[at]} n=${n}`);
+    kp.release(mp); kr.release(mr);
+  }
+});
+
+test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), every byte value', () => {
+  const r = rng(82);
+  let checked = 0;
+  for (const type of QUANT_TYPES) for (const [rows, cols] of SHAPES) {
+    if (cols % BLOCK[type][0]) continue;
+    const mp = kp.mark(), mr = kr.mark();
+    const W = randomRow(r, type, rows * cols, 0.03);
+    const at = vdt(type), xb = kp.rowSize(at, cols);
+    const nvec = 3, xs = Math.ceil(xb / 64) * 64;
+    const xq = kp.alloc(xs * nvec);
+    for (let v = 0; v < nvec; v++) kp.x.kt_quantize(at, SIMD, kp.putF32(acts(r, cols)), xq + v * xs, cols);
+    const xqBytes = kp.u8(xq, xs * nvec).slice();
+    const Wp = put(kp, W), Wr = put(kr, W), xqr = put(kr, xqBytes);
+    const yp = kp.alloc(rows * 4 * nvec), yr = kr.alloc(rows * 4 * nvec);
+    kp.x.kt_matvec(type, SIMD, Wp, cols, xq, yp, 0, rows);
+    kr.x.kt_matvec(type, SIMD, Wr, cols, xqr, yr, 0, rows);
+    const a = kp.f32(yp, rows), b = kr.f32(yr, rows);
+    assert.ok(bitsEqual(a, b), `${TYPE_NAMES[type]} ${rows}x${cols} matvec: relaxed != plain`);
+    // and == the scalar reference (the relaxed build's reference is the same C)
+    const yref = kr.alloc(rows * 4);
+    kr.x.kt_matvec(type, REF, Wr, cols, xqr, yref, 0, rows);
+    assert.ok(bitsEqual(kr.f32(yref, rows), b), `${TYPE_NAMES[type]} ${rows}x${cols} relaxed matvec vs reference`);
+    // split rows (the 1-row paths)
+    kr.f32(yr, rows).fill(NaN);
+    for (let a0 = 0; a0 < rows;) { const a1 = Math.min(rows, a0 + r.int(1, 6)); kr.x.kt_matvec(type, SIMD, Wr, cols, xqr, yr, a0, a1); a0 = a1; }
+    assert.ok(bitsEqual(a, kr.f32(yr, rows)), `${TYPE_NAMES[type]} ${rows}x${cols} split matvec: relaxed != plain`);
+    // matmul over nvec vectors
+    kp.x.kt_matmul(type, Wp, cols, xq, xs, nvec, yp, rows, 0, rows);
+    kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
+    assert.ok(bitsEqual(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul: relaxed != plain`);
+    // vec_dot of the first row
+    assert.equal(Object.is(kp.x.kt_vec_dot(type, SIMD, cols, Wp, xq), kr.x.kt_vec_dot(type, SIMD, cols, Wr, xqr)), true, `${TYPE_NAMES[type]} vec_dot`);
+    checked++;
+    kp.release(mp); kr.release(mr);
+  }
+  assert.ok(checked >= QUANT_TYPES.length * 4, `only ${checked} cases checked`);
+});
+
+test('f32 / f16 matvec (relaxed_madd): within the dot tolerance of the reference; difference to plain measured', () => {
+  const r = rng(83);
+  const report = [];
+  for (const type of FLOAT_TYPES) {
+    let maxRel = 0, differ = 0, total = 0;
+    for (const [rows, cols] of SHAPES) {
+      const mp = kp.mark(), mr = kr.mark();
+      const W = randomRow(r, type, rows * cols, 0.03), x = r.floats(cols);
+      const Wp = put(kp, W), Wr = put(kr, W), xp = kp.putF32(x), xr = kr.putF32(x);
+      const yp = kp.alloc(rows * 4), yr = kr.alloc(rows * 4), yref = kr.alloc(rows * 4);
+      kp.x.kt_matvec(type, SIMD, Wp, cols, xp, yp, 0, rows);
+      kr.x.kt_matvec(type, SIMD, Wr, cols, xr, yr, 0, rows);
+      kr.x.kt_matvec(type, REF, Wr, cols, xr, yref, 0, rows);
+      const a = kp.f32(yp, rows), b = kr.f32(yr, rows), c = kr.f32(yref, rows);
+      const wfp = kr.alloc(rows * cols * 4);
+      kr.x.kt_to_float(type, REF, Wr, wfp, rows * cols);
+      const wfv = kr.f32(wfp, rows * cols);
+      for (let i = 0; i < rows; i++) {
+        let s = 0; for (let j = 0; j < cols; j++) s += Math.abs(wfv[i * cols + j] * x[j]);
+        assert.ok(Math.abs(b[i] - c[i]) <= TOL.dotTol(cols, s, c[i]), `${TYPE_NAMES[type]} ${rows}x${cols} row ${i}: relaxed ${b[i]} vs ref ${c[i]}`);
+        total++;
+        if (!Object.is(a[i], b[i])) { differ++; maxRel = Math.max(maxRel, Math.abs(a[i] - b[i]) / s); }
+      }
+      kp.release(mp); kr.release(mr);
+    }
+    report.push(`${TYPE_NAMES[type]}: ${differ}/${total} rows differ from plain, max |diff| / sum|w x| = ${maxRel.toExponential(2)}`);
+  }
+  console.log(`relaxed vs plain f32/f16 matvec: ${report.join('; ')}`);
+});
+
+// ---- whole models ------------------------------------------------------------------------------------
+const PROMPT = [1, 17, 290, 33, 5, 260, 301];
+const DECODE = [280, 12, 99, 300, 4];
+async function logits(file, simd, threads = 1) {
+  const model = await load(file, { threads, maxBatch: 4, simd });
+  try {
+    assert.equal(model.simd, simd);
+    const out = [];
+    model.engine.forward(PROMPT, 0);
+    out.push(model.engine.logits());
+    DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
+    return out;
+  } finally { model.dispose(); }
+}
+
+for (const arch of ['llama', 'phi3']) for (const dtype of ['f32', 'f16', 'q8_0', 'q4_0']) {
+  test(`${arch} ${dtype} model: relaxed vs plain logits${dtype.startsWith('q') ? ' bit-identical' : ' within 1e-4'}; relaxed 1 vs 2 threads bit-identical`, async () => {
+    const { file } = await generateModel(arch, dtype, 5);
+    const plain = await logits(file, 'plain'), rel = await logits(file, 'relaxed'), rel2 = await logits(file, 'relaxed', 2);
+    let maxDiff = 0;
+    for (let s = 0; s < plain.length; s++) {
+      assert.ok(bitsEqual(rel[s], rel2[s]), `step ${s}: relaxed 1 vs 2 threads differ`);
+      for (let i = 0; i < plain[s].length; i++) maxDiff = Math.max(maxDiff, Math.abs(plain[s][i] - rel[s][i]));
+      if (dtype.startsWith('q')) assert.ok(bitsEqual(plain[s], rel[s]), `step ${s}: relaxed != plain`);
+    }
+    assert.ok(maxDiff <= 1e-4, `max |logit diff| relaxed vs plain ${maxDiff}`);
+    console.log(`${arch} ${dtype}: max |logit relaxed - plain| = ${maxDiff.toExponential(2)}`);
+  });
+}
+
+test('tiny-llama-a q8_0 (shipped): relaxed vs plain greedy tokens and logits bit-identical', async () => {
+  const file = ROOT + 'models/tiny-llama-a-q8_0.rknot';
+  const plain = await logits(file, 'plain'), rel = await logits(file, 'relaxed');
+  for (let s = 0; s < plain.length; s++) assert.ok(bitsEqual(plain[s], rel[s]), `step ${s}: relaxed != plain`);
+});
