@@ -42,9 +42,15 @@ if (a.argv[0] === '--child') {
     out.rss_after_load_kb = hwmKb();
     const e = model.engine, c = model.config;
     out.n_ctx = e.nCtx;
-    out.kv_dtype = e.kvDtype ?? 'f32';
-    const kvElt = { f32: 4, f16: 2, q8_0: 34 / 32 }[out.kv_dtype] ?? 4;
-    out.kv_bytes = Math.round(2 * c.n_layers * e.nCtx * c.n_kv_heads * c.head_dim * kvElt);
+    // KV-cache bytes from model.metrics() (what the engine allocated, by dtype) where available
+    const kv = typeof model.metrics === 'function' ? model.metrics().kvCache : null;
+    if (kv?.byDtype?.length) {
+      out.kv_dtype = kv.byDtype.map((d) => d.dtype).join('+');
+      out.kv_bytes = kv.byDtype.reduce((s, d) => s + d.bytes, 0);
+    } else {
+      out.kv_dtype = e.kvDtype ?? 'f32';
+      out.kv_bytes = Math.round(2 * c.n_layers * e.nCtx * c.n_kv_heads * c.head_dim * ({ f32: 4, f16: 2 }[out.kv_dtype] ?? 4));
+    }
     out.weights_bytes = e.dataSize;
     out.arena_bytes = e.arenaSize;
     out.memory_bytes = e.heap?.memory?.buffer?.byteLength;
@@ -63,8 +69,7 @@ if (a.argv[0] === '--child') {
         if (r === 0 && reps > 0) continue;   // warm-up
         pre.push((P / (t2 - t1)) * 1000);
         dec.push((G / (t3 - t2)) * 1000);
-        const lg = e.logits();
-        out.logits_finite = lg.every((v) => Number.isFinite(v));
+        try { out.logits_finite = e.logits().every((v) => Number.isFinite(v)); } catch (err) { out.logits_error = `${err.code ?? ''} ${err.message}`.slice(0, 300); }
       }
       out.prefill_tps = median(pre); out.decode_tps = median(dec); out.prefill_all = pre; out.decode_all = dec;
     }
@@ -96,6 +101,13 @@ function child(mode, file, extra = []) {
 
 const report = { machine: machine(), command: `node bench/real-shapes.mjs ${a.argv.join(' ')}`, results: [] };
 log(`machine: ${JSON.stringify(report.machine)}`);
+// fixed cost of a load (compiling the wasm modules with TurboFan, instantiating): the shipped 17 MB model
+const tiny = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
+if (fs.existsSync(tiny)) {
+  const b = child('run', tiny, [...passOn.filter((x, i, arr) => arr[i - 1] !== '--ctx' && x !== '--ctx'), '--prompt-tokens', '0', '--ctx', '256']);
+  report.baseline = { model: 'tiny-llama-a-q8_0.rknot', bytes: fs.statSync(tiny).size, load_ms: b.load_ms, error: b.error };
+  log(`baseline load of ${report.baseline.model} (${(report.baseline.bytes / 2 ** 20).toFixed(0)} MiB): ${b.load_ms?.toFixed(0)} ms`);
+}
 for (const name of models) for (const quant of quants) {
   const g = await generate(name, quant, dir, { log });
   const rk = path.join(dir, `${name}-${quant}.rknot`);
@@ -127,7 +139,7 @@ for (const name of models) for (const quant of quants) {
     for (const t of threadsList) {
       const r = child('run', rk, [...passOn, '--threads', String(t)]);
       res.threads[t] = r.error ? { error: r.error } : { prefill_tps: r.prefill_tps, decode_tps: r.decode_tps, prefill_all: r.prefill_all, decode_all: r.decode_all,
-        hwm_bytes: r.hwm_kb * 1024, logits_finite: r.logits_finite };
+        hwm_bytes: r.hwm_kb * 1024, logits_finite: r.logits_finite, logits_error: r.logits_error };
     }
     const peak = Math.max(res.load_hwm_bytes, ...Object.values(res.threads).map((x) => x.hwm_bytes ?? 0));
     res.peak_rss_bytes = peak;

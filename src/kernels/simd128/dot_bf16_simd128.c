@@ -57,6 +57,39 @@ void ae_vec_dot_bf16_simd128(int n, float *s, const void *w, const void *x) {
   *s = sum;
 }
 
+/* Four rows per pass (four weight streams in flight, x loaded once), each row with exactly the vec_dot
+ * sequence above: per-lane reductions in ae_reduce4_f32 use ae_hsum_f32's order. */
 void ae_matvec_rows_bf16_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  for (int r = r0; r < r1; r++) ae_vec_dot_bf16_simd128(ncols, &y[r], (const uint16_t *)W + (size_t)r * ncols, xq);
+  const float *x = (const float *)xq;
+  const size_t rs = (size_t)ncols;
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const uint16_t *w[4];
+    for (int k = 0; k < 4; k++) w[k] = (const uint16_t *)W + (size_t)(r + k) * rs;
+    v128 a0[4], a1[4];
+    for (int k = 0; k < 4; k++) { a0[k] = wasm_f32x4_splat(0.0f); a1[k] = a0[k]; }
+    int i = 0;
+    for (; i + 8 <= ncols; i += 8) {
+      const v128 x0 = ae_load(x + i), x1 = ae_load(x + i + 4);
+#pragma clang loop unroll(full)
+      for (int k = 0; k < 4; k++) {
+        const v128 v = ae_load(w[k] + i);
+        a0[k] = wasm_f32x4_add(a0[k], wasm_f32x4_mul(ae_h16_lo(v), x0));
+        a1[k] = wasm_f32x4_add(a1[k], wasm_f32x4_mul(ae_h16_hi(v), x1));
+      }
+    }
+    if (i + 4 <= ncols) {
+      const v128 x0 = ae_load(x + i);
+      for (int k = 0; k < 4; k++) a0[k] = wasm_f32x4_add(a0[k], wasm_f32x4_mul(ae_h16_lo(wasm_v128_load64_zero(w[k] + i)), x0));
+      i += 4;
+    }
+    const v128 sums = ae_reduce4_f32(wasm_f32x4_add(a0[0], a1[0]), wasm_f32x4_add(a0[1], a1[1]), wasm_f32x4_add(a0[2], a1[2]),
+                                     wasm_f32x4_add(a0[3], a1[3]));
+    float s[4] = {wasm_f32x4_extract_lane(sums, 0), wasm_f32x4_extract_lane(sums, 1), wasm_f32x4_extract_lane(sums, 2),
+                  wasm_f32x4_extract_lane(sums, 3)};
+    for (int j = i; j < ncols; j++)
+      for (int k = 0; k < 4; k++) s[k] += bf2f(w[k][j]) * x[j];
+    for (int k = 0; k < 4; k++) y[r + k] = s[k];
+  }
+  for (; r < r1; r++) ae_vec_dot_bf16_simd128(ncols, &y[r], (const uint16_t *)W + (size_t)r * rs, xq);
 }

@@ -2,7 +2,8 @@
  * Per block the 5-bit quants (nibbles | 5th bit from qh) are expanded to bytes, the exact integer dot sum(q x_q) is formed against the
  * activation split once per column chunk (q32_simd128.h), then in float (ggml's vec_dot_q5_1_q8_1 order)
  *   acc += (d_w * d_x) * (float)sumi + m_w * s_x      (block order; exactly ae_vec_dot_q5_1_ref)
- * so any row range gives the reference's bits. Two rows per pass share the activation loads. */
+ * so any row range gives the reference's bits. Four rows per pass share the activation loads (and keep
+ * four weight streams in flight). */
 #include "q32_simd128.h"
 
 void ae_from_float_q5_1_simd128(const float *x, void *y, int n) { ae_from_float_q5_1_ref(x, y, n); }
@@ -37,19 +38,20 @@ void ae_matvec_rows_q5_1_simd128(const void *W, int ncols, const void *xq, float
       sx[b] = ae_h2f_s(x[c0 + b].s);
     }
     int r = r0;
-    for (; r + 2 <= r1; r += 2) {
-      const ae_block_q5_1 *wa = (const ae_block_q5_1 *)W + (size_t)r * nb + c0, *wb = wa + nb;
-      float sa = c0 ? y[r] : 0.0f, sb = c0 ? y[r + 1] : 0.0f;
+    for (; r + 4 <= r1; r += 4) {
+      const ae_block_q5_1 *w0 = (const ae_block_q5_1 *)W + (size_t)r * nb + c0;
+      float s[4];
+      for (int k = 0; k < 4; k++) s[k] = c0 ? y[r + k] : 0.0f;
       for (int b = 0; b < n; b++) {
-        v128 a0, a1, b0, b1;
-        expand(&wa[b], &a0, &a1);
-        expand(&wb[b], &b0, &b1);
-        const float ia = (float)ae_q32_dot(a0, a1, &xs[b]), ib = (float)ae_q32_dot(b0, b1, &xs[b]);
-        sa += (ae_h2f_s(wa[b].d) * dx[b]) * ia + ae_h2f_s(wa[b].m) * sx[b];
-        sb += (ae_h2f_s(wb[b].d) * dx[b]) * ib + ae_h2f_s(wb[b].m) * sx[b];
+#pragma clang loop unroll(full)
+        for (int k = 0; k < 4; k++) {
+          const ae_block_q5_1 *wk = w0 + (size_t)k * nb + b;
+          v128 a0, a1;
+          expand(wk, &a0, &a1);
+          s[k] += (ae_h2f_s(wk->d) * dx[b]) * (float)ae_q32_dot(a0, a1, &xs[b]) + ae_h2f_s(wk->m) * sx[b];
+        }
       }
-      y[r] = sa;
-      y[r + 1] = sb;
+      for (int k = 0; k < 4; k++) y[r + k] = s[k];
     }
     for (; r < r1; r++) {
       const ae_block_q5_1 *w = (const ae_block_q5_1 *)W + (size_t)r * nb + c0;
