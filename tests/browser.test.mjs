@@ -287,7 +287,10 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(api.kvTokens, kvNode, 'KV policy + local heads: the page = Node');
   assert.equal(api.metrics.layers.length, api.config.n_layers);
   assert.equal(api.metrics.tokens.decode, 4);
-  assert.ok(api.metrics.timing && api.metrics.layers.every((l) => l.ffnActiveFraction === 1 && l.opSeconds.attention > 0), 'metrics per layer');
+  // Per-layer attention on the tiny model is a few microseconds: at the page clock's resolution one layer may read 0,
+  // so every layer must report a non-negative time and the layers together a positive one.
+  assert.ok(api.metrics.timing && api.metrics.layers.every((l) => l.ffnActiveFraction === 1 && l.opSeconds.attention >= 0), 'metrics per layer');
+  assert.ok(api.metrics.layers.reduce((a, l) => a + l.opSeconds.attention, 0) > 0, 'attention time measured');
   assert.ok(api.metrics.kvCache.byDtype.length >= 1 && api.metrics.kvCache.positions > 0);
   assert.match(api.prometheus, /^# TYPE aether_decode_tokens_total counter\naether_decode_tokens_total\{model="tiny"\} 4$/m);
   assert.match(api.prometheus, /^aether_op_seconds_total\{model="tiny",layer="0",op="attention"\} [0-9.e-]+$/m);
