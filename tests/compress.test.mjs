@@ -194,6 +194,14 @@ test('aether compress --method aa-svd --keep-dense: per-layer switch; dense == t
     model.setCompression('compressed');
     const again = runLogits(model);
     assert.equal(bitDiff(again[0], comp[0]), 0, 'switching back is exact');
+    assert.deepEqual(model.approximations().map((a) => a.compression), Array(6).fill('compressed'));
+    model.rollback({ kinds: ['compression'], layers: [1, 4] });
+    assert.deepEqual(model.compression(), ['compressed', 'dense', 'compressed', 'compressed', 'dense', 'compressed'], 'rollback of some layers');
+    model.rollback();
+    assert.deepEqual(model.compression(), Array(6).fill('dense'), 'rollback() covers compression');
+    const rolled = runLogits(model);
+    assert.equal(bitDiff(rolled[0], ref[0]) + bitDiff(rolled[1], ref[1]), 0, 'rollback() = the source model bit for bit');
+    model.setCompression('compressed');
     assert.throws(() => model.setCompression({ layers: { 9: 'dense' } }), (e) => e.code === 'invalid_argument');
     assert.throws(() => model.setCompression('atlas'), (e) => e.code === 'invalid_argument' && /no compression.atlas/.test(e.message));
     assert.throws(() => model.setCompression('half'), (e) => e.code === 'invalid_argument');

@@ -571,21 +571,28 @@ export class AetherModel {
   }
 
   /** Every approximation in effect, per layer: FFN mode, KV policy, KV heads attending locally. */
-  approximations(): { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[] }[] {
+  approximations(): { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; compression: CompressionModeName }[] {
     return this.engine.kvPolicies.map((_, l) => ({
       layer: l, ffn: this.ffnRuntime?.modes[l] ?? 'dense', kvPolicy: this.kvPolicy(l), localKvHeads: [...this.engine.localKv[l]].sort((a, b) => a - b),
+      compression: this.engine.compressionMode(l),
     }));
   }
 
   /**
-   * Roll back approximations to the exact computation at run time: `kinds` (default all of 'ffn', 'kv', 'heads')
-   * on `layers` (default all); for 'heads', `heads` limits it to those KV heads. 'ffn' -> dense FFN; 'kv' -> the
-   * plain cache (empties the cache); 'heads' -> local KV heads attend to everything again.
+   * Roll back approximations to the exact computation at run time: `kinds` (default all of 'ffn', 'kv', 'heads',
+   * 'compression') on `layers` (default all); for 'heads', `heads` limits it to those KV heads. 'ffn' -> dense FFN;
+   * 'kv' -> the plain cache (empties the cache); 'heads' -> local KV heads attend to everything again;
+   * 'compression' -> compressed (low-rank / pruned) FFN layers back to their dense weights (setCompression; refused
+   * with `unsupported`, before anything changes, when the file does not keep them: aether compress --keep-dense).
    */
-  rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] } = {}): void {
-    const kinds = opts.kinds ?? ['ffn', 'kv', 'heads'];
-    for (const k of kinds) if (!['ffn', 'kv', 'heads'].includes(k)) throw new AetherError('invalid_argument', `unknown approximation '${k}' (ffn, kv, heads)`);
+  rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads' | 'compression')[]; layers?: number[]; heads?: number[] } = {}): void {
+    const kinds = opts.kinds ?? ['ffn', 'kv', 'heads', 'compression'];
+    for (const k of kinds) if (!['ffn', 'kv', 'heads', 'compression'].includes(k)) throw new AetherError('invalid_argument', `unknown approximation '${k}' (ffn, kv, heads, compression)`);
     const layers = opts.layers ?? [...Array(this.config.n_layers).keys()];
+    if (kinds.includes('compression')) {
+      const compressed = layers.filter((l) => this.engine.compressionMode(l) === 'compressed');
+      if (compressed.length) this.setCompression({ layers: Object.fromEntries(compressed.map((l) => [l, 'dense' as const])) });
+    }
     if (kinds.includes('heads') || kinds.includes('kv')) this.setHeadMode('full', { layers, heads: opts.heads });
     if (kinds.includes('kv')) {
       const withPolicy = layers.filter((l) => this.engine.kvPolicies[l]);

@@ -317,7 +317,7 @@ export class BrowserModel {
   approximations(): Promise<Approximation[]> { return this.ch.call('approximations', {}); }
 
   /** Roll back approximations (AetherModel.rollback). */
-  async rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] } = {}): Promise<void> { await this.ch.call('rollback', opts); }
+  async rollback(opts: { kinds?: ('ffn' | 'kv' | 'heads' | 'compression')[]; layers?: number[]; heads?: number[] } = {}): Promise<void> { await this.ch.call('rollback', opts); }
 
   /** Per-layer time counters on or off, as AetherModel.setTiming. */
   async setTiming(on: boolean): Promise<void> { await this.ch.call('setTiming', { on }); }

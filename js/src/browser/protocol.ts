@@ -23,7 +23,7 @@ import type { ModelMetrics } from '../runtime/metrics.js';
 import type { KvPolicy } from '../formats/kv-policy.js';
 
 /** One layer's approximations (AetherModel.approximations). */
-export interface Approximation { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[] }
+export interface Approximation { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; compression: 'dense' | 'compressed' }
 
 export const PROTOCOL_VERSION = 1;
 
@@ -99,7 +99,7 @@ export interface Verbs {
   setKvPolicy: { args: { policy: string | KvPolicy | null; layers?: number[] }; result: null };
   setHeadMode: { args: { mode: 'local' | 'full'; layers?: number[]; heads?: number[] }; result: null };
   approximations: { args: Record<string, never>; result: Approximation[] };
-  rollback: { args: { kinds?: ('ffn' | 'kv' | 'heads')[]; layers?: number[]; heads?: number[] }; result: null };
+  rollback: { args: { kinds?: ('ffn' | 'kv' | 'heads' | 'compression')[]; layers?: number[]; heads?: number[] }; result: null };
   setTiming: { args: { on: boolean }; result: null };
   resetMetrics: { args: Record<string, never>; result: null };
   setCompression: { args: { spec: CompressionSpec }; result: CompressionModeName[] };
