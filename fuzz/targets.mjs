@@ -127,14 +127,16 @@ const gguf = {
   },
   mutate(bytes, rng, seeds) { return mutateBytesN(bytes, rng, seeds, 6); },
   async prepare() {
-    this.plan = (await dist('formats/convert.js')).planConversion;
-    this.file = scratchFile('in.gguf');
+    // in memory: the reader sees the bytes through openForRead (setMemoryFile), no disk I/O per input
+    this.plan = (await dist('formats/convert.js')).planGGUF;
+    this.setMemoryFile = (await dist('formats/fileio.js')).setMemoryFile;
+    this.file = '/aether-fuzz/in.gguf';
   },
   async run(bytes) {
-    fs.writeFileSync(this.file, bytes);
+    this.setMemoryFile(this.file, bytes);
     await this.plan(this.file, 'keep');
   },
-  cleanup() { fs.rmSync(this.file, { force: true }); },
+  cleanup() { this.setMemoryFile(this.file, undefined); },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -189,13 +191,14 @@ const safetensors = {
   },
   async prepare() {
     this.read = (await dist('formats/safetensors.js')).readSafetensors;
-    this.file = scratchFile('in.safetensors');
+    this.setMemoryFile = (await dist('formats/fileio.js')).setMemoryFile;
+    this.file = '/aether-fuzz/in.safetensors';
   },
   async run(bytes) {
-    fs.writeFileSync(this.file, bytes);
+    this.setMemoryFile(this.file, bytes);
     await this.read(this.file);
   },
-  cleanup() { fs.rmSync(this.file, { force: true }); },
+  cleanup() { this.setMemoryFile(this.file, undefined); },
 };
 
 // ---------------------------------------------------------------------------------------------
