@@ -209,7 +209,9 @@ const SAMPLE = 'Hello wörld! 12345 <s> </s> \u2581x\n\t  日本語 🙂 <0x41>'
 async function exercise(tokenizerData) {
   const { createTokenizer } = await dist('tokenizer/index.js');
   const t = createTokenizer(tokenizerData);
-  const ids = t.encode(SAMPLE, { addBos: true, parseSpecial: true });
+  // addBos only when there is a BOS (asking for one a tokenizer does not have is refused: a finding-free early exit
+  // that would keep the fuzzer away from encode / decode)
+  const ids = t.encode(SAMPLE, { addBos: t.bosId !== undefined, parseSpecial: true });
   t.decode(ids);
   t.decode([0, 1, 2, t.vocabSize - 1]);
   const d = t.createDecoder();
