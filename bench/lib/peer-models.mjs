@@ -10,9 +10,10 @@ import crypto from 'node:crypto';
 export const SHAPES = {
   // the s15m-like shape of docs/PERFORMANCE.md (stories15M: dim 288, 6 layers, 6 heads, hidden 768, vocab 32000)
   s15m: { dim: 288, layers: 6, heads: 6, kvHeads: 6, ffn: 768, vocab: 32000, ctx: 1024 },
-  // Phi-3-mini's sizes (dim 3072, 32 heads, hidden 8192) as a llama-architecture model; vocab 32000 (Phi-3's 32064
-  // made llama.cpp 3.21.1's vocabulary loader fail on this synthetic vocabulary: _Map_base::at)
-  phi3: { dim: 3072, layers: 32, heads: 32, kvHeads: 32, ffn: 8192, vocab: 32000, ctx: 4096 },
+  // (The Phi-3 shape of bench/peers.mjs is bench/gen-gguf.mjs's phi3-mini-4k, the real phi3 architecture. The
+  // llama-architecture copy that was here failed in llama.cpp with `_Map_base::at`: llama_vocab::load sets token
+  // attributes by general.name, and a name containing "phi3" / "phi-3" makes it look up "</s>", "<unk>", "<s>" and
+  // "<|endoftext|>" with token_to_id.at(), which throws when the vocabulary lacks one of them.)
 };
 const GGML = { f32: 0, q4_0: 2, q8_0: 8 };
 const FTYPE = { f32: 0, q4_0: 2, q8_0: 7 };
