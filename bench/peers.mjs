@@ -84,7 +84,7 @@ export function parseOptions(argv) {
 /**
  * The prompt: P token ids (BOS first when the model adds one) that are also a text whose tokenization by
  * llama.cpp gives exactly those ids (wllama's completion API takes text only). Seeded random normal tokens
- * (token_type 1), detokenized and re-tokenized by node-llama-cpp's vocabulary until the ids are a fixed point.
+ * (token_type 1), detokenized and re-tokenized by node-llama-cpp's vocabulary, cut to P, checked to round-trip.
  */
 async function makePrompt(file, P, normalIds, seed = 1) {
   const { getLlama } = await import('node-llama-cpp');
@@ -95,13 +95,12 @@ async function makePrompt(file, P, normalIds, seed = 1) {
     const rand = (k) => Array.from({ length: k }, () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return normalIds[s % normalIds.length]; });
     const addBos = m.tokens.shouldPrependBosToken, bos = m.tokens.bos;
     const n = P - (addBos ? 1 : 0);
-    let ids = rand(n);
-    for (let iter = 0; iter < 16; iter++) {
-      const t = m.tokenize(m.detokenize(ids, true), true);
-      if (t.length < n) { ids = [...t, ...rand(n - t.length)]; continue; }
+    // a few tries: random ids -> text -> its canonical ids, cut to n -> text again; kept when that text gives the same n ids
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const t = m.tokenize(m.detokenize(rand(2 * n), true), true);
+      if (t.length < n) continue;
       const cut = t.slice(0, n), text = m.detokenize(cut, true), again = m.tokenize(text, true);
       if (again.length === n && again.every((x, i) => x === cut[i])) return { ids: addBos ? [bos, ...cut] : cut, text };
-      ids = cut;
     }
     throw new Error(`peers: no ${P}-token prompt that survives detokenize + tokenize found for ${file}`);
   } finally { await m.dispose(); }
@@ -145,8 +144,15 @@ async function openLlamaNative(file, o) {
         if (tokens.length >= o.G) break;
       }
       const t2 = performance.now();
-      // each token's piece (special tokens as text), to compare with runtimes that return text (wllama)
-      const pieces = tokens.map((t) => model.detokenize([t], true));
+      // each token's piece in context (special tokens as text; a lone SentencePiece token would lose its leading
+      // space), to compare with runtimes that return text (wllama)
+      const pieces = [];
+      let prev = model.detokenize(ids, true);
+      for (let i = 0; i < tokens.length; i++) {
+        const cur = model.detokenize([...ids, ...tokens.slice(0, i + 1)], true);
+        pieces.push(cur.startsWith(prev) ? cur.slice(prev.length) : model.detokenize([tokens[i]], true));
+        prev = cur;
+      }
       return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, pieces };
     },
     async close() { await ctx.dispose(); await model.dispose(); },
@@ -325,6 +331,7 @@ async function main() {
       for (const rt of o.runtimes) {
         const p = median(res[rt].map((r) => r.prefillTps)), d = median(res[rt].map((r) => r.decodeTps));
         const agree = native ? agreement(res[rt][0], native[0]) : null;
+        if (process.env.PEERS_DEBUG) process.stderr.write(`${rt}: ${JSON.stringify(res[rt][0].tokens ?? res[rt][0].text)}; native ${JSON.stringify(native?.[0].pieces?.join(''))}\n`);
         const key = (r) => (r.tokens ? r.tokens.join() : r.text);
         const stable = res[rt].every((r) => key(r) === key(res[rt][0]));
         rows.push({
