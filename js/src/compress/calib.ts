@@ -56,7 +56,7 @@ export async function calibrate(model: AetherModel, wins: number[][], opts: Cali
   }
   const floats = eng.captureOffset(4);
   const offs = CAP_BLOCKS.map((_, i) => eng.captureOffset(i));
-  const area = eng.heap.alloc(floats * 4 * NL, 64);
+  const area = eng.allocAfterLoad(floats * 4 * NL, 64, 'other', 'the calibration capture area');
   const prevModes = [...model.ffn.modes];
   let tokens = 0;
   try {
