@@ -26,6 +26,7 @@
 //   --ctx       context length given to every runtime (default 512)
 //   --out       where the synthetic GGUFs (bench/lib/peer-models.mjs) are written once and reused
 //
+//   --md        also print the table as Markdown (the one in docs/PERFORMANCE.md)
 //   --file      run this GGUF (one, e.g. a bench/gen-gguf.mjs real-shape file) instead of --shapes / --dtypes
 //
 // Never run by npm test. Needs the dev dependencies (node-llama-cpp with @node-llama-cpp/linux-x64, playwright-core,
@@ -59,7 +60,7 @@ async function shapeFile(shape, dtype, { layers, out }) {
 export function parseOptions(argv) {
   const a = args(argv);
   const known = new Set(['--shapes', '--dtypes', '--layers', '--runtimes', '--prompt-tokens', '--gen-tokens', '--reps', '--threads',
-    '--ctx', '--out', '--file', '--json', '--help', '-h']);
+    '--ctx', '--out', '--file', '--json', '--md', '--help', '-h']);
   for (const x of argv) if (x.startsWith('-') && !known.has(x)) throw new Error(`peers: unknown option ${x}`);
   const list = (flag, def) => a.opt(flag, def).split(',').filter(Boolean);
   const int = (flag, def, min = 1) => {
@@ -68,7 +69,7 @@ export function parseOptions(argv) {
     return v;
   };
   const o = {
-    help: a.has('--help') || a.has('-h'), json: a.has('--json'),
+    help: a.has('--help') || a.has('-h'), json: a.has('--json'), md: a.has('--md'),
     shapes: list('--shapes', 's15m,phi3'), dtypes: list('--dtypes', 'f32,q8_0,q4_0'), runtimes: list('--runtimes', RUNTIMES.join(',')),
     layers: a.opt('--layers') === undefined ? undefined : int('--layers', 0), P: int('--prompt-tokens', 64), G: int('--gen-tokens', 32, 2),
     reps: int('--reps', 3), threads: int('--threads', 1), ctx: int('--ctx', 512), out: a.opt('--out', '/work/gen/peers'),
@@ -269,6 +270,27 @@ async function open(rt, file, rknot, o) {
   throw new Error(rt);
 }
 
+const RUNTIME_LABEL = {
+  'llama-native': 'llama.cpp native', 'aether-node': 'Aether Node relaxed', 'aether-node-plain': 'Aether Node plain',
+  'aether-chromium': 'Aether Chromium relaxed', 'aether-chromium-plain': 'Aether Chromium plain',
+  wllama: 'wllama default (wasm64, JSPI)', 'wllama-compat': 'wllama compat (wasm32, Asyncify)',
+};
+
+/** The report's rows as a Markdown table (native first in each model's group). */
+export function markdownTable(report) {
+  const out = ['| model | runtime | prefill tok/s | vs native | decode tok/s | vs native | greedy agreement with native |', '|---|---|---|---|---|---|---|'];
+  const models = [...new Set(report.rows.map((r) => r.model))];
+  for (const m of models) {
+    const rows = report.rows.filter((r) => r.model === m).sort((x, y) => (y.runtime === 'llama-native') - (x.runtime === 'llama-native'));
+    for (const r of rows) {
+      const agree = r.runtime === 'llama-native' || r.agree_prefix === null ? '-'
+        : r.agree_same === null ? `${r.agree_prefix}/${r.gen_tokens} (text)` : `${r.agree_prefix}/${r.gen_tokens} ids`;
+      out.push(`| ${m} | ${RUNTIME_LABEL[r.runtime] ?? r.runtime} | ${r.prefill_tps} | ${r.prefill_vs_native ?? ''} | ${r.decode_tps} | ${r.decode_vs_native ?? ''} | ${agree}${r.same_tokens_every_rep ? '' : ' (reps differ)'} |`);
+    }
+  }
+  return out.join('\n');
+}
+
 /** Greedy agreement of run `r` with the native run `nat`: ids (prefix and same positions) or, for text, the number
  *  of native tokens whose pieces are a prefix of r's text. */
 export function agreement(r, nat) {
@@ -356,8 +378,11 @@ async function main() {
   const report = { bench: 'peers', machine: machine(), threads: o.threads, prompt_tokens: o.P, gen_tokens: o.G, reps: o.reps, rows,
     offsite_requests: browser?.offsite ?? [] };
   if (report.offsite_requests.length) process.stderr.write(`peers: the browser tried to reach (aborted): ${report.offsite_requests.join(', ')}\n`);
+  report.machine_end = machine();
   if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
-  else process.stdout.write(`machine: ${JSON.stringify(report.machine)}; threads ${o.threads}, prompt ${o.P}, gen ${o.G}, medians of ${o.reps}\n`);
+  else process.stdout.write(`machine: ${JSON.stringify(report.machine)} .. load average at the end ${report.machine_end.loadavg.map((x) => x.toFixed(1)).join(' / ')}; ` +
+    `threads ${o.threads}, prompt ${o.P}, gen ${o.G}, medians of ${o.reps}\n`);
+  if (o.md && !o.json) process.stdout.write(`\n${markdownTable(report)}\n`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

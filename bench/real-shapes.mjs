@@ -222,14 +222,14 @@ function markdown(rep) {
       `${MiB(r.weights_bytes)} + ${MiB(r.kv_bytes)} (${r.kv_dtype}, ${r.n_ctx}) | ${f(r.rss_over_target, 2)} | ${MiB(r.plan_total_bytes)} | ${MiB(r.memory_bytes)} | ${r.loadavg_start[0].toFixed(1)}-${r.loadavg_end[0].toFixed(1)} |`);
   }
   out.push('', '| model | quant | ' + threadsList.map((t) => `Node ${t}T prefill | Node ${t}T decode`).join(' | ') + ' | ' +
-    threadsList.map((t) => `Chromium ${t}T load | Chromium ${t}T prefill | Chromium ${t}T decode`).join(' | ') + ' |');
-  out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|').join(''));
+    threadsList.map((t) => `Chromium ${t}T load | Chromium ${t}T prefill | Chromium ${t}T decode | Chromium ${t}T peak PSS MiB`).join(' | ') + ' |');
+  out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|---|').join(''));
   for (const r of rep.results) {
     if (r.error) continue;
     const node = threadsList.map((t) => { const x = r.threads[t]; return x?.error ? 'error | error' : `${f(x?.prefill_tps)} | ${f(x?.decode_tps, 2)}`; }).join(' | ');
     const br = threadsList.map((t) => {
       const x = (rep.browser ?? []).find((b) => b.model === r.model && b.quant === r.quant && b.threads === t);
-      return !x ? '- | - | -' : x.error ? `error: ${x.error.slice(0, 60)} | - | -` : `${s(x.loadMs)} | ${f(x.prefillTps)} | ${f(x.decodeTps, 2)}`;
+      return !x ? '- | - | - | -' : x.error ? `error: ${x.error.slice(0, 60)} | - | - | -` : `${s(x.loadMs)} | ${f(x.prefillTps)} | ${f(x.decodeTps, 2)} | ${MiB(x.peakPss)}`;
     }).join(' | ');
     out.push(`| ${label(r)} | ${node} | ${br} |`);
   }
