@@ -6,6 +6,7 @@
 // a merge hierarchy for Llama 3 / Qwen2 / SmolLM2, the real special tokens at their real ids).
 //
 //   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q4_K_M,q8_0|all] [--out /work/gen/real-shapes] [--force]
+//       [--layers N]   (only the first N layers, file OUT/<model>-L<N>-<quant>.gguf: kernel-bound benches at a real width)
 //
 // Files: OUT/<model>-<quant>.gguf (never committed; /work/gen is shared scratch). Generation streams: one
 // 4 MiB chunk of one tensor in memory at a time.
@@ -269,12 +270,12 @@ function fillF16(n, write) {
 }
 
 /** Write OUT/<name>-<quant>.gguf; returns { file, bytes, types: { dtype: count } }. */
-export async function generate(name, quant, outDir, { force = false, log = () => {} } = {}) {
-  const m = MODELS[name];
+export async function generate(name, quant, outDir, { force = false, log = () => {}, layers = 0 } = {}) {
+  const m = MODELS[name] && layers > 0 ? { ...MODELS[name], layers } : MODELS[name];   // layers: cut the model (benches)
   if (!m) throw new Error(`unknown model ${name} (one of ${Object.keys(MODELS).join(', ')})`);
   if (!QUANTS.includes(quant)) throw new Error(`unknown quant ${quant} (one of ${QUANTS.join(', ')})`);
   fs.mkdirSync(outDir, { recursive: true });
-  const file = path.join(outDir, `${name}-${quant}.gguf`);
+  const file = path.join(outDir, `${name}${layers > 0 ? `-L${layers}` : ''}-${quant}.gguf`);
   const tensors = tensorList(m).map(([tn, ne]) => {
     const type = tensorType(m, tn, ne, quant), [bs, ts] = BLOCK[type];
     return { name: tn, dims: ne, dtype: type, type: GGML[type], bytes: (ne.reduce((x, y) => x * y, 1) / bs) * ts };
@@ -299,7 +300,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const quants = (a.opt('--quant', 'all') === 'all' ? QUANTS : a.opt('--quant').split(','));
   const out = a.opt('--out', '/work/gen/real-shapes');
   for (const name of models) for (const q of quants) {
-    const r = await generate(name, q, out, { force: a.has('--force'), log: (s) => console.log(s) });
+    const r = await generate(name, q, out, { force: a.has('--force'), log: (s) => console.log(s), layers: Number(a.opt('--layers', 0)) });
     const mix = Object.entries(r.types).map(([t, b]) => `${t} ${(b / 2 ** 20).toFixed(0)} MiB`).join(', ');
     console.log(`${r.cached ? '(exists) ' : ''}${r.file}: ${(r.bytes / 2 ** 30).toFixed(3)} GiB [${mix}]`);
   }
