@@ -2,8 +2,8 @@
 // tokens vs the matvec per token over 16-row chunks (what ae_matmul did before the GEMM kernels, and what
 // it still does for a dtype without one), same weights, same activations, hot in cache as in prefill
 // (the row chunk stays in L1/L2 while the tokens pass). Reports GMAC/s and the ratio.
-//   node bench/gemm.mjs [--types q8_0,q4_0] [--tokens 64] [--repeat 5] [--json] [--relaxed]
-// --relaxed: the relaxed-SIMD build (kernels-test-relaxed.wasm; this process turns on Node 20's relaxed-SIMD flag).
+//   node bench/gemm.mjs [--types q8_0,q4_0] [--tokens 64] [--repeat 5] [--relaxed] [--json]
+// --relaxed: the relaxed-SIMD build (kernels-test-relaxed.wasm)
 // Times are CPU times, the best of --repeat runs of at least 150 ms each (on a shared machine other processes only
 // ever make a run slower).
 import os from 'node:os';
@@ -19,8 +19,7 @@ const NV = +opt('--tokens', 64), REPEAT = Math.max(1, +opt('--repeat', 5));
 const TYPES = opt('--types', WEIGHT_TYPES.map((t) => TYPE_NAMES[t]).join(',')).split(',')
   .map((n) => +Object.keys(TYPE_NAMES).find((k) => TYPE_NAMES[k] === n));
 const SHAPES = [['phi3-mini q/o', 3072, 3072], ['phi3-mini ffn down', 3072, 8192], ['s15m ffn up', 768, 288], ['s15m ffn down', 288, 768]];
-const RELAXED = has('--relaxed');
-const k = await loadKernels({ pages: 8192, relaxed: RELAXED });
+const k = await loadKernels({ pages: 8192, relaxed: has('--relaxed') });
 const X = k.x;
 const r = rng(5);
 const load0 = os.loadavg()[0];
@@ -57,9 +56,9 @@ for (const type of TYPES) for (const [label, R, C] of SHAPES) {
   rows.push({ type: TYPE_NAMES[type], shape: label, rows: R, cols: C, tokens: NV, gemm_gmacs: macs / tGemm / 1e6, matvec_gmacs: macs / tRows / 1e6, speedup: tRows / tGemm });
   k.release(m);
 }
-const host = { ...machine(), load_start: load0, relaxed: RELAXED };
+const host = { ...machine(), load_start: load0 };
 if (JSON_OUT) { console.log(JSON.stringify({ machine: host, repeat: REPEAT, rows }, null, 1)); process.exit(0); }
-console.log(`machine: ${host.cpu}, node ${host.node}, ${host.date}, 1-min load ${load0.toFixed(1)} -> ${os.loadavg()[0].toFixed(1)}; 1 thread, ${NV} tokens, best of ${REPEAT}${RELAXED ? ', relaxed-SIMD build' : ''}`);
+console.log(`machine: ${host.cpu}, node ${host.node}, ${host.date}, 1-min load ${load0.toFixed(1)} -> ${os.loadavg()[0].toFixed(1)}; 1 thread, ${NV} tokens, best of ${REPEAT}`);
 console.log('| dtype | shape (rows x cols) | matvec per token GMAC/s | GEMM GMAC/s | GEMM / matvec |');
 console.log('|---|---|---|---|---|');
 for (const o of rows) console.log(`| ${o.type} | ${o.shape} (${o.rows}x${o.cols}) | ${o.matvec_gmacs.toFixed(2)} | ${o.gemm_gmacs.toFixed(2)} | ${o.speedup.toFixed(2)}x |`);
