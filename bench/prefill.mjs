@@ -4,6 +4,8 @@
 // interleaved (every configuration once per round) and medians reported, so machine noise hits all alike.
 //   node bench/prefill.mjs [--shapes s15m,phi3] [--dtypes f32,q8_0,q4_0] [--threads 1,2] [--rounds 3]
 //                          [--prompt-tokens 64] [--gen-tokens 32] [--busy] [--spin 200000,20000] [--simd relaxed,plain] [--json]
+//                          [--files a.rknot,b.gguf]   (model files instead of --shapes / --dtypes, e.g. Q4_K_M files
+//                                                      from bench/gen-gguf.mjs; shape = the file name)
 // --busy runs a competing busy loop (`node -e 'for(;;){}'`, nice 0) for the whole measurement: the
 // "other core is busy" case of issue 15.
 import { execFileSync, spawn } from 'node:child_process';
@@ -28,8 +30,10 @@ const clis = list('--cli', path.join(repoRoot, 'dist/cli/aether.js'));
 const simds = opt('--simd') ? list('--simd') : [undefined];
 
 const configs = [];
-for (const shape of shapes) for (const dtype of dtypes) {
-  const file = await shapeModel(shape, dtype);
+const models = opt('--files') ? list('--files').map((f) => ({ shape: path.basename(f).replace(/\.(rknot|gguf)$/, ''), dtype: 'file', file: f }))
+  : [];
+if (!models.length) for (const shape of shapes) for (const dtype of dtypes) models.push({ shape, dtype, file: await shapeModel(shape, dtype) });
+for (const { shape, dtype, file } of models) {
   for (const t of threads) for (const cli of clis) for (const simd of simds) for (const spin of (t > 1 ? spins : [undefined])) configs.push({ shape, dtype, threads: t, file, cli, simd, spin, pre: [], dec: [] });
 }
 const busy = has('--busy') ? spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }) : null;

@@ -70,3 +70,9 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
                      int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf) {
   ae_attention_kv_ref(out, out_stride, q, q_stride, ng, run, nrun, head_dim, scale, softcap, att, att_stride, qbuf);
 }
+void ae_attention_kv_multi(float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok, int ng, int nq,
+                           const int *lo, const int *hi, const ae_kv_run *run, int nrun, int head_dim, float scale,
+                           float softcap, float *att, int att_stride, void *qbuf) {
+  ae_attention_kv_multi_ref(out, out_stride, out_tok, q, q_stride, q_tok, ng, nq, lo, hi, run, nrun, head_dim, scale, softcap,
+                            att, att_stride, qbuf);
+}

@@ -16,7 +16,8 @@ void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_st
                float *y, int y_stride, int r0, int r1) {
   const ae_type_traits *tr = ae_traits(t);
   if (!tr || !tr->matvec || r0 >= r1) return;
-  if (tr->matmul) { tr->matmul(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
+  /* one vector: the matvec (a batched kernel's 4-token tile would compute 3 idle lanes; same bits either way) */
+  if (tr->matmul && nvec > 1) { tr->matmul(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
   for (int rc = r0; rc < r1; rc += AE_MATMUL_ROWS) {
     const int re = rc + AE_MATMUL_ROWS < r1 ? rc + AE_MATMUL_ROWS : r1;
     for (int b = 0; b < nvec; b++)

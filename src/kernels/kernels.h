@@ -225,6 +225,21 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
                      int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
 void ae_attention_kv_ref(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
                          int head_dim, float scale, float softcap, float *att, int att_stride, void *qbuf);
+/* Prefill: nq query tokens of one KV head group at once (each K row is read and scored for the nq * ng query rows
+ * in one pass, each V row accumulated for 4 rows at a time). Token b's head j is at q + b * q_tok + j * q_stride
+ * floats, its output at out + b * out_tok + j * out_stride; token b attends to the positions [lo[b], hi[b]) of the
+ * runs taken together (index 0 = the first position of run[0]): causal masks and windows. Equal bit for bit to
+ * ae_attention_kv per token on the runs clipped to its [lo, hi) (the _ref version does exactly that with the
+ * reference kernels). Scratch: att nq * ng rows of att_stride floats (row b * ng + j ends up holding token b's
+ * softmaxed scores from position lo[b] on, as ae_attention_kv leaves them), qbuf (nq * ng + 1) *
+ * AE_KV_PAD(head_dim) * 4 bytes. */
+#define AE_ATTN_MULTI_ROWS 4
+void ae_attention_kv_multi(float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok, int ng, int nq,
+                           const int *lo, const int *hi, const ae_kv_run *run, int nrun, int head_dim, float scale,
+                           float softcap, float *att, int att_stride, void *qbuf);
+void ae_attention_kv_multi_ref(float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok, int ng,
+                               int nq, const int *lo, const int *hi, const ae_kv_run *run, int nrun, int head_dim,
+                               float scale, float softcap, float *att, int att_stride, void *qbuf);
 /* Whether dtypes (kt, vt) can hold a KV cache of heads of head_dim values (ae_attention_kv's conditions). */
 int ae_kv_types_ok(int kt, int vt, int head_dim);
 

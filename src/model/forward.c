@@ -513,30 +513,53 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
         const float *cs = ac.cs + (size_t)b * c->rope_dim;
         ae_rope(q, c->n_heads, hd, c->rope_dim, cs, c->rope_neox);
         ae_rope(k, c->n_kv_heads, hd, c->rope_dim, cs, c->rope_neox);
-        float *pad = (float *)(m->qconv + (size_t)ith * (group + 1) * AE_KV_PAD(hd) * 4);
+        float *pad = (float *)(m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4);
         for (int g = 0; g < c->n_kv_heads; g++) kv_store(m, L, g, pos + b, k + (size_t)g * hd, v + (size_t)g * hd, pad);
       }
     }
     ae_barrier(pool);
     TICK(l, AE_OP_ROPE_KV);
     /* attention: (token, KV head) pairs split over threads, the group's query heads together (GQA: K and V
-     * rows read once per group); causal, within the layer's window */
+     * rows read once per group); causal, within the layer's window. Prefill on a cache without a KV policy:
+     * (block of AE_ATTN_TOKENS tokens, KV head) pairs, ae_attention_kv_multi (K / V rows read once for the block,
+     * the same bits as token by token) */
     {
+      const int tb = n > 1 && !L->kvp.n_seg ? AE_ATTN_TOKENS(c) : 1, nblk = (n + tb - 1) / tb;
       int i0, i1;
-      ae_split(n * c->n_kv_heads, ith, nth, &i0, &i1);
-      float *att = m->att + (size_t)ith * group * c->n_ctx;
-      uint8_t *qconv = m->qconv + (size_t)ith * (group + 1) * AE_KV_PAD(hd) * 4;
+      ae_split(nblk * c->n_kv_heads, ith, nth, &i0, &i1);
+      float *att = m->att + (size_t)ith * AE_ATTN_TOKENS(c) * group * c->n_ctx;
+      uint8_t *qconv = m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4;
       ae_kv_run run[AE_KV_MAX_RUNS];
       for (int i = i0; i < i1; i++) {
-        const int b = i / c->n_kv_heads, g = i % c->n_kv_heads, p = pos + b;
-        const int t0 = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
-        const int nrun = kv_runs(m, L, g, t0, p + 1, run);
+        const int g = i % c->n_kv_heads;
         const size_t h0 = (size_t)g * group * hd;
-        ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
-                        ac.scale, ac.softcap, att, c->n_ctx, qconv);
-        /* att holds the group's softmaxed rows (row j at att + j * n_ctx, positions t0 .. p) */
-        if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))   /* rows over contiguous positions only */
-          for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
+        if (tb == 1) {
+          const int b = i / c->n_kv_heads, p = pos + b;
+          const int t0 = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
+          const int nrun = kv_runs(m, L, g, t0, p + 1, run);
+          ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
+                          ac.scale, ac.softcap, att, c->n_ctx, qconv);
+          /* att holds the group's softmaxed rows (row j at att + j * n_ctx, positions t0 .. p) */
+          if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))   /* rows over contiguous positions only */
+            for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
+          continue;
+        }
+        const int b0 = (i / c->n_kv_heads) * tb, nq = n - b0 < tb ? n - b0 : tb;
+        int lo[4], hi[4], t0s[4];
+        for (int q = 0; q < nq; q++) {
+          const int p = pos + b0 + q;
+          t0s[q] = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
+        }
+        const int u0 = t0s[0];   /* windows start at nondecreasing positions */
+        for (int q = 0; q < nq; q++) { lo[q] = t0s[q] - u0; hi[q] = pos + b0 + q + 1 - u0; }
+        const int nrun = kv_runs(m, L, g, u0, pos + b0 + nq, run);
+        ae_attention_kv_multi(m->xb + (size_t)b0 * qd + h0, hd, qd, m->qkv + (size_t)b0 * qkvd + h0, hd, qkvd, group, nq,
+                              lo, hi, run, nrun, hd, ac.scale, ac.softcap, att, c->n_ctx, qconv);
+        /* att row q * group + j: token b0 + q's softmaxed scores for head j, positions t0s[q] .. p */
+        if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))
+          for (int q = 0; q < nq; q++)
+            for (int j = 0; j < group; j++)
+              head_stats_add(m, ith, l, g * group + j, pos + b0 + q, t0s[q], att + (size_t)(q * group + j) * c->n_ctx);
       }
     }
     ae_barrier(pool);

@@ -430,8 +430,9 @@ static uint64_t layout(ae_model *m, uintptr_t base, uint64_t *kv_start) {
   TAKE(rope_cs, B * c->rope_dim * 4);
   TAKE(rope_cs_swa, B * c->rope_dim * 4);
   const uint64_t group = (uint64_t)(c->n_heads / c->n_kv_heads);
-  TAKE(att, (uint64_t)c->max_threads * group * c->n_ctx * 4);
-  TAKE(qconv, (uint64_t)c->max_threads * (group + 1) * AE_KV_PAD(c->head_dim) * 4);
+  const uint64_t qrows = (uint64_t)AE_ATTN_TOKENS(c) * group;   /* query rows of one attention item */
+  TAKE(att, (uint64_t)c->max_threads * qrows * c->n_ctx * 4);
+  TAKE(qconv, (uint64_t)c->max_threads * (qrows + 1) * AE_KV_PAD(c->head_dim) * 4);
   TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
   /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values; a layer with
    * a KV policy has its segments and ring instead */

@@ -120,6 +120,8 @@ typedef struct {
       rope_freq_scale_swa;
   int32_t kv_type_k, kv_type_v;  /* ae_type of the K / V cache (ae_kv_types_ok) */
 } ae_config;
+/* Query tokens per prefill attention item (ae_attention_kv_multi): up to 4, at most max_batch. */
+#define AE_ATTN_TOKENS(c) ((c)->max_batch < 4 ? ((c)->max_batch > 0 ? (c)->max_batch : 1) : 4)
 
 /* FFN execution modes per layer (runtime switch, no reconversion; JS: the quoted name). */
 enum ae_ffn_mode {
@@ -272,8 +274,10 @@ typedef struct {
   size_t act_stride[AE_TYPE_COUNT];
   float *rope_cs;  /* (max_batch, rope_dim) cos/sin pairs of full-attention layers */
   float *rope_cs_swa; /* (max_batch, rope_dim) cos/sin pairs of SWA layers (= rope_cs when they share the RoPE) */
-  float *att;      /* (max_threads, group, n_ctx) attention scores scratch (group = n_heads / n_kv_heads) */
-  uint8_t *qconv;  /* (max_threads, (group + 1) * AE_KV_PAD(head_dim) * 4 bytes) q in K's vec_dot_type; padded rows */
+  float *att;      /* (max_threads, AE_ATTN_TOKENS(cfg) * group, n_ctx) attention scores scratch (group = n_heads /
+                   * n_kv_heads; prefill scores AE_ATTN_TOKENS tokens of a KV head at once, ae_attention_kv_multi) */
+  uint8_t *qconv;  /* (max_threads, (AE_ATTN_TOKENS(cfg) * group + 1) * AE_KV_PAD(head_dim) * 4 bytes) q in K's
+                   * vec_dot_type; padded rows */
   uint8_t *kv;     /* the KV cache of every layer (ae_layer.k / .v point into it) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */

@@ -216,3 +216,12 @@ AE_EXPORT void kt_attention_kv(int ref, float *out, int out_stride, const float 
   if (ref) ae_attention_kv_ref(out, out_stride, q, q_stride, ng, run, nrun, hd, scale, softcap, att, att_stride, qbuf);
   else ae_attention_kv(out, out_stride, q, q_stride, ng, run, nrun, hd, scale, softcap, att, att_stride, qbuf);
 }
+/* ae_attention_kv_multi (ref = 0) or its reference; lohi: nq lo values then nq hi values */
+AE_EXPORT void kt_attention_kv_multi(int ref, float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok,
+                                     int ng, int nq, const int *lohi, const ae_kv_run *run, int nrun, int hd, float scale,
+                                     float softcap, float *att, int att_stride, void *qbuf) {
+  if (ref) ae_attention_kv_multi_ref(out, out_stride, out_tok, q, q_stride, q_tok, ng, nq, lohi, lohi + nq, run, nrun, hd,
+                                     scale, softcap, att, att_stride, qbuf);
+  else ae_attention_kv_multi(out, out_stride, out_tok, q, q_stride, q_tok, ng, nq, lohi, lohi + nq, run, nrun, hd, scale,
+                             softcap, att, att_stride, qbuf);
+}

@@ -75,7 +75,8 @@ export async function generateModel(arch, dtype = 'f32', seed = 1, opts = {}) {
   const W = new Map();
   const bytes = new Map();
   for (const s of specs) {
-    const enc = encodeFromF32(s.dtype, s.values);
+    // opts.encode(dtype, values): bytes for dtypes the JS converter cannot produce (q4_K / q6_K), or undefined
+    const enc = opts.encode?.(s.dtype, s.values) ?? encodeFromF32(s.dtype, s.values);
     bytes.set(s.name, enc);
     W.set(s.name, decodeToF32(s.dtype, enc, s.values.length));
   }

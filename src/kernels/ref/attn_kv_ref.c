@@ -58,3 +58,25 @@ void ae_attention_kv_ref(float *out, int out_stride, const float *q, int q_strid
     }
   }
 }
+
+/* Per token: the runs clipped to [lo[b], hi[b]), then ae_attention_kv_ref. */
+void ae_attention_kv_multi_ref(float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok, int ng,
+                               int nq, const int *lo, const int *hi, const ae_kv_run *run, int nrun, int hd, float scale,
+                               float softcap, float *att, int att_stride, void *qbuf) {
+  enum { MAX_RUNS = 64 };
+  ae_kv_run cr[MAX_RUNS];
+  for (int b = 0; b < nq; b++) {
+    int n = 0, u0 = 0;
+    for (int r = 0; r < nrun && n < MAX_RUNS; u0 += run[r].n, r++) {
+      const int s = lo[b] > u0 ? lo[b] : u0, e = hi[b] < u0 + run[r].n ? hi[b] : u0 + run[r].n;
+      if (s >= e) continue;
+      cr[n] = run[r];
+      cr[n].k = (const uint8_t *)run[r].k + (size_t)(s - u0) * ae_kv_row_size((ae_type)run[r].kt, hd);
+      cr[n].v = (const uint8_t *)run[r].v + (size_t)(s - u0) * ae_kv_row_size((ae_type)run[r].vt, hd);
+      cr[n].n = e - s;
+      n++;
+    }
+    ae_attention_kv_ref(out + (size_t)b * out_tok, out_stride, q + (size_t)b * q_tok, q_stride, ng, cr, n, hd, scale,
+                        softcap, att + (size_t)b * ng * att_stride, att_stride, qbuf);
+  }
+}

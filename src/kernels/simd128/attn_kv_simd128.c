@@ -171,3 +171,137 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
     }
   }
 }
+
+/* ---- several query tokens of one KV head at once (prefill; contract in kernels.h) ----------------------------
+ * Joint V accumulation of 4 query rows over the same positions: each V row is loaded (f16: converted) once for
+ * the 4; per row and element the operations are ae_attn_accum's (o = o + att[t] * v_t in position order), so
+ * the results equal 4 single calls bit for bit. f32 / f16 values in 8-wide chunks, the last hd % 8 elements
+ * scalar (the same per-element operations as the single kernels' vector lanes: exact conversions). */
+#define FMA4(o, i, a0, a1, a2, a3, v)                                                                            \
+  do { FMA(o[0][i], a0, v); FMA(o[1][i], a1, v); FMA(o[2][i], a2, v); FMA(o[3][i], a3, v); } while (0)
+#define ACCUM4_BODY(ELT, LOAD8)                                                                                  \
+  int d = 0;                                                                                                     \
+  for (; d + 8 <= hd; d += 8) {                                                                                  \
+    v128 o[4][2];                                                                                                \
+    for (int q = 0; q < 4; q++) { o[q][0] = ae_load(out[q] + d); o[q][1] = ae_load(out[q] + d + 4); }           \
+    const ELT *r = v + d;                                                                                        \
+    for (int t = 0; t < n; t++, r += rs) {                                                                       \
+      v128 a, b;                                                                                                 \
+      LOAD8;                                                                                                     \
+      const v128 p0 = wasm_f32x4_splat(att[0][t]), p1 = wasm_f32x4_splat(att[1][t]);                            \
+      const v128 p2 = wasm_f32x4_splat(att[2][t]), p3 = wasm_f32x4_splat(att[3][t]);                            \
+      FMA4(o, 0, p0, p1, p2, p3, a);                                                                             \
+      FMA4(o, 1, p0, p1, p2, p3, b);                                                                             \
+    }                                                                                                            \
+    for (int q = 0; q < 4; q++) { ae_store(out[q] + d, o[q][0]); ae_store(out[q] + d + 4, o[q][1]); }           \
+  }
+
+static void accum4_f32(const void *vp, int n, int hd, const float *const *att, float *const *out) {
+  const float *v = (const float *)vp;
+  const size_t rs = (size_t)hd;
+  ACCUM4_BODY(float, (a = ae_load(r), b = ae_load(r + 4)))
+  for (; d < hd; d++)
+    for (int q = 0; q < 4; q++) {
+      float o = out[q][d];
+      for (int t = 0; t < n; t++) o = o + att[q][t] * v[(size_t)t * rs + d];
+      out[q][d] = o;
+    }
+}
+
+static void accum4_f16(const void *vp, int n, int hd, const float *const *att, float *const *out) {
+  const ae_fp16 *v = (const ae_fp16 *)vp;
+  const size_t rs = (size_t)hd;
+  ACCUM4_BODY(ae_fp16, h8(r, &a, &b))
+  for (; d < hd; d++)
+    for (int q = 0; q < 4; q++) {
+      float o = out[q][d];
+      for (int t = 0; t < n; t++) o = o + att[q][t] * ae_h2f_s(v[(size_t)t * rs + d]);
+      out[q][d] = o;
+    }
+}
+#undef ACCUM4_BODY
+#undef FMA4
+
+/* nq rows (att[i], out[i]) over the same n positions of V (dtype vt): 4 at a time jointly where a joint kernel
+ * exists (f32, f16), else / then one by one. Same bits as ae_attn_accum per row. */
+static void accum_rows(ae_type vt, const void *v, int n, int hd, const float **att, float **out, int nq) {
+  if (n <= 0) return;
+  int i = 0;
+  if (vt == AE_F32 || vt == AE_F16)
+    for (; i + 4 <= nq; i += 4) (vt == AE_F32 ? accum4_f32 : accum4_f16)(v, n, hd, att + i, out + i);
+  for (; i < nq; i++) ae_attn_accum(vt, v, n, hd, att[i], out[i]);
+}
+
+/* Rows i of a group: accumulate union positions [s, e) (clipped to each row's own [lo, hi) by the caller) over the
+ * runs; att of row i at union position u is a[i][u - lo[i]]. */
+static void accum_range(const ae_kv_run *run, int nrun, int hd, const float *const *a, const int *lo, float **out, int nq,
+                        int s, int e) {
+  if (s >= e) return;
+  const float *ap[AE_ATTN_MULTI_ROWS];
+  int u0 = 0;
+  for (int r = 0; r < nrun && u0 < e; u0 += run[r].n, r++) {
+    const int b = s > u0 ? s : u0, f = e < u0 + run[r].n ? e : u0 + run[r].n;
+    if (b >= f) continue;
+    const ae_type vt = (ae_type)run[r].vt;
+    for (int i = 0; i < nq; i++) ap[i] = a[i] + (b - lo[i]);
+    accum_rows(vt, (const uint8_t *)run[r].v + (size_t)(b - u0) * ae_kv_row_size(vt, hd), f - b, hd, ap, out, nq);
+  }
+}
+
+void ae_attention_kv_multi(float *out, int out_stride, int out_tok, const float *q, int q_stride, int q_tok, int ng, int nq,
+                           const int *lo, const int *hi, const ae_kv_run *run, int nrun, int hd, float scale, float softcap,
+                           float *att, int att_stride, void *qbuf) {
+  const int nr = ng * nq;   /* query rows, row i = b * ng + j */
+  int total = 0, conv = -1;
+  for (int r = 0; r < nrun; r++) {
+    const ae_type kt = (ae_type)run[r].kt, vt = ae_traits(kt)->vec_dot_type;
+    const int blk = ae_traits(kt)->blck_size, hdk = (hd + blk - 1) / blk * blk;
+    const size_t qs = ae_row_size(vt, hdk);
+    if (conv != (int)vt) {   /* every query row in kt's vec_dot_type (f32: a copy), rows qs bytes apart */
+      float *pad = (float *)((uint8_t *)qbuf + (size_t)nr * AE_KV_PAD(hd) * 4);
+      for (int i = 0; i < nr; i++) {
+        const float *qi = q + (size_t)(i / ng) * q_tok + (size_t)(i % ng) * q_stride;
+        for (int d = 0; d < hdk; d++) pad[d] = d < hd ? qi[d] : 0.0f;
+        ae_traits(vt)->from_float(pad, (uint8_t *)qbuf + (size_t)i * qs, hdk);
+      }
+      conv = (int)vt;
+    }
+    if (run[r].n > 0) ae_matmul(kt, run[r].k, hdk, qbuf, qs, nr, att + total, att_stride, 0, run[r].n);
+    total += run[r].n;
+  }
+  const v128 sv = wasm_f32x4_splat(scale);
+  for (int i = 0; i < nr; i++) {   /* row i's own positions to the front, then ae_attention_kv's steps */
+    float *a = att + (size_t)i * att_stride;
+    const int b = i / ng, len = hi[b] - lo[b];
+    if (lo[b] > 0) __builtin_memmove(a, a + lo[b], (size_t)len * 4);
+    int t = 0;
+    for (; t + 4 <= len; t += 4) ae_store(a + t, wasm_f32x4_mul(ae_load(a + t), sv));
+    for (; t < len; t++) a[t] *= scale;
+    if (softcap > 0.0f) ae_softcap_simd128(a, len, softcap);
+    ae_softmax_simd128(a, len);
+    float *o = out + (size_t)b * out_tok + (size_t)(i % ng) * out_stride;
+    for (int d = 0; d < hd; d++) o[d] = 0.0f;
+  }
+  /* V: groups of up to AE_ATTN_MULTI_ROWS rows; per row its positions in order: [lo, S) alone, [S, E) jointly
+   * (S, E = the group's largest lo and smallest hi), [E, hi) alone */
+  for (int i0 = 0; i0 < nr; i0 += AE_ATTN_MULTI_ROWS) {
+    const int g = nr - i0 < AE_ATTN_MULTI_ROWS ? nr - i0 : AE_ATTN_MULTI_ROWS;
+    const float *a[AE_ATTN_MULTI_ROWS];
+    float *o[AE_ATTN_MULTI_ROWS];
+    int l[AE_ATTN_MULTI_ROWS], h[AE_ATTN_MULTI_ROWS], S = 0, E = 1 << 30;
+    for (int i = 0; i < g; i++) {
+      const int b = (i0 + i) / ng;
+      a[i] = att + (size_t)(i0 + i) * att_stride;
+      o[i] = out + (size_t)b * out_tok + (size_t)((i0 + i) % ng) * out_stride;
+      l[i] = lo[b]; h[i] = hi[b];
+      S = l[i] > S ? l[i] : S; E = h[i] < E ? h[i] : E;
+    }
+    if (S >= E) {
+      for (int i = 0; i < g; i++) accum_range(run, nrun, hd, a + i, l + i, o + i, 1, l[i], h[i]);
+      continue;
+    }
+    for (int i = 0; i < g; i++) accum_range(run, nrun, hd, a + i, l + i, o + i, 1, l[i], S);
+    accum_range(run, nrun, hd, a, l, o, g, S, E);
+    for (int i = 0; i < g; i++) accum_range(run, nrun, hd, a + i, l + i, o + i, 1, E, h[i]);
+  }
+}

@@ -5,7 +5,7 @@
  * with the exact conversion) and multiplied into the 4 tokens' accumulators. Per token this is the
  * operation sequence of the f16 matvec (dot_f16_simd128.c: acc += w_lo x, acc += w_hi x per 8 elements, a
  * 4-element step, s = (acc0 + acc2) + (acc1 + acc3), then the scalar tail), so every y[b][r] equals
- * ae_matvec on token b bit for bit. The conversion, about half the matvec's work, is shared by 4 tokens.
+ * ae_matvec on token b bit for bit (ae_madd as the matvec: in the relaxed build too, on one host). The conversion, about half the matvec's work, is shared by 4 tokens.
  * Rows in chunks of GEMM_ROWS (kept in cache while every token group passes); a last group of 1-3 tokens
  * repeats its last token in the spare accumulators and stores only the real ones. */
 #include "simd128_util.h"
@@ -23,19 +23,19 @@ AE_INLINE int row4(int n, const ae_fp16 *h, const float *x0, const float *x1, co
     const v128 v = ae_load(h + i);
     if (!exact) m = ae_h16_infnan_acc(m, v);
     const v128 lo = cvt(ae_h16_lo(v), exact), hi = cvt(ae_h16_hi(v), exact);
-    a0 = wasm_f32x4_add(wasm_f32x4_add(a0, wasm_f32x4_mul(lo, ae_load(x0 + i))), wasm_f32x4_mul(hi, ae_load(x0 + i + 4)));
-    a1 = wasm_f32x4_add(wasm_f32x4_add(a1, wasm_f32x4_mul(lo, ae_load(x1 + i))), wasm_f32x4_mul(hi, ae_load(x1 + i + 4)));
-    a2 = wasm_f32x4_add(wasm_f32x4_add(a2, wasm_f32x4_mul(lo, ae_load(x2 + i))), wasm_f32x4_mul(hi, ae_load(x2 + i + 4)));
-    a3 = wasm_f32x4_add(wasm_f32x4_add(a3, wasm_f32x4_mul(lo, ae_load(x3 + i))), wasm_f32x4_mul(hi, ae_load(x3 + i + 4)));
+    a0 = ae_madd(hi, ae_load(x0 + i + 4), ae_madd(lo, ae_load(x0 + i), a0));
+    a1 = ae_madd(hi, ae_load(x1 + i + 4), ae_madd(lo, ae_load(x1 + i), a1));
+    a2 = ae_madd(hi, ae_load(x2 + i + 4), ae_madd(lo, ae_load(x2 + i), a2));
+    a3 = ae_madd(hi, ae_load(x3 + i + 4), ae_madd(lo, ae_load(x3 + i), a3));
   }
   if (i + 4 <= n) {
     const v128 v = wasm_v128_load64_zero(h + i);
     if (!exact) m = ae_h16_infnan_acc(m, v);
     const v128 lo = cvt(ae_h16_lo(v), exact);
-    a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(lo, ae_load(x0 + i)));
-    a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(lo, ae_load(x1 + i)));
-    a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(lo, ae_load(x2 + i)));
-    a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(lo, ae_load(x3 + i)));
+    a0 = ae_madd(lo, ae_load(x0 + i), a0);
+    a1 = ae_madd(lo, ae_load(x1 + i), a1);
+    a2 = ae_madd(lo, ae_load(x2 + i), a2);
+    a3 = ae_madd(lo, ae_load(x3 + i), a3);
     i += 4;
   }
   ae_store(out, ae_reduce4_f32(a0, a1, a2, a3));   /* per token (v0 + v2) + (v1 + v3), as ae_hsum_f32 */
@@ -53,6 +53,10 @@ void ae_matmul_rows_f16_simd128(const void *W, int ncols, const void *xq, size_t
     const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
     for (int t0 = 0; t0 < nvec; t0 += 4) {
       const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      if (nt == 1) {   /* a lone token (a decode step's attention scores with one query head per KV head): the matvec */
+        ae_matvec_rows_f16_simd128(W, ncols, (const float *)xq + (size_t)t0 * xs, y + (size_t)t0 * y_stride, rc, re);
+        continue;
+      }
       const float *x[4];
       for (int t = 0; t < 4; t++) x[t] = (const float *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xs;
       for (int r = rc; r < re; r++) {

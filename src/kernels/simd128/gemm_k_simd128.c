@@ -1,0 +1,269 @@
+/* Prefill GEMM for the k-quants (q4_K, q5_K, q6_K weights x q8_K activations): ae_matmul_rows_<t>_simd128.
+ *
+ * Relaxed build: tile of one weight row x 4 tokens. Per super-block the weight values are unpacked once
+ * (q4_K nibbles, q5_K 5-bit values, q6_K 6-bit values: all in [0, 63], so they are relaxed_dot_i8x16_i7x16's
+ * 7-bit operand and the result does not depend on the host) and dotted (ae_rdot) with each of the 4 tokens'
+ * q8_K bytes; per sub-block (q4_K / q5_K: 32 values, q6_K: 16) the i32x4 partial sums are multiplied by the
+ * sub-block scale and added up per token, then the 4 tokens are reduced together (ae_reduce4_i32). These are
+ * the exact integers the matvec forms in another order (no partial sum reaches 2^31):
+ *   q4_K / q5_K: sumi_q = sum_j sc_j sum(q x),  sumi_m = sum_j m_j (bsums[2j] + bsums[2j+1])
+ *   q6_K:        sumi   = sum_j sc_j sum(q x) - 32 sum_j sc_j bsums[j]
+ * and then per token, in float, the matvec's sequence (dot_q4_K/q5_K/q6_K_simd128.c, ae_vec_dot_<t>_ref),
+ * lanes = tokens:
+ *   q4_K / q5_K: acc = acc + ((d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m)
+ *   q6_K:        acc = acc + (d_w d_x) (float)sumi                          (super-block order)
+ * so every y[b][r] equals ae_matvec on token b (and the reference) bit for bit. Shared by the 4 tokens: the
+ * weight loads and unpacking, the scale unpacking, the f16 scale conversions. Loops: rows in chunks of
+ * GEMM_ROWS (kept in cache while every token group passes), token groups of 4 (a last group of 1-3 tokens
+ * repeats its last token in the spare lanes and stores only the real ones), column chunks of GEMM_CB
+ * super-blocks (the 4 tokens' activations on the stack; partial sums cross chunks through y, exactly).
+ *
+ * Plain build: the row kernel over row chunks (what ae_matmul does without a batched kernel). A plain tile
+ * (weights pre-multiplied by their scales in i16, i32x4.dot_i16x8 with 4 tokens' even / odd activations)
+ * was measured at 0.86-1.0x of that (bench/gemm.mjs, 64 tokens, phi3 and s15m shapes; 8 tokens per tile no
+ * better): both are bound by the 2 activation loads + 2 dots + 2 adds per (row, token, 16 values), which a
+ * tile cannot share, and the k-quant matvecs already share the activation split across rows. */
+#include "simd128_util.h"
+
+#if AE_RELAXED
+
+#define GEMM_ROWS 32
+#define GEMM_CB 8
+#define GEMM_T 4   /* tokens per tile (8 measured no faster) */
+#define NG (GEMM_T / 4)
+
+enum { K_Q4, K_Q5, K_Q6 };
+
+/* One super-block of 4 tokens: X[c][t] = token t's x[16c .. 16c + 16) (bytes, ae_rdot's i8 operand); bs[t]: q4_K / q5_K:
+ * bs[t][0] lanes j = bsums[2j] + bsums[2j+1]; q6_K: bs[t][0], bs[t][1] = bsums[0..8), bsums[8..16). */
+typedef struct { v128 X[16][GEMM_T]; v128 bs[GEMM_T][2]; } xk4;
+
+AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xk4 *xs, float *dx) {
+  for (int t = 0; t < GEMM_T; t++) {
+    const ae_block_q8_K *xb = (const ae_block_q8_K *)(x + (size_t)(t < nt ? t : nt - 1) * stride) + c0;
+    for (int i = 0; i < n; i++) {
+      for (int c = 0; c < 16; c++) xs[i].X[c][t] = ae_load(xb[i].qs + 16 * c);
+      const v128 b0 = ae_load(xb[i].bsums), b1 = ae_load(xb[i].bsums + 8);
+      if (kind == K_Q6) {
+        xs[i].bs[t][0] = b0;
+        xs[i].bs[t][1] = b1;
+      } else {
+        xs[i].bs[t][0] = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                                        wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
+      }
+      dx[GEMM_T * i + t] = xb[i].d;
+    }
+  }
+}
+
+
+/* 12 packed bytes -> u8 lanes 0..7 = scales, 8..15 = mins (as dot_q4_K_simd128.c; reads 16 bytes, the 4
+ * after the scales belong to the same block). */
+AE_INLINE v128 unpack_scales(const uint8_t *q) {
+  const v128 v = ae_load(q);
+  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
+  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
+                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return wasm_v128_or(wasm_v128_or(a, b), c);
+}
+
+AE_INLINE v128 lane32(v128 v, int j) {
+  switch (j & 3) {
+    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
+    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
+    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
+    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
+  }
+}
+
+/* q4_K / q5_K weight bytes of group g (64 elements), half h: b0 = sub-block 2g's values of elements
+ * 64g + 16h + [0, 16), b1 = sub-block 2g + 1's (64g + 32 + 16h ..); q5_K: nibble | 5th bit j of qh[16h + e]
+ * moved to bit 4 (as dot_q5_K_simd128.c). */
+AE_INLINE void sb_bytes(int kind, const uint8_t *qs, const uint8_t *qh, int g, int h, v128 *b0, v128 *b1) {
+  const v128 v = ae_load(qs + 32 * g + 16 * h), f = wasm_i8x16_splat(0x0f);
+  if (kind == K_Q4) {
+    *b0 = wasm_v128_and(v, f);
+    *b1 = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
+  } else {
+    const v128 hb = ae_load(qh + 16 * h), t = wasm_i8x16_splat(0x10);
+    const int j0 = 2 * g, j1 = 2 * g + 1;
+    *b0 = wasm_v128_or(wasm_v128_and(v, f),
+                       wasm_v128_and(j0 <= 4 ? wasm_i16x8_shl(hb, 4 - j0) : wasm_u16x8_shr(hb, j0 - 4), t));
+    *b1 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), f),
+                       wasm_v128_and(j1 <= 4 ? wasm_i16x8_shl(hb, 4 - j1) : wasm_u16x8_shr(hb, j1 - 4), t));
+  }
+}
+
+/* q4_K / q5_K super-block: q[g] = [sumi_q of tokens 4g .. 4g + 3], m[g] likewise sumi_m. */
+AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128 *m) {
+  const uint8_t *scales = blk + 4, *qs = kind == K_Q4 ? blk + 16 : blk + 48, *qh = blk + 16;
+  const v128 sm = unpack_scales(scales);
+  const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm), mn16 = wasm_u16x8_extend_high_u8x16(sm);
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++)
+    m[g] = ae_reduce4_i32(wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g][0]), wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 1][0]),
+                          wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 2][0]), wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 3][0]));
+  v128 a[GEMM_T];
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
+  /* relaxed build: per sub-block j and token, d = ae_rdot over its 32 values (bytes <= 31, the 7-bit operand:
+   * host-independent), then a += d * sc_j (i32) */
+  const v128 sc32[2] = {wasm_u32x4_extend_low_u16x8(sc16), wasm_u32x4_extend_high_u16x8(sc16)}, z = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+  for (int g = 0; g < 4; g++) {
+    const v128 s0 = lane32(sc32[g >> 1], 2 * g), s1 = lane32(sc32[g >> 1], 2 * g + 1);
+    v128 b0[2], b1[2];
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; h++) sb_bytes(kind, qs, qh, g, h, &b0[h], &b1[h]);
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++) {
+      const v128 d0 = ae_rdot(xs->X[4 * g + 1][t], b0[1], ae_rdot(xs->X[4 * g][t], b0[0], z));
+      const v128 d1 = ae_rdot(xs->X[4 * g + 3][t], b1[1], ae_rdot(xs->X[4 * g + 2][t], b1[0], z));
+      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1)));
+    }
+  }
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++) q[g] = ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
+}
+
+/* q6_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3]. 6-bit values of chunk c = 8h + 2k + p (elements
+ * 16c ..) from ql / qh as dot_q6_K_simd128.c's decode_q. */
+AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
+  const v128 sc8 = ae_load(w->scales);
+  const v128 sc_lo = wasm_i16x8_extend_low_i8x16(sc8), sc_hi = wasm_i16x8_extend_high_i8x16(sc8);
+  v128 a[GEMM_T];
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
+  const v128 f = wasm_i8x16_splat(0x0f), th = wasm_i8x16_splat(0x30);
+  const v128 sc32[4] = {wasm_i32x4_extend_low_i16x8(sc_lo), wasm_i32x4_extend_high_i16x8(sc_lo),
+                        wasm_i32x4_extend_low_i16x8(sc_hi), wasm_i32x4_extend_high_i16x8(sc_hi)};
+#pragma clang loop unroll(full)
+  for (int h = 0; h < 2; h++)
+#pragma clang loop unroll(full)
+    for (int p = 0; p < 2; p++) {
+      const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
+      const v128 hb = ae_load(w->qh + 32 * h + 16 * p);
+#pragma clang loop unroll(full)
+      for (int k = 0; k < 4; k++) {
+        const int c = 8 * h + 2 * k + p;
+        v128 qv;
+        switch (k) {
+          case 0: qv = wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), th)); break;
+          case 1: qv = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), th)); break;
+          case 2: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, th)); break;
+          default: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), th));
+        }
+        const v128 sc = lane32(sc32[c >> 2], c), z = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_mul(ae_rdot(xs->X[c][t], qv, z), sc));
+      }
+    }
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++) {
+    v128 off[4];
+#pragma clang loop unroll(full)
+    for (int t = 0; t < 4; t++)
+      off[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(sc_hi, xs->bs[4 * g + t][1]));
+    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]),
+                          wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 5));
+  }
+}
+
+/* One row, super-blocks [0, n) of the chunk, GEMM_T tokens; acc[g] in/out (lanes = tokens 4g ..). */
+AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const float *dx, v128 *acc) {
+  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  for (int i = 0; i < n; i++, w += bs) {
+    if (kind == K_Q6) {
+      const ae_block_q6_K *b = (const ae_block_q6_K *)w;
+      v128 s[NG];
+      sb_q6(b, &xs[i], s);
+      const v128 dw = wasm_f32x4_splat(ae_h2f_s(b->d));
+#pragma clang loop unroll(full)
+      for (int g = 0; g < NG; g++)
+        acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(wasm_f32x4_mul(dw, ae_load(dx + GEMM_T * i + 4 * g)),
+                                                       wasm_f32x4_convert_i32x4(s[g])));
+    } else {
+      ae_fp16 hd, hm;   /* q4_K / q5_K: d at 0, dmin at 2 */
+      __builtin_memcpy(&hd, w, 2);
+      __builtin_memcpy(&hm, w + 2, 2);
+      v128 q[NG], m[NG];
+      sb_q45(kind, w, &xs[i], q, m);
+      const v128 dw = wasm_f32x4_splat(ae_h2f_s(hd)), mw = wasm_f32x4_splat(ae_h2f_s(hm));
+#pragma clang loop unroll(full)
+      for (int g = 0; g < NG; g++) {
+        const v128 dxv = ae_load(dx + GEMM_T * i + 4 * g);
+        const v128 dall = wasm_f32x4_mul(dw, dxv), dmin = wasm_f32x4_mul(mw, dxv);
+        acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(q[g])),
+                                                       wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(m[g]))));
+      }
+    }
+  }
+}
+
+AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                    int y_stride, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  const size_t rs = (size_t)nb * bs;
+  xk4 xs[GEMM_CB];
+  float dx[GEMM_T * GEMM_CB];
+  for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
+    const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
+    for (int t0 = 0; t0 < nvec; t0 += GEMM_T) {
+      const int nt = nvec - t0 < GEMM_T ? nvec - t0 : GEMM_T;
+      const uint8_t *xt = (const uint8_t *)xq + (size_t)t0 * xq_stride;
+      float *yt = y + (size_t)t0 * y_stride;
+      for (int c0 = 0; c0 < nb; c0 += GEMM_CB) {
+        const int n = nb - c0 < GEMM_CB ? nb - c0 : GEMM_CB;
+        prep4(kind, xt, xq_stride, nt, c0, n, xs, dx);
+        for (int r = rc; r < re; r++) {
+          float a[GEMM_T];
+          for (int t = 0; t < GEMM_T; t++) a[t] = c0 && t < nt ? yt[(size_t)t * y_stride + r] : 0.0f;
+          v128 acc[NG];
+#pragma clang loop unroll(full)
+          for (int g = 0; g < NG; g++) acc[g] = ae_load(a + 4 * g);
+          row1xT(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, dx, acc);
+#pragma clang loop unroll(full)
+          for (int g = 0; g < NG; g++) ae_store(a + 4 * g, acc[g]);
+          for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
+        }
+      }
+    }
+  }
+}
+
+#endif
+
+#if AE_RELAXED
+#define GEMM(kind, ...) gemm(kind, __VA_ARGS__)
+#else
+/* plain build: the row kernel over row chunks (what ae_matmul does for a dtype without a batched kernel) */
+#define GEMM_PLAIN_ROWS 16
+#define GEMM(kind, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1)                                          \
+  do {                                                                                                          \
+    for (int rc = r0; rc < r1; rc += GEMM_PLAIN_ROWS) {                                                         \
+      const int re = rc + GEMM_PLAIN_ROWS < r1 ? rc + GEMM_PLAIN_ROWS : r1;                                     \
+      for (int b = 0; b < nvec; b++)                                                                            \
+        MATVEC_##kind(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, rc, re); \
+    }                                                                                                           \
+  } while (0)
+#define MATVEC_K_Q4 ae_matvec_rows_q4_K_simd128
+#define MATVEC_K_Q5 ae_matvec_rows_q5_K_simd128
+#define MATVEC_K_Q6 ae_matvec_rows_q6_K_simd128
+#endif
+
+void ae_matmul_rows_q4_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  GEMM(K_Q4, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q5_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  GEMM(K_Q5, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q6_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  GEMM(K_Q6, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}

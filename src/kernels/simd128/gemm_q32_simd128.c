@@ -1,0 +1,155 @@
+/* Prefill GEMM for the 32-element block dtypes with their own expansion (q5_0 x q8_0, q4_1 x q8_1,
+ * q5_1 x q8_1): ae_matmul_rows_<t>_simd128.
+ *
+ * Tile: one weight row x 4 tokens. Each weight block is expanded once (nibbles | 5th bits, as the matvecs in
+ * dot_q5_0/q4_1/q5_1_simd128.c) into the two i16 forms (w << 8, w & 0xff00) of q32_simd128.h's ae_q32_dot,
+ * and dotted with the 4 tokens' activations (split into even / odd i16 once per column chunk); the 4 i32
+ * partial vectors are reduced together (ae_reduce4_i32) to the 4 exact block sums (x 256, shifted back).
+ * Then per token, in float, the matvec's sequence (lanes = tokens, block order):
+ *   q5_0:        acc = acc + (float)sumi * (d_w * d_x)
+ *   q4_1 / q5_1: acc = acc + ((d_w * d_x) * (float)sumi + m_w * s_x)
+ * so every y[b][r] equals ae_matvec on token b (and ae_vec_dot_<t>_ref) bit for bit, for any row range.
+ * Shared by the 4 tokens: the weight loads, the expansion and the f16 scale conversions. Loops as
+ * gemm_q8act_simd128.c (rows in chunks of GEMM_ROWS, token groups of 4 with the last token repeated in
+ * spare lanes, column chunks of GEMM_CB blocks with partial sums crossing chunks through y). */
+#include "q32_simd128.h"
+
+#define GEMM_ROWS 64
+#define GEMM_CB 64
+
+enum { W_Q5_0, W_Q4_1, W_Q5_1 };
+
+AE_INLINE size_t wsize(int kind) {
+  return kind == W_Q5_0 ? sizeof(ae_block_q5_0) : kind == W_Q4_1 ? sizeof(ae_block_q4_1) : sizeof(ae_block_q5_1);
+}
+
+/* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], dx[4 b + t], sx[4 b + t]. */
+AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, ae_q32x *xs, float *dx,
+                     float *sx) {
+  for (int t = 0; t < 4; t++) {
+    const uint8_t *xt = x + (size_t)(t < nt ? t : nt - 1) * stride;
+    for (int b = 0; b < n; b++) {
+      if (kind == W_Q5_0) {
+        const ae_block_q8_0 *xb = (const ae_block_q8_0 *)xt + c0 + b;
+        ae_q32_prep(xb->qs, &xs[4 * b + t]);
+        dx[4 * b + t] = ae_h2f_s(xb->d);
+        sx[4 * b + t] = 0.0f;
+      } else {
+        const ae_block_q8_1 *xb = (const ae_block_q8_1 *)xt + c0 + b;
+        ae_q32_prep(xb->qs, &xs[4 * b + t]);
+        dx[4 * b + t] = ae_h2f_s(xb->d);
+        sx[4 * b + t] = ae_h2f_s(xb->s);
+      }
+    }
+  }
+}
+
+/* Expanded bytes of one weight block (elements 0..15 in w0, 16..31 in w1) and its f16 scale / min. */
+AE_INLINE void expand(int kind, const uint8_t *blk, v128 *w0, v128 *w1, float *d, float *m) {
+  ae_fp16 h;
+  __builtin_memcpy(&h, blk, 2);
+  *d = ae_h2f_s(h);
+  if (kind == W_Q5_0) {
+    const ae_block_q5_0 *b = (const ae_block_q5_0 *)blk;
+    v128 h0, h1;
+    ae_q32_qh(b->qh, &h0, &h1);
+    const v128 qs = ae_load(b->qs), sixteen = wasm_i8x16_splat(16);
+    *w0 = wasm_i8x16_sub(wasm_v128_or(ae_q32_lo(qs), h0), sixteen);
+    *w1 = wasm_i8x16_sub(wasm_v128_or(ae_q32_hi(qs), h1), sixteen);
+    *m = 0.0f;
+  } else if (kind == W_Q4_1) {
+    const ae_block_q4_1 *b = (const ae_block_q4_1 *)blk;
+    const v128 qs = ae_load(b->qs);
+    *w0 = ae_q32_lo(qs);
+    *w1 = ae_q32_hi(qs);
+    *m = ae_h2f_s(b->m);
+  } else {
+    const ae_block_q5_1 *b = (const ae_block_q5_1 *)blk;
+    const v128 qs = ae_load(b->qs);
+    v128 h0, h1;
+    ae_q32_qh(b->qh, &h0, &h1);
+    *w0 = wasm_v128_or(ae_q32_lo(qs), h0);
+    *w1 = wasm_v128_or(ae_q32_hi(qs), h1);
+    *m = ae_h2f_s(b->m);
+  }
+}
+
+/* 256 sum(w x) of one token (ae_q32_dot before its reduction) */
+AE_INLINE v128 dot4(v128 m0, v128 m1, v128 m2, v128 m3, const ae_q32x *x) {
+  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m0, x->e0), wasm_i32x4_dot_i16x8(m1, x->o0)),
+                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(m2, x->e1), wasm_i32x4_dot_i16x8(m3, x->o1)));
+}
+
+/* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). */
+AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const ae_q32x *xs, const float *dx, const float *sx, v128 acc) {
+  const size_t bs = wsize(kind);
+  const v128 hi = wasm_i16x8_splat((int16_t)0xff00);
+  for (int b = 0; b < n; b++, w += bs) {
+    v128 w0, w1;
+    float d, m;
+    expand(kind, w, &w0, &w1, &d, &m);
+    const v128 m0 = wasm_i16x8_shl(w0, 8), m1 = wasm_v128_and(w0, hi), m2 = wasm_i16x8_shl(w1, 8), m3 = wasm_v128_and(w1, hi);
+    const ae_q32x *x = xs + 4 * b;
+    const v128 s = wasm_i32x4_shr(ae_reduce4_i32(dot4(m0, m1, m2, m3, x), dot4(m0, m1, m2, m3, x + 1),
+                                                 dot4(m0, m1, m2, m3, x + 2), dot4(m0, m1, m2, m3, x + 3)), 8);
+    const v128 dd = wasm_f32x4_mul(wasm_f32x4_splat(d), ae_load(dx + 4 * b));
+    if (kind == W_Q5_0) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), dd));
+    else
+      acc = wasm_f32x4_add(acc, wasm_f32x4_add(wasm_f32x4_mul(dd, wasm_f32x4_convert_i32x4(s)),
+                                               wasm_f32x4_mul(wasm_f32x4_splat(m), ae_load(sx + 4 * b))));
+  }
+  return acc;
+}
+
+AE_INLINE v128 load_y(const float *yt, int y_stride, int nt, int r, int c0) {
+  float a[4] = {0, 0, 0, 0};
+  if (c0) for (int t = 0; t < nt; t++) a[t] = yt[(size_t)t * y_stride + r];
+  return ae_load(a);
+}
+AE_INLINE void store_y(float *yt, int y_stride, int nt, int r, v128 acc) {
+  float a[4];
+  ae_store(a, acc);
+  for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
+}
+
+AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                    int y_stride, int r0, int r1) {
+  const int nb = ncols / 32;
+  const size_t bs = wsize(kind), rs = (size_t)nb * bs;
+  ae_q32x xs[4 * GEMM_CB];
+  float dx[4 * GEMM_CB], sx[4 * GEMM_CB];
+  for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
+    const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      const uint8_t *xt = (const uint8_t *)xq + (size_t)t0 * xq_stride;
+      float *yt = y + (size_t)t0 * y_stride;
+      if (nt == 1) {   /* a lone token: the matvec (the same bits, without 3 idle lanes) */
+        if (kind == W_Q5_0) ae_matvec_rows_q5_0_simd128(W, ncols, xt, yt, rc, re);
+        else if (kind == W_Q4_1) ae_matvec_rows_q4_1_simd128(W, ncols, xt, yt, rc, re);
+        else ae_matvec_rows_q5_1_simd128(W, ncols, xt, yt, rc, re);
+        continue;
+      }
+      for (int c0 = 0; c0 < nb; c0 += GEMM_CB) {
+        const int n = nb - c0 < GEMM_CB ? nb - c0 : GEMM_CB;
+        prep4(kind, xt, xq_stride, nt, c0, n, xs, dx, sx);
+        for (int r = rc; r < re; r++)
+          store_y(yt, y_stride, nt, r, row1x4(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, dx, sx,
+                                              load_y(yt, y_stride, nt, r, c0)));
+      }
+    }
+  }
+}
+
+void ae_matmul_rows_q5_0_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  gemm(W_Q5_0, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q4_1_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  gemm(W_Q4_1, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q5_1_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  gemm(W_Q5_1, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}

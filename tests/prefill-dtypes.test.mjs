@@ -1,0 +1,57 @@
+// Prefill (tokens in batches: each dtype's GEMM kernel, ae_matmul, with 4-token tiles and 1-3 token tails) gives
+// the same logits, bit for bit, as feeding the tokens one at a time (the matvec kernels), on 1 and 2 threads, for
+// the dtypes of real GGUF files: a Q4_K_M-style mix (q4_K, q6_K, and q5_0 where llama.cpp falls back because a
+// row is not a multiple of 256), the legacy 32-blocks q5_0 / q4_1 / q5_1, and a q5_K / bf16 / q4_1 / q5_1 mix.
+// q4_K / q6_K weights come from the C reference quantiser (the JS converter cannot produce them).
+// Run: node --test tests/prefill-dtypes.test.mjs
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { load } from '../dist/src/index.js';
+import { generateModel } from './helpers/gen-model.mjs';
+import { loadKernels, TYPE_NAMES } from '../bench/lib/kernels.mjs';
+
+const k = await loadKernels({ pages: 512 });
+function encodeRef(dtype, values) {
+  if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
+  const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), m = k.mark();
+  try {
+    const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+    k.x.kt_from_float(t, 1, x, y, values.length);
+    return k.u8(y, rs).slice();
+  } finally { k.release(m); }
+}
+
+// hidden 544 = 17 x 32: ffn_down rows (544 elements) cannot be k-quants -> q5_0, as llama.cpp's Q4_K_M does
+const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
+const role = (name) => name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K',
+  ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+const MIX = { token_embd: 'q5_1', attn_q: 'q5_K', attn_k: 'q4_1', attn_v: 'q5_1', attn_qkv: 'q5_K', attn_output: 'bf16',
+  ffn_gate: 'q5_K', ffn_up: 'q4_1', ffn_down: 'q5_1', output: 'q5_0' };
+
+const CASES = [
+  ['llama', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
+  ['phi3', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
+  ['llama', 'q5_0', {}], ['llama', 'q4_1', {}], ['qwen2', 'q5_1', {}],
+  ['llama', 'q5_K/bf16/q4_1/q5_1 mix', { shape: K_SHAPE, dtypeOf: (n) => MIX[role(n)] }],
+];
+
+for (const [arch, what, opts] of CASES) {
+  test(`${arch} ${what}: prefill == token by token, bit for bit (1 and 2 threads)`, async () => {
+    const { file, dtypes } = await generateModel(arch, opts.dtypeOf ? 'f32' : what, 9, opts);
+    if (what === 'Q4_K_M-style') for (const d of ['q4_K', 'q6_K', 'q5_0']) assert.ok([...dtypes.values()].includes(d), `the model has ${d} tensors`);
+    const prompt = [1, 17, 290, 33, 5, 260, 301, 44, 120, 7, 19, 88, 3];   // 13 tokens: batches of 8 and 5 (tiles of 4 + a 1-token tail)
+    for (const threads of [1, 2]) {
+      const model = await load(file, { threads, maxBatch: 8 });
+      try {
+        model.engine.forward(prompt, 0);
+        const batched = model.engine.logits();
+        assert.ok(batched.every(Number.isFinite), 'finite logits');
+        model.reset();
+        prompt.forEach((t, i) => model.engine.forward([t], i));
+        const single = model.engine.logits();
+        assert.ok(Buffer.from(batched.buffer).equals(Buffer.from(single.buffer)), `${threads} thread(s): prefill logits differ from token-by-token`);
+      } finally { model.dispose(); }
+    }
+  });
+}
