@@ -29,13 +29,30 @@ static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
 #define AE_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define AE_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* One memory.atomic.wait32, alone in a function that is never inlined and touches no memory after it.
+ * V8's baseline wasm compiler (Liftoff; Node 20 on x64: code that is not tiered up yet, or all code with
+ * --liftoff-only) leaves state that later code in the same function relies on corrupted after an
+ * atomic.wait32 (seen: loads after the wait read the wrong values; SIMD values live across the wait came
+ * back wrong). Inlined into a barrier between SIMD loops this made 2 threads compute garbage in the
+ * factored FFN; a wait loop in one function came back with gen != seen and re-ran jobs (a hang). Called
+ * as a function, the caller's state survives as across any call. tests/pool.test.mjs checks 1 vs 2
+ * threads under --liftoff-only with blocking waits (spin 0). */
+static __attribute__((noinline)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
+#if AE_THREADS
+  /* Timed: on Node's main thread a notify that races with the start of a wait was seen to be lost now
+   * and then (a hang with an infinite timeout); the caller re-checks every millisecond. */
+  return __builtin_wasm_memory_atomic_wait32(p, v, 1000000);
+#else
+  (void)p; (void)v;
+  return 1;
+#endif
+}
+
 AE_INLINE void ae_wait_while_eq(int32_t *p, int32_t v, int32_t spin) {
   for (int32_t i = 0; i < spin; i++)
     if (AE_LOAD(p) != v) return;
 #if AE_THREADS
-  /* Timed waits: on Node's main thread a notify that races with the start of a wait was seen to be
-   * lost now and then (a hang with an infinite timeout); re-checking every millisecond bounds that. */
-  while (AE_LOAD(p) == v) __builtin_wasm_memory_atomic_wait32(p, v, 1000000);
+  while (AE_LOAD(p) == v) ae_wait32_once(p, v);
 #endif
 }
 
