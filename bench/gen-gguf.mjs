@@ -5,9 +5,11 @@
 // tokenizer vocabulary of the model's real size (SentencePiece-style for Phi-3 / Gemma 2, byte-level BPE with
 // a merge hierarchy for Llama 3 / Qwen2 / SmolLM2, the real special tokens at their real ids).
 //
-//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q4_K_M,q8_0|all] [--out /work/gen/real-shapes] [--force]
+//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q4_K_M,q8_0|all] [--layers N] [--out /work/gen/real-shapes] [--force]
 //
-// Files: OUT/<model>-<quant>.gguf (never committed; /work/gen is shared scratch). Generation streams: one
+// Files: OUT/<model>-<quant>.gguf (never committed; /work/gen is shared scratch); with --layers N (fewer layers,
+// every other shape the model's: e.g. the 2-layer Phi-3 of bench/peers.mjs) OUT/<model>-L<N>-<quant>.gguf.
+// llama.cpp (node-llama-cpp 3.21.1) loads and runs every file: checked by bench/peers.mjs (llama-native). Generation streams: one
 // 4 MiB chunk of one tensor in memory at a time.
 //
 // Shapes: the Hugging Face config.json values of each checkpoint (MODELS below). Per-tensor types: llama.cpp's
@@ -268,13 +270,17 @@ function fillF16(n, write) {
   }
 }
 
-/** Write OUT/<name>-<quant>.gguf; returns { file, bytes, types: { dtype: count } }. */
-export async function generate(name, quant, outDir, { force = false, log = () => {} } = {}) {
-  const m = MODELS[name];
+/** Write OUT/<name>-<quant>.gguf (layers: OUT/<name>-L<layers>-<quant>.gguf); returns { file, bytes, types: { dtype: count } }. */
+export async function generate(name, quant, outDir, { force = false, log = () => {}, layers } = {}) {
+  let m = MODELS[name];
   if (!m) throw new Error(`unknown model ${name} (one of ${Object.keys(MODELS).join(', ')})`);
   if (!QUANTS.includes(quant)) throw new Error(`unknown quant ${quant} (one of ${QUANTS.join(', ')})`);
+  if (layers !== undefined) {
+    if (!Number.isInteger(layers) || layers < 1) throw new Error(`layers ${layers}: expected an integer >= 1`);
+    m = { ...m, layers };
+  }
   fs.mkdirSync(outDir, { recursive: true });
-  const file = path.join(outDir, `${name}-${quant}.gguf`);
+  const file = path.join(outDir, `${name}${layers !== undefined ? `-L${layers}` : ''}-${quant}.gguf`);
   const tensors = tensorList(m).map(([tn, ne]) => {
     const type = tensorType(m, tn, ne, quant), [bs, ts] = BLOCK[type];
     return { name: tn, dims: ne, dtype: type, type: GGML[type], bytes: (ne.reduce((x, y) => x * y, 1) / bs) * ts };
@@ -298,8 +304,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const models = (a.opt('--model', 'all') === 'all' ? Object.keys(MODELS) : a.opt('--model').split(','));
   const quants = (a.opt('--quant', 'all') === 'all' ? QUANTS : a.opt('--quant').split(','));
   const out = a.opt('--out', '/work/gen/real-shapes');
+  const layers = a.opt('--layers') === undefined ? undefined : Number(a.opt('--layers'));
   for (const name of models) for (const q of quants) {
-    const r = await generate(name, q, out, { force: a.has('--force'), log: (s) => console.log(s) });
+    const r = await generate(name, q, out, { force: a.has('--force'), log: (s) => console.log(s), layers });
     const mix = Object.entries(r.types).map(([t, b]) => `${t} ${(b / 2 ** 20).toFixed(0)} MiB`).join(', ');
     console.log(`${r.cached ? '(exists) ' : ''}${r.file}: ${(r.bytes / 2 ** 30).toFixed(3)} GiB [${mix}]`);
   }

@@ -11,8 +11,20 @@
 //
 //   nice -n 10 node bench/real-shapes.mjs [--model NAME[,..]|all] [--quant q4_0,q4_K_M,q8_0|all] [--ctx 1024]
 //       [--prompt-tokens 64] [--gen-tokens 32] [--reps 2] [--threads 1,2] [--runs 3] [--browser] [--json]
-//       [--dir /work/gen/real-shapes]
+//       [--dir /work/gen/real-shapes] [--md FILE] [--out FILE.json] [--all]
+//
+//   --all       the whole table of docs/PERFORMANCE.md in one command: every model at Q4_0, plus Q4_K_M and Q8_0 for
+//               SmolLM2-135M and Qwen2.5-0.5B, Node and Chromium (--browser), 1 and 2 threads; generates and converts
+//               the files that are missing. Prints the Markdown tables at the end (also to --md FILE).
+//
+// Load is also split by CPU time (user / system of the child, worker threads and libuv's pool included) and
+// compared with two reads: `read` (fs stream into a reused 4 MiB buffer, data discarded: the issue's baseline)
+// and `read into memory` (positional reads into a fresh wasm memory of the file's size: what any loader that copies
+// the file must pay, page faults and zeroing of the new pages included), and a load without the CRC-32 checks
+// (load option verify: false; the block-scale checks stay) to show their share. The memory plan's total (Engine plan: runtime + weights + KV + scratch)
+// is reported next to the wasm memory's byteLength and the peak RSS.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { args, machine, median, repoRoot } from './lib/common.mjs';
@@ -28,29 +40,38 @@ function hwmKb() {
 if (a.argv[0] === '--child') {
   const [, mode, file] = a.argv;
   const out = {};
+  const c0 = process.cpuUsage();
+  const cpu = () => { const c = process.cpuUsage(c0); return { user_ms: c.user / 1000, sys_ms: c.system / 1000 }; };
   if (mode === 'read') {
     const t0 = performance.now();
     for await (const c of fs.createReadStream(file, { highWaterMark: 4 << 20 })) void c;
     out.ms = performance.now() - t0;
+    out.cpu = cpu();
+  } else if (mode === 'readinto') {
+    const { Heap } = await import(path.join(dist, 'runtime/memory.js'));
+    const t0 = performance.now();
+    const fd = fs.openSync(file, 'r');
+    const size = fs.fstatSync(fd).size, heap = new Heap(false), dest = heap.u8(heap.alloc(size, 64), size);
+    for (let off = 0; off < size;) off += fs.readSync(fd, dest, off, Math.min(4 << 20, size - off), off);
+    fs.closeSync(fd);
+    out.ms = performance.now() - t0;
+    out.cpu = cpu();
   } else if (mode === 'run') {
     const { load } = await import(path.join(dist, 'index.js'));
     const threads = Number(a.opt('--threads', '1')), nCtx = Number(a.opt('--ctx', '1024'));
     const P = Number(a.opt('--prompt-tokens', '64')), G = Number(a.opt('--gen-tokens', '32')), reps = Number(a.opt('--reps', '2'));
     const t0 = performance.now();
-    const model = await load(file, { threads, nCtx, maxBatch: P });
+    const model = await load(file, { threads, nCtx, maxBatch: Math.max(1, P), verify: !a.has('--no-verify') });
     out.load_ms = performance.now() - t0;
+    out.load_cpu = cpu();
     out.rss_after_load_kb = hwmKb();
+    out.plan_total = model.engine.plan.total;
     const e = model.engine, c = model.config;
     out.n_ctx = e.nCtx;
-    // KV-cache bytes from model.metrics() (what the engine allocated, by dtype) where available
-    const kv = typeof model.metrics === 'function' ? model.metrics().kvCache : null;
-    if (kv?.byDtype?.length) {
-      out.kv_dtype = kv.byDtype.map((d) => d.dtype).join('+');
-      out.kv_bytes = kv.byDtype.reduce((s, d) => s + d.bytes, 0);
-    } else {
-      out.kv_dtype = e.kvDtype ?? 'f32';
-      out.kv_bytes = Math.round(2 * c.n_layers * e.nCtx * c.n_kv_heads * c.head_dim * ({ f32: 4, f16: 2 }[out.kv_dtype] ?? 4));
-    }
+    // KV-cache bytes and dtypes from the memory plan (what the engine allocated)
+    const kvd = e.plan.kvDtype;
+    out.kv_dtype = kvd.k === kvd.v ? kvd.k : `K ${kvd.k} / V ${kvd.v}`;
+    out.kv_bytes = e.plan.kvCache;
     out.weights_bytes = e.dataSize;
     out.arena_bytes = e.arenaSize;
     out.memory_bytes = e.heap?.memory?.buffer?.byteLength;
@@ -83,8 +104,16 @@ if (a.argv[0] === '--child') {
 // ------------------------------------------------------------------ driver
 const { MODELS, QUANTS, generate } = await import('./gen-gguf.mjs');
 const { convertModel } = await import(path.join(dist, 'formats/convert.js'));
+const ALL = a.has('--all');
+// --all: every model at Q4_0, the other two quants for two models (the table of docs/PERFORMANCE.md)
+const ALL_PAIRS = [...Object.keys(MODELS).map((m) => [m, 'q4_0']), ...['smollm2-135m', 'qwen2.5-0.5b'].flatMap((m) => [[m, 'q4_K_M'], [m, 'q8_0']])];
 const models = a.opt('--model', 'all') === 'all' ? Object.keys(MODELS) : a.opt('--model').split(',');
 const quants = a.opt('--quant', 'all') === 'all' ? QUANTS : a.opt('--quant').split(',');
+const pairs = ALL ? ALL_PAIRS : models.flatMap((m) => quants.map((q) => [m, q]));
+for (const [m, q] of pairs) {
+  if (!MODELS[m]) throw new Error(`unknown model ${m} (${Object.keys(MODELS).join(', ')})`);
+  if (!QUANTS.includes(q)) throw new Error(`unknown quant ${q} (${QUANTS.join(', ')})`);
+}
 const threadsList = a.opt('--threads', '1,2').split(',').map(Number);
 const runs = Number(a.opt('--runs', '3'));
 const dir = a.opt('--dir', '/work/gen/real-shapes');
@@ -105,10 +134,11 @@ log(`machine: ${JSON.stringify(report.machine)}`);
 const tiny = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
 if (fs.existsSync(tiny)) {
   const b = child('run', tiny, [...passOn.filter((x, i, arr) => arr[i - 1] !== '--ctx' && x !== '--ctx'), '--prompt-tokens', '0', '--ctx', '256']);
-  report.baseline = { model: 'tiny-llama-a-q8_0.rknot', bytes: fs.statSync(tiny).size, load_ms: b.load_ms, error: b.error };
+  report.baseline = { model: 'tiny-llama-a-q8_0.rknot', bytes: fs.statSync(tiny).size, load_ms: b.load_ms, load_cpu: b.load_cpu, error: b.error };
   log(`baseline load of ${report.baseline.model} (${(report.baseline.bytes / 2 ** 20).toFixed(0)} MiB): ${b.load_ms?.toFixed(0)} ms`);
 }
-for (const name of models) for (const quant of quants) {
+const cpuMs = (c) => c.user_ms + c.sys_ms;
+for (const [name, quant] of pairs) {
   const g = await generate(name, quant, dir, { log });
   const rk = path.join(dir, `${name}-${quant}.rknot`);
   let convertMs = null;
@@ -117,23 +147,32 @@ for (const name of models) for (const quant of quants) {
     await convertModel(g.file, rk, { quant: 'keep' });
     convertMs = performance.now() - t0;
   }
-  const res = { model: name, quant, gguf_bytes: g.bytes, rknot_bytes: fs.statSync(rk).size, convert_ms: convertMs, types: g.types };
-  // load vs read, interleaved, warm cache (one untimed read first)
+  const res = { model: name, quant, gguf_bytes: g.bytes, rknot_bytes: fs.statSync(rk).size, convert_ms: convertMs, types: g.types, loadavg_start: os.loadavg() };
+  // load vs reads, interleaved, warm page cache (one untimed read first)
   child('read', rk);
-  const reads = [], loads = [];
-  let last;
+  const reads = [], intos = [], loads = [], loadsNv = [];
+  let last, lastNv, lastRead, lastInto;
   for (let i = 0; i < runs; i++) {
-    const r = child('read', rk);
-    if (r.error) { res.error = r.error; break; }
-    reads.push(r.ms);
+    lastRead = child('read', rk);
+    if (lastRead.error) { res.error = lastRead.error; break; }
+    reads.push(lastRead.ms);
+    lastInto = child('readinto', rk);
+    if (lastInto.error) { res.error = lastInto.error; break; }
+    intos.push(lastInto.ms);
     last = child('run', rk, [...passOn, '--prompt-tokens', '0', '--threads', '1']);
     if (last.error) { res.error = last.error; break; }
     loads.push(last.load_ms);
+    lastNv = child('run', rk, [...passOn, '--prompt-tokens', '0', '--threads', '1', '--no-verify']);
+    if (lastNv.error) { res.error = lastNv.error; break; }
+    loadsNv.push(lastNv.load_ms);
   }
   if (!res.error) {
-    Object.assign(res, { read_ms: median(reads), load_ms: median(loads), load_over_read: median(loads) / median(reads), reads, loads,
+    Object.assign(res, { read_ms: median(reads), read_into_ms: median(intos), load_ms: median(loads), load_noverify_ms: median(loadsNv),
+      load_over_read: median(loads) / median(reads), load_over_read_into: median(loads) / median(intos), reads, intos, loads, loads_noverify: loadsNv,
+      // CPU of the last run of each (ms, user + system): where a load's time goes beyond a read's
+      cpu: { read: lastRead.cpu, read_into: lastInto.cpu, load: last.load_cpu, load_noverify: lastNv.load_cpu },
       weights_bytes: last.weights_bytes, kv_bytes: last.kv_bytes, kv_dtype: last.kv_dtype, n_ctx: last.n_ctx, arena_bytes: last.arena_bytes,
-      load_hwm_bytes: last.hwm_kb * 1024 });
+      plan_total_bytes: last.plan_total, memory_bytes: last.memory_bytes, load_hwm_bytes: last.hwm_kb * 1024 });
     res.rss_target_bytes = 1.05 * (last.weights_bytes + last.kv_bytes) + 64 * 2 ** 20;
     res.threads = {};
     for (const t of threadsList) {
@@ -145,20 +184,60 @@ for (const name of models) for (const quant of quants) {
     res.peak_rss_bytes = peak;
     res.rss_over_target = peak / res.rss_target_bytes;
   }
+  res.loadavg_end = os.loadavg();
   report.results.push(res);
   const MB = (b) => (b / 2 ** 20).toFixed(0);
   if (res.error) log(`${name} ${quant}: ERROR ${res.error}`);
   else {
-    log(`${name} ${quant}: file ${MB(res.rknot_bytes)} MiB, read ${res.read_ms.toFixed(0)} ms, load ${res.load_ms.toFixed(0)} ms (x${res.load_over_read.toFixed(2)}), ` +
+    log(`${name} ${quant}: file ${MB(res.rknot_bytes)} MiB, read ${res.read_ms.toFixed(0)} ms, read into memory ${res.read_into_ms.toFixed(0)} ms, ` +
+      `load ${res.load_ms.toFixed(0)} ms (x${res.load_over_read.toFixed(2)} of read, x${res.load_over_read_into.toFixed(2)} of read into memory; ` +
+      `without CRC ${res.load_noverify_ms.toFixed(0)} ms); CPU ms read ${cpuMs(res.cpu.read).toFixed(0)}, into ${cpuMs(res.cpu.read_into).toFixed(0)}, ` +
+      `load ${cpuMs(res.cpu.load).toFixed(0)} (user ${res.cpu.load.user_ms.toFixed(0)}), no CRC ${cpuMs(res.cpu.load_noverify).toFixed(0)}; ` +
       `peak RSS ${MB(res.peak_rss_bytes)} MiB vs weights ${MB(res.weights_bytes)} + KV ${MB(res.kv_bytes)} (${res.kv_dtype}, ctx ${res.n_ctx}) -> x${res.rss_over_target.toFixed(2)} of target; ` +
+      `plan ${MB(res.plan_total_bytes)} MiB, wasm memory ${MB(res.memory_bytes)} MiB; ` +
       Object.entries(res.threads).map(([t, x]) => x.error ? `${t}T error ${x.error}` : `${t}T prefill ${x.prefill_tps.toFixed(1)} decode ${x.decode_tps.toFixed(2)} tok/s`).join('; '));
   }
 }
-if (a.has('--browser')) {
+if (a.has('--browser') || ALL) {
   const { browserRuns } = await import('./lib/real-shapes-browser.mjs');
   report.browser = await browserRuns(report.results.filter((r) => !r.error).map((r) => ({ ...r, file: path.join(dir, `${r.model}-${r.quant}.rknot`) })),
     { threadsList, ctx: Number(a.opt('--ctx', '1024')), P: Number(a.opt('--prompt-tokens', '64')), G: Number(a.opt('--gen-tokens', '32')), log });
 }
+report.machine_end = machine();
+
+/** The Markdown tables of docs/PERFORMANCE.md from a report. */
+function markdown(rep) {
+  const MiB = (b) => `${(b / 2 ** 20).toFixed(0)}`;
+  const s = (ms) => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : `${ms.toFixed(0)} ms`);
+  const f = (x, d = 1) => (x === undefined || x === null ? '-' : x.toFixed(d));
+  const label = (r) => `${r.model} | ${r.quant}`;
+  const out = [`Command: \`${rep.command}\`; ${rep.machine.date} - ${rep.machine_end.date}; ${rep.machine.nproc} CPUs (${rep.machine.cpu}), Node ${rep.machine.node}; ` +
+    `load average at start ${rep.machine.loadavg.map((x) => x.toFixed(1)).join(' / ')}, at end ${rep.machine_end.loadavg.map((x) => x.toFixed(1)).join(' / ')}.`, ''];
+  out.push('| model | quant | file MiB | read | read into memory | load | load / read | load / read into memory | load without CRC | CPU ms: read / into memory / load / load without CRC | peak RSS MiB | weights + KV MiB (KV dtype, ctx) | RSS / target | plan MiB | wasm memory MiB | load avg (1 min) |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rep.results) {
+    if (r.error) { out.push(`| ${label(r)} | error: ${r.error.slice(0, 120)} |`); continue; }
+    out.push(`| ${label(r)} | ${MiB(r.rknot_bytes)} | ${s(r.read_ms)} | ${s(r.read_into_ms)} | ${s(r.load_ms)} | ${f(r.load_over_read, 2)} | ${f(r.load_over_read_into, 2)} | ${s(r.load_noverify_ms)} | ` +
+      `${[r.cpu.read, r.cpu.read_into, r.cpu.load, r.cpu.load_noverify].map((c) => cpuMs(c).toFixed(0)).join(' / ')} | ${MiB(r.peak_rss_bytes)} | ` +
+      `${MiB(r.weights_bytes)} + ${MiB(r.kv_bytes)} (${r.kv_dtype}, ${r.n_ctx}) | ${f(r.rss_over_target, 2)} | ${MiB(r.plan_total_bytes)} | ${MiB(r.memory_bytes)} | ${r.loadavg_start[0].toFixed(1)}-${r.loadavg_end[0].toFixed(1)} |`);
+  }
+  out.push('', '| model | quant | ' + threadsList.map((t) => `Node ${t}T prefill | Node ${t}T decode`).join(' | ') + ' | ' +
+    threadsList.map((t) => `Chromium ${t}T load | Chromium ${t}T prefill | Chromium ${t}T decode | Chromium ${t}T peak PSS MiB`).join(' | ') + ' |');
+  out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|---|').join(''));
+  for (const r of rep.results) {
+    if (r.error) continue;
+    const node = threadsList.map((t) => { const x = r.threads[t]; return x?.error ? 'error | error' : `${f(x?.prefill_tps)} | ${f(x?.decode_tps, 2)}`; }).join(' | ');
+    const br = threadsList.map((t) => {
+      const x = (rep.browser ?? []).find((b) => b.model === r.model && b.quant === r.quant && b.threads === t);
+      return !x ? '- | - | - | -' : x.error ? `error: ${x.error.slice(0, 60)} | - | - | -` : `${s(x.loadMs)} | ${f(x.prefillTps)} | ${f(x.decodeTps, 2)} | ${MiB(x.peakPss)}`;
+    }).join(' | ');
+    out.push(`| ${label(r)} | ${node} | ${br} |`);
+  }
+  return out.join('\n');
+}
+const md = markdown(report);
 if (a.has('--json')) process.stdout.write(JSON.stringify(report, null, 1) + '\n');
+else if (ALL || a.opt('--md')) console.log('\n' + md);
+if (a.opt('--md')) fs.writeFileSync(a.opt('--md'), md + '\n');
 const outFile = a.opt('--out');
 if (outFile) fs.writeFileSync(outFile, JSON.stringify(report, null, 1));

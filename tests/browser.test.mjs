@@ -196,7 +196,9 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     await m.rollback();
     out.approxAfter = await m.approximations();
     out.rolledBack = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
+    out.memLoad = m.memory;
     try { await m.setFfnMode('dense'); out.dense = 'ok'; } catch (e) { out.dense = e.message; }
+    out.memAfter = m.memory;   // refreshed by setFfnMode: the timing buffer and KV-policy specs above are in plan.other
     try { await m.setFfnMode('no-such-mode'); out.badMode = 'accepted'; } catch (e) { out.badMode = { name: e.name, code: e.code }; }
     out.config = m.config;
     await m.dispose();
@@ -274,6 +276,11 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.equal(api.ffnActive.length, api.config.n_layers);
   assert.ok(api.ffnActive.every((v) => v === api.config.hidden_dim), `dense decode step: every neuron active (${api.ffnActive})`);
   assert.equal(api.dense, 'ok');
+  assert.equal(api.memLoad.ffn, 0);
+  assert.equal(api.memLoad.other, 0);
+  assert.equal(api.memAfter.ffn, 0);
+  assert.ok(api.memAfter.other > 0, `plan.other ${api.memAfter.other}`);
+  assert.ok(api.memAfter.total >= api.memLoad.total + api.memAfter.other, `${api.memAfter.total} vs ${api.memLoad.total} + ${api.memAfter.other}`);
   const { load: loadNode } = await import('../dist/src/index.js');
   const nm = await loadNode(path.join(ROOT, MODEL), { kvPolicy: 'sinks=4:f16,window=16:f16,rest=q4_0' });
   nm.setHeadMode('local', { heads: [1] });

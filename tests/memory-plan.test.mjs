@@ -116,3 +116,67 @@ test('a model with every address above 2 GiB (addressOffset 2.1 GiB) generates t
     } finally { m.dispose(); }
   }
 });
+
+// After load: the FFN modules' data and every other later buffer are part of the plan (Engine.allocAfterLoad), the
+// plan's total is what the heap reserved, and the wasm memory is exactly that rounded up to pages.
+const PAGE = 65536;
+const pages = (bytes) => Math.max(16 << 20, Math.ceil(bytes / PAGE) * PAGE);
+
+test('plan = allocated memory: FFN module copies are in the plan (plan.ffn), total = heap high-water mark = memory size', async () => {
+  const file = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
+  const m = await load(file, { threads: 1, nCtx: 256, modules: ['ffn-fused', 'ffn-saturated'] });
+  try {
+    const e = m.engine, p = e.plan, c = m.config;
+    assert.equal(p.ffn, 0);
+    assert.equal(p.other, 0);
+    assert.equal(p.total, e.heap.used);
+    assert.equal(e.heap.memory.buffer.byteLength, pages(p.total));
+    const before = p.total;
+    const tile = 16;
+    m.setFfnMode('fused', undefined, { tile });
+    // the interleaved gate/up copies: per layer ceil(H / tile) tiles of 2 * tile rows of the q8_0 row size
+    const rs = (c.dim / 32) * 34;
+    const copies = c.n_layers * Math.ceil(c.hidden_dim / tile) * 2 * tile * rs;
+    assert.ok(p.ffn >= copies && p.ffn <= copies + c.n_layers * 1024, `plan.ffn ${p.ffn} vs copies ${copies}`);
+    assert.equal(p.total, before + p.ffn);
+    assert.equal(p.total, e.heap.used);
+    assert.equal(e.heap.memory.buffer.byteLength, pages(p.total));
+    assert.equal(m.ffn.auxBytes <= p.ffn, true);
+    // cached: switching back and forth reserves nothing more
+    m.setFfnMode('dense');
+    m.setFfnMode('fused', undefined, { tile });
+    assert.equal(p.total, before + p.ffn);
+    assert.equal(e.heap.used, p.total);
+    // instrumentation after load is counted too (plan.other)
+    e.setTiming(true);
+    assert.ok(p.other >= (c.n_layers + 1) * 8);
+    assert.equal(p.total, e.heap.used);
+    const parts = p.runtime + p.weights + p.kvCache + p.scratch + p.ffn + p.other;
+    assert.ok(parts <= p.total && p.total - parts < 64, `parts ${parts} vs total ${p.total}: only the weights' alignment gap is outside them`);
+  } finally { m.dispose(); }
+});
+
+test('maxMemory holds after load: FFN copies that would pass the cap are refused (out_of_memory naming the parts), the model keeps working', async () => {
+  const file = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
+  const opts = { greedy: true, maxTokens: 8 };
+  const probe = await load(file, { threads: 1, nCtx: 256, modules: ['ffn-fused'] });
+  const loaded = probe.engine.plan.total;
+  const want = (await probe.complete('The Debian project is', opts)).tokens;
+  probe.dispose();
+  const cap = loaded + (1 << 20);
+  const m = await load(file, { threads: 1, nCtx: 256, modules: ['ffn-fused'], maxMemory: cap });
+  try {
+    assert.equal(m.engine.plan.limit, cap);
+    assert.throws(() => m.setFfnMode('fused', undefined, { tile: 16 }), (e) => {
+      assert.equal(e.code, 'out_of_memory', e.message);
+      assert.match(e.message, /FFN module data needs .* FFN data .* would pass the maxMemory cap/);
+      assert.equal(e.details.limit, cap);
+      return true;
+    });
+    assert.ok(m.engine.heap.used <= cap, `heap ${m.engine.heap.used} > cap ${cap}`);
+    assert.ok(m.engine.heap.memory.buffer.byteLength <= pages(cap));
+    assert.equal(m.engine.plan.total, m.engine.heap.used);
+    assert.deepEqual(m.ffn.modes, Array(m.config.n_layers).fill('dense'));
+    assert.deepEqual((await m.complete('The Debian project is', opts)).tokens, want);
+  } finally { m.dispose(); }
+});

@@ -107,31 +107,46 @@ test('metrics(): counters follow generations; time counters on/off; same tokens 
     assert.ok(x.memory.wasmBytes > x.memory.weightsBytes + x.memory.runStateBytes, 'memory holds weights and run state');
     assert.ok(x.memory.runStateBytes >= kvBytes, 'the run state holds the KV cache');
 
-    for (const m of [m1, m2]) { m.setTiming(true); m.resetMetrics(); }
-    const r1 = await m1.complete(PROMPT, { maxTokens: 12, greedy: true });
+    // Timing: only structure and order relations are asserted (no magnitudes: the machine may be loaded).
+    m1.setTiming(true); m2.setTiming(true);
     const r2 = await m2.complete(PROMPT, { maxTokens: 12, greedy: true });
-    assert.deepEqual(r1.tokens, plain.tokens, 'timing does not change the output');
     assert.deepEqual(r2.tokens, plain.tokens, '2 threads with timing: same tokens');
     // logits bit for bit after the same forward on 1 and 2 threads, timing on
     m1.reset(); m2.reset();
     const ids = m1.tokenize(PROMPT);
     m1.engine.forward(ids, 0); m2.engine.forward(ids, 0);
     assert.deepEqual(Buffer.from(m1.engine.logits().buffer), Buffer.from(m2.engine.logits().buffer), '1 vs 2 threads bit-identical');
+    m1.reset();
+    m1.resetMetrics();   // the forward above is not part of a generation: start the counters after it
+    const r1 = await m1.complete(PROMPT, { maxTokens: 12, greedy: true });
+    assert.deepEqual(r1.tokens, plain.tokens, 'timing does not change the output');
 
     x = m1.metrics();
     assert.equal(x.timing, true);
     assert.equal(x.tokens.generations, 1, 'resetMetrics zeroed the totals');
     const layerOps = OP_CLASS_NAMES.filter((o) => o !== 'embed' && o !== 'output');
+    const finite = (v) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
     for (const l of x.layers) {
       assert.deepEqual(Object.keys(l.opSeconds), layerOps);
-      assert.ok(Object.values(l.opSeconds).every((v) => v > 0 && v < 60), `layer ${l.layer}: positive times ${JSON.stringify(l.opSeconds)}`);
+      assert.ok(Object.values(l.opSeconds).every(finite), `layer ${l.layer}: non-negative times ${JSON.stringify(l.opSeconds)}`);
     }
     assert.deepEqual(Object.keys(x.globalOpSeconds), ['embed', 'output']);
-    const opTotal = x.layers.reduce((a, l) => a + Object.values(l.opSeconds).reduce((p, q) => p + q, 0), 0) +
-      x.globalOpSeconds.embed + x.globalOpSeconds.output;
+    assert.ok(Object.values(x.globalOpSeconds).every(finite));
+    const opSum = (m) => m.layers.reduce((a, l) => a + Object.values(l.opSeconds).reduce((p, q) => p + q, 0), 0) +
+      m.globalOpSeconds.embed + m.globalOpSeconds.output;
+    const opTotal = opSum(x);
     const wall = x.tokens.prefillSeconds + x.tokens.decodeSeconds;
-    assert.ok(opTotal <= wall * 1.05 + 0.01, `op time ${opTotal}s within the generation's wall time ${wall}s (+ the forward above)`);
-    assert.ok(opTotal > 0.2 * (r1.stats.prefillMs + r1.stats.decodeMs) / 1000, `op time ${opTotal}s is most of the forward time`);
+    assert.ok(opTotal > 0, 'some time was counted');
+    // the counters measure time inside the forward calls of the generation, which its wall time contains
+    // (both from the same clock; 1 ms of slack for rounding)
+    assert.ok(opTotal <= wall + 0.001, `op time ${opTotal}s within the generation's wall time ${wall}s`);
+    // counters only grow: another generation adds to every one of them
+    await m1.complete(PROMPT + ' again', { maxTokens: 4, greedy: true });
+    const y = m1.metrics();
+    for (const l of y.layers) for (const op of layerOps) assert.ok(l.opSeconds[op] >= x.layers[l.layer].opSeconds[op], `layer ${l.layer} ${op} monotone`);
+    for (const op of ['embed', 'output']) assert.ok(y.globalOpSeconds[op] >= x.globalOpSeconds[op], `${op} monotone`);
+    assert.ok(opSum(y) <= y.tokens.prefillSeconds + y.tokens.decodeSeconds + 0.001, 'still within the wall time');
+    assert.equal(y.tokens.generations, 2);
 
     m1.setTiming(false);
     assert.equal(m1.metrics().timing, false);

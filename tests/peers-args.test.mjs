@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { parseOptions, RUNTIMES } from '../bench/peers.mjs';
+import { parseOptions, agreement, RUNTIMES } from '../bench/peers.mjs';
 
 test('peers.mjs: defaults, options, bad values refused', () => {
   const d = parseOptions([]);
@@ -13,6 +13,10 @@ test('peers.mjs: defaults, options, bad values refused', () => {
   assert.deepEqual([d.P, d.G, d.reps, d.threads, d.ctx, d.layers], [64, 32, 3, 1, 512, undefined]);
   const o = parseOptions(['--shapes', 'phi3', '--layers', '2', '--dtypes', 'q4_0', '--runtimes', 'aether-node,llama-native', '--reps', '5', '--json']);
   assert.deepEqual([o.shapes, o.layers, o.dtypes, o.runtimes, o.reps, o.json], [['phi3'], 2, ['q4_0'], ['aether-node', 'llama-native'], 5, true]);
+  assert.ok(RUNTIMES.includes('wllama') && RUNTIMES.includes('wllama-compat') && RUNTIMES.includes('llama-native'));
+  const w = parseOptions(['--runtimes', 'wllama,wllama-compat', '--shapes', 'smollm2-135m,phi3', '--dtypes', 'q4_K_M', '--file', 'x.gguf']);
+  assert.deepEqual([w.runtimes, w.shapes, w.dtypes, w.file], [['wllama', 'wllama-compat'], ['smollm2-135m', 'phi3'], ['q4_K_M'], 'x.gguf']);
+  assert.throws(() => parseOptions(['--shapes', 'gpt-5']), /unknown shape gpt-5/);
   assert.throws(() => parseOptions(['--runtimes', 'wllama-st']), /unknown runtime wllama-st/);
   assert.throws(() => parseOptions(['--dtypes', 'q5_K']), /unknown dtype/);
   assert.throws(() => parseOptions(['--reps', '0']), /--reps expects an integer >= 1/);
@@ -25,4 +29,13 @@ test('peers.mjs --help prints the usage and exits 0 without loading anything', (
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /--runtimes/);
   assert.match(r.stdout, /llama-native/);
+});
+
+test('peers.mjs agreement: ids (prefix and same positions), or native pieces that prefix a text', () => {
+  const nat = { tokens: [5, 6, 7, 8], pieces: [' a', 'b', ' c', 'd'] };
+  assert.deepEqual(agreement({ tokens: [5, 6, 7, 8] }, nat), { prefix: 4, same: 4, n: 4 });
+  assert.deepEqual(agreement({ tokens: [5, 9, 7, 8] }, nat), { prefix: 1, same: 3, n: 4 });
+  assert.deepEqual(agreement({ tokens: null, text: ' ab cd' }, nat), { prefix: 4, same: null, n: 4 });
+  assert.deepEqual(agreement({ tokens: null, text: ' ab x' }, nat), { prefix: 2, same: null, n: 4 });
+  assert.deepEqual(agreement({ tokens: null, text: 'ab' }, nat), { prefix: 0, same: null, n: 4 });
 });

@@ -1,7 +1,7 @@
 // Synthetic llama-architecture GGUFs for bench/peers.mjs: the same file goes to every runtime. Random weights with
 // a standard deviation of about 0.02 (f32: uniform floats; q8_0 / q4_0: random quant bytes under one fixed block
 // scale), norms 1, every 2-D tensor (token_embd and output too) in the file's dtype; a SentencePiece-style
-// vocabulary (<unk>, <s>, </s>, the 256 byte tokens, then filler pieces) so llama.cpp's tokenizer set-up accepts it.
+// vocabulary (<unk>, <s>, </s>, the 256 byte tokens, then words) so llama.cpp's tokenizer set-up accepts it.
 // The benchmark feeds token ids, never text. Files are written to /work/gen/peers (or --out) once and reused.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,9 +10,10 @@ import crypto from 'node:crypto';
 export const SHAPES = {
   // the s15m-like shape of docs/PERFORMANCE.md (stories15M: dim 288, 6 layers, 6 heads, hidden 768, vocab 32000)
   s15m: { dim: 288, layers: 6, heads: 6, kvHeads: 6, ffn: 768, vocab: 32000, ctx: 1024 },
-  // Phi-3-mini's sizes (dim 3072, 32 heads, hidden 8192) as a llama-architecture model; vocab 32000 (Phi-3's 32064
-  // made llama.cpp 3.21.1's vocabulary loader fail on this synthetic vocabulary: _Map_base::at)
-  phi3: { dim: 3072, layers: 32, heads: 32, kvHeads: 32, ffn: 8192, vocab: 32000, ctx: 4096 },
+  // (The Phi-3 shape of bench/peers.mjs is bench/gen-gguf.mjs's phi3-mini-4k, the real phi3 architecture. The
+  // llama-architecture copy that was here failed in llama.cpp with `_Map_base::at`: llama_vocab::load sets token
+  // attributes by general.name, and a name containing "phi3" / "phi-3" makes it look up "</s>", "<unk>", "<s>" and
+  // "<|endoftext|>" with token_to_id.at(), which throws when the vocabulary lacks one of them.)
 };
 const GGML = { f32: 0, q4_0: 2, q8_0: 8 };
 const FTYPE = { f32: 0, q4_0: 2, q8_0: 7 };
@@ -83,7 +84,12 @@ export async function peerModel(shapeName, dtype, { layers, out = '/work/gen/pee
   tensors.push(['output_norm.weight', [s.dim]], ['output.weight', [s.dim, s.vocab]]);
   const tokens = ['<unk>', '<s>', '</s>'], scores = [0, 0, 0], types = [2, 3, 3];
   for (let b = 0; b < 256; b++) { tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`); scores.push(0); types.push(6); }
-  for (let i = tokens.length; i < s.vocab; i++) { tokens.push(`\u2581w${i}`); scores.push(-i); types.push(1); }
+  // words SentencePiece can merge back from characters: the 26 bare letters, then "▁" + every letter string in
+  // shortlex order (a, b, .., z, aa, ab, ..), so each word's prefixes are tokens too and a detokenized id sequence
+  // tokenizes back to the same ids (bench/peers.mjs gives wllama, whose API takes text only, the prompt as text)
+  for (let c = 0; c < 26; c++) { tokens.push(String.fromCharCode(97 + c)); scores.push(-1e6); types.push(1); }
+  const word = (i) => { let w = ''; i++; while (i > 0) { i--; w = String.fromCharCode(97 + (i % 26)) + w; i = Math.floor(i / 26); } return w; };
+  for (let i = 0; tokens.length < s.vocab; i++) { tokens.push(`\u2581${word(i)}`); scores.push(-i); types.push(1); }
   const h = new Header();
   h.push(Buffer.from('GGUF', 'latin1')); h.u32(3); h.u64(tensors.length);
   const kvs = [

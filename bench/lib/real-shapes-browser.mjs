@@ -2,6 +2,8 @@
 // isolated, so the engine Worker can run 2 threads) and loaded in /usr/bin/chromium (playwright-core, headless,
 // a fresh profile per run, the model cache off) through the engine Worker (js/src/browser); load time measured
 // on the page around Aether.load, then P prompt tokens and G greedy tokens generated (stats from the engine).
+// Memory: the peak (sampled every 250 ms) of the summed PSS of all the browser's processes (found by their profile
+// directory in /proc/*/cmdline), from before the page opens to the end of the generation.
 // Large files are reached through symlinks under build/real-shapes/ (git-ignored) so the server's root stays
 // the repository.
 import fs from 'node:fs';
@@ -10,6 +12,30 @@ import path from 'node:path';
 import { repoRoot } from './common.mjs';
 
 const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Sum of PSS (proportional set size: shared pages split between their users) of every process whose command line
+ *  names `marker` (the run's fresh profile directory: the browser and all its children), in bytes. */
+function pssOf(marker) {
+  let sum = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(marker)) continue;
+      const m = /^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1'));
+      if (m) sum += Number(m[1]) * 1024;
+    } catch { /* gone */ }
+  }
+  return sum;
+}
+
+/** Sample pssOf(marker) every `ms` until stop(); stop() returns the peak. */
+function pssSampler(marker, ms = 250) {
+  let peak = 0;
+  const tick = () => { peak = Math.max(peak, pssOf(marker)); };
+  tick();
+  const t = setInterval(tick, ms);
+  return { stop() { clearInterval(t); tick(); return peak; } };
+}
 const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
@@ -29,6 +55,7 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
         const ctxB = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
         let r;
+        const sampler = pssSampler(dir);
         try {
           const page = ctxB.pages()[0] ?? await ctxB.newPage();
           await page.goto(`${server.url}/bench/lib/real-shapes.html`);
@@ -48,8 +75,10 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
             } finally { await model.dispose(); }
             return res;
           }, { url: `/build/real-shapes/${path.basename(it.file)}`, threads, ctx, P, G });
+          r.peakPss = sampler.stop();
         } catch (e) {
           r = { error: String(e?.message ?? e).split('\n')[0] };
+          sampler.stop();
         } finally {
           await ctxB.close().catch(() => {});
           fs.rmSync(dir, { recursive: true, force: true });
@@ -57,7 +86,8 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
         const row = { model: it.model, quant: it.quant, threads, ...r };
         out.push(row);
         log(`chromium ${it.model} ${it.quant} ${threads}T: ` + (r.error ? `ERROR ${r.error}` :
-          `load ${r.loadMs.toFixed(0)} ms, prompt ${r.promptTokens} tok prefill ${r.prefillTps.toFixed(1)} tok/s, decode ${r.decodeTps.toFixed(2)} tok/s (threads ${r.threads}, isolated ${r.isolated})`));
+          `load ${r.loadMs.toFixed(0)} ms, prompt ${r.promptTokens} tok prefill ${r.prefillTps.toFixed(1)} tok/s, decode ${r.decodeTps.toFixed(2)} tok/s (threads ${r.threads}, isolated ${r.isolated}), ` +
+          `peak PSS of the browser's processes ${(r.peakPss / 2 ** 20).toFixed(0)} MiB`));
       }
       fs.rmSync(link, { force: true });
     }

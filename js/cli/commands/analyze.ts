@@ -5,10 +5,10 @@ import { parseArgs } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
-import { selectDocs } from '../../src/profile/text.js';
 import { analyzeModel } from '../../src/compress/analyze.js';
 import { calibrate, calibrationWindows } from '../../src/compress/calib.js';
 import { atlasSvg } from '../../src/compress/chart.js';
+import { readTextArg } from '../text-options.js';
 import { copyRknot } from '../../src/compress/write.js';
 
 export const usage = `usage: aether analyze MODEL [options]
@@ -53,16 +53,9 @@ export async function run(argv: string[]): Promise<number> {
     }
     let calibration, calibrationInfo: Record<string, unknown> | undefined;
     if (v.calib) {
-      let text: string;
-      try { text = fs.readFileSync(v.calib as string, 'utf8'); } catch (e) {
-        throw new AetherError('invalid_argument', `cannot read --calib ${v.calib}: ${(e as Error).message}`);
-      }
-      calibrationInfo = { text: path.basename(v.calib as string) };
-      if (v.docs) {
-        const sel = selectDocs(text, v.docs as string);
-        text = sel.text;
-        Object.assign(calibrationInfo, { docs: v.docs, documents: sel.docs, of_documents: sel.total });
-      }
+      const arg = readTextArg(v, 'calib');
+      const text = arg.text;
+      calibrationInfo = arg.info as Record<string, unknown>;
       const wins = calibrationWindows(model, text, Math.min(window, model.nCtx), (v['max-tokens'] as number) ?? 8192);
       const bar = createProgress({ title: 'calibration', force: !!v.progress, unit: 'items' });
       calibration = await calibrate(model, wins, { onProgress: (d, t) => bar.update(d, t, 'windows') });

@@ -1,14 +1,13 @@
 /** aether compress MODEL --ffn-width 0.75|0.5 [--method aa-svd|svd|prune] [--from-atlas] --calib TEXT --docs A:B -o OUT.rknot [--keep-dense] */
 import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
-import { selectDocs } from '../../src/profile/text.js';
 import { calibrate, calibrationWindows } from '../../src/compress/calib.js';
 import { compressFfn, ratiosFromAtlas, COMPRESS_METHODS, type CompressMethod } from '../../src/compress/compress.js';
 import type { Atlas } from '../../src/compress/analyze.js';
+import { readTextArg } from '../text-options.js';
 import { copyRknot } from '../../src/compress/write.js';
 
 export const usage = `usage: aether compress MODEL --ffn-width R --calib TEXT -o OUT.rknot [options]
@@ -53,16 +52,9 @@ export async function run(argv: string[]): Promise<number> {
     } else ratios = Array(NL).fill(ratio);
     let calibration, calibrationInfo: Record<string, unknown> | undefined;
     if (v.calib) {
-      let text: string;
-      try { text = fs.readFileSync(v.calib as string, 'utf8'); } catch (e) {
-        throw new AetherError('invalid_argument', `cannot read --calib ${v.calib}: ${(e as Error).message}`);
-      }
-      calibrationInfo = { text: path.basename(v.calib as string) };
-      if (v.docs) {
-        const sel = selectDocs(text, v.docs as string);
-        text = sel.text;
-        Object.assign(calibrationInfo, { docs: v.docs, documents: sel.docs, of_documents: sel.total });
-      }
+      const arg = readTextArg(v, 'calib');
+      const text = arg.text;
+      calibrationInfo = arg.info as Record<string, unknown>;
       const wins = calibrationWindows(model, text, Math.min(256, model.nCtx), (v['max-tokens'] as number) ?? 8192);
       const bar = createProgress({ title: 'calibration', force: !!v.progress, unit: 'items' });
       calibration = await calibrate(model, wins, { blocks: ['ffn', 'down'], onProgress: (d, t) => bar.update(d, t, 'windows') });

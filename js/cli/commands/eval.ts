@@ -1,5 +1,4 @@
 /** aether eval MODEL --text FILE [--vs-dense] [--ref MODEL] [--mode M] [--window W] [--max-tokens N] [--json] */
-import fs from 'node:fs';
 import { parseArgs } from '../args.js';
 import { load, type FfnModeName } from '../../src/aether.js';
 import { evaluate } from '../../src/eval.js';
@@ -7,7 +6,7 @@ import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
 import { FFN_OPTION_SPEC, FFN_USAGE, ffnFromArgs } from '../ffn-options.js';
 import { MEM_OPTION_SPEC, MEM_USAGE, memFromArgs } from '../memory-options.js';
-import { selectDocs } from '../../src/profile/text.js';
+import { readTextArg } from '../text-options.js';
 
 export const usage = `usage: aether eval MODEL --text FILE [options]
   --text FILE         evaluation text (documents separated by lines holding only 0x1E)
@@ -33,11 +32,7 @@ export async function run(argv: string[]): Promise<number> {
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
-  let text: string;
-  try { text = fs.readFileSync(v.text as string, 'utf8'); } catch (e) {
-    throw new AetherError('invalid_argument', `cannot read --text ${v.text}: ${(e as Error).message}`);
-  }
-  if (v.docs) text = selectDocs(text, v.docs as string).text;
+  const text = readTextArg(v, 'text').text;
   const ffn = ffnFromArgs(v, 'mode');
   const window = (v.window as number) ?? 256;
   const lo = { threads: (v.threads as number) ?? 1, simd: v.simd as SimdMode | undefined, logitsAll: true, maxBatch: window, modules: ffn.modules };

@@ -1,10 +1,9 @@
 /** aether longctx MODEL --text FILE [--kv-policy P] [--heads local] [--passkey] ... : a KV-cache approximation vs the full cache */
-import fs from 'node:fs';
 import { parseArgs } from '../args.js';
 import { load, type LoadOptions } from '../../src/aether.js';
 import { evaluateLong, passkeyTest } from '../../src/eval-long.js';
 import { AetherError } from '../../src/errors.js';
-import { selectDocs } from '../../src/profile/text.js';
+import { readTextArg } from '../text-options.js';
 
 export const usage = `usage: aether longctx MODEL --text FILE [options]
   Long-context quality of a KV-cache approximation against the same model with the full-precision (f32) cache:
@@ -37,11 +36,7 @@ export async function run(argv: string[]): Promise<number> {
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
-  let text: string;
-  try { text = fs.readFileSync(v.text as string, 'utf8'); } catch (e) {
-    throw new AetherError('invalid_argument', `cannot read --text ${v.text}: ${(e as Error).message}`);
-  }
-  if (v.docs) text = selectDocs(text, v.docs as string).text;
+  const text = readTextArg(v, 'text').text;
   const chunk = (v.chunk as number) ?? 16;
   if (!Number.isInteger(chunk) || chunk < 1) throw new AetherError('invalid_argument', '--chunk must be a positive integer');
   const heads = v.heads as string | undefined;

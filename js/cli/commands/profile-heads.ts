@@ -1,11 +1,9 @@
 /** aether profile-heads MODEL --calib TEXT [--docs A:B] [-o OUT.rknot] [--sinks 4] [--window W] [--threshold 0.9] [--json] */
-import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { profileHeads } from '../../src/profile/heads.js';
-import { selectDocs } from '../../src/profile/text.js';
+import { readTextArg } from '../text-options.js';
 import { writeWithSections } from '../../src/profile/write.js';
 
 export const usage = `usage: aether profile-heads MODEL --calib TEXT [options]
@@ -35,16 +33,9 @@ export async function run(argv: string[]): Promise<number> {
   if (!Number.isInteger(sinks) || sinks < 0) throw new AetherError('invalid_argument', '--sinks must be an integer >= 0');
   if (window !== undefined && (!Number.isInteger(window) || window < 1)) throw new AetherError('invalid_argument', '--window must be an integer >= 1');
   if (!(threshold > 0 && threshold <= 1)) throw new AetherError('invalid_argument', '--threshold must be in (0, 1]');
-  let text: string;
-  try { text = fs.readFileSync(v.calib as string, 'utf8'); } catch (e) {
-    throw new AetherError('invalid_argument', `cannot read --calib ${v.calib}: ${(e as Error).message}`);
-  }
-  const calibration: Record<string, unknown> = { text: path.basename(v.calib as string) };
-  if (v.docs) {
-    const sel = selectDocs(text, v.docs as string);
-    text = sel.text;
-    Object.assign(calibration, { docs: v.docs, documents: sel.docs, of_documents: sel.total });
-  }
+  const arg = readTextArg(v, 'calib');
+  const text = arg.text;
+  const calibration: Record<string, unknown> = arg.info;
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
   const probe = v.ctx as number | undefined;

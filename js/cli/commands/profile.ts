@@ -1,11 +1,9 @@
 /** aether profile MODEL --calib TEXT -o OUT.rknot [--target-sparsity S[,S..]] [--method M] [--docs A:B] ... */
-import fs from 'node:fs';
-import path from 'node:path';
 import { parseArgs } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { profileModel, PROFILE_METHODS, type ProfileMethod } from '../../src/profile/profile.js';
-import { selectDocs } from '../../src/profile/text.js';
+import { readTextArg } from '../text-options.js';
 import { writeSaturated } from '../../src/profile/write.js';
 
 export const usage = `usage: aether profile MODEL --calib TEXT -o OUT.rknot [options]
@@ -36,16 +34,9 @@ export async function run(argv: string[]): Promise<number> {
   if (!PROFILE_METHODS.includes(method)) throw new AetherError('invalid_argument', `--method must be one of ${PROFILE_METHODS.join(', ')}`);
   const levels = String(v['target-sparsity'] ?? '0.1,0.25,0.4,0.5').split(',').map((x) => Number(x.trim()));
   if (levels.some((s) => !(s >= 0 && s < 1))) throw new AetherError('invalid_argument', `--target-sparsity values must be in [0, 1)`);
-  let text: string;
-  try { text = fs.readFileSync(v.calib as string, 'utf8'); } catch (e) {
-    throw new AetherError('invalid_argument', `cannot read --calib ${v.calib}: ${(e as Error).message}`);
-  }
-  const calibration: Record<string, unknown> = { text: path.basename(v.calib as string) };
-  if (v.docs) {
-    const sel = selectDocs(text, v.docs as string);
-    text = sel.text;
-    Object.assign(calibration, { docs: v.docs, documents: sel.docs, of_documents: sel.total });
-  }
+  const arg = readTextArg(v, 'calib');
+  const text = arg.text;
+  const calibration: Record<string, unknown> = arg.info;
   const window = (v.window as number) ?? 256;
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);

@@ -153,8 +153,9 @@ export class BrowserModel {
   /** The load's warm-up (rounds, ms), or null. */
   readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
   readonly nCtx: number;
-  /** The engine's memory plan: bytes of weights, KV cache and scratch, n_ctx, KV dtypes (EngineOptions). */
-  readonly memory: ModelInfo['memory'];
+  /** The engine's memory plan: bytes of weights, KV cache, scratch and FFN module data, n_ctx, KV dtypes
+   *  (EngineOptions); refreshed by setFfnMode. */
+  memory: ModelInfo['memory'];
   readonly warnings: readonly string[];
   /** Whether the engine worker is cross-origin isolated (threads possible). */
   readonly crossOriginIsolated: boolean;
@@ -296,7 +297,7 @@ export class BrowserModel {
    * the mode is unavailable (its module was not loaded, the model has no saturation metadata, ...).
    */
   async setFfnMode(mode: FfnModeName, layers?: number[], options?: FfnOptions): Promise<void> {
-    await this.ch.call('setFfnMode', { mode, layers, options });
+    this.memory = await this.ch.call('setFfnMode', { mode, layers, options });
   }
 
   /** FFN neurons computed at the last forward, per layer (all layers, or `layers`). */

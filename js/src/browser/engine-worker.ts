@@ -67,8 +67,9 @@ const handlers: { [V in Verb]: Handler<V> } = {
   async reset() { requireModel().reset(); return null; },
 
   async setFfnMode({ mode, layers, options }) {
-    requireModel().setFfnMode(mode, layers, options);
-    return null;
+    const m = requireModel();
+    m.setFfnMode(mode, layers, options);
+    return { ...m.engine.plan };
   },
 
   async setCompression({ spec }) {

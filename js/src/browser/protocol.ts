@@ -93,7 +93,7 @@ export interface Verbs {
   detokenize: { args: { ids: number[]; options?: { skipSpecial?: boolean } }; result: string };
   stats: { args: Record<string, never>; result: GenerationStats };
   reset: { args: Record<string, never>; result: null };
-  setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: FfnOptions }; result: null };
+  setFfnMode: { args: { mode: FfnModeName; layers?: number[]; options?: FfnOptions }; result: MemoryPlan };
   ffnActive: { args: { layers?: number[] }; result: number[] };
   metrics: { args: Record<string, never>; result: ModelMetrics };
   setKvPolicy: { args: { policy: string | KvPolicy | null; layers?: number[] }; result: null };

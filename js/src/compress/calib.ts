@@ -8,7 +8,7 @@
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 import type { AetherModel } from '../aether.js';
-import { splitDocs } from '../profile/text.js';
+import { tokenWindows } from '../profile/text.js';
 import { accumulateGram } from './linalg.js';
 
 /** Capture blocks (AE_CAP_*): inputs of q/k/v, of attn_output, of gate/up, of down. */
@@ -22,21 +22,9 @@ export interface LayerMoments {
 
 export interface Calibration { layers: LayerMoments[]; tokens: number; windows: number }
 
+/** Calibration windows of a model's tokenizer over `text` (see tokenWindows). */
 export function calibrationWindows(model: AetherModel, text: string, window: number, maxTokens?: number): number[][] {
-  const out: number[][] = [];
-  let total = 0;
-  for (const d of splitDocs(text)) {
-    const ids = model.tokenizer.encode(d, { addBos: true, addEos: true });
-    for (let s = 0; s < ids.length; s += window) {
-      let w = ids.slice(s, s + window);
-      if (maxTokens && total + w.length > maxTokens) w = w.slice(0, maxTokens - total);
-      if (w.length === 0) return out;
-      out.push(w);
-      total += w.length;
-      if (maxTokens && total >= maxTokens) return out;
-    }
-  }
-  return out;
+  return tokenWindows(model.tokenizer, text, window, maxTokens);
 }
 
 export interface CalibOptions {
@@ -68,7 +56,7 @@ export async function calibrate(model: AetherModel, wins: number[][], opts: Cali
   }
   const floats = eng.captureOffset(4);
   const offs = CAP_BLOCKS.map((_, i) => eng.captureOffset(i));
-  const area = eng.heap.alloc(floats * 4 * NL, 64);
+  const area = eng.allocAfterLoad(floats * 4 * NL, 64, 'other', 'the calibration capture area');
   const prevModes = [...model.ffn.modes];
   let tokens = 0;
   try {

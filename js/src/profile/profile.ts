@@ -23,7 +23,7 @@ import { AetherError, throwIfAborted } from '../errors.js';
 import type { AetherModel } from '../aether.js';
 import { ST, HIST, histEdge } from '../runtime/ffn.js';
 import { b64encode, f32ToB64, maskFromIndices, type SaturationMeta, type SaturationLevel } from '../formats/saturation.js';
-import { splitDocs } from './text.js';
+import { tokenWindows } from './text.js';
 
 export type ProfileMethod = 'variance' | 'activity' | 'contribution';
 export const PROFILE_METHODS: readonly ProfileMethod[] = ['variance', 'activity', 'contribution'];
@@ -75,23 +75,6 @@ export interface ProfileResult {
   seconds: number;
 }
 
-function windows(model: AetherModel, text: string, window: number, maxTokens?: number): number[][] {
-  const out: number[][] = [];
-  let total = 0;
-  for (const d of splitDocs(text)) {
-    const ids = model.tokenizer.encode(d, { addBos: true, addEos: true });
-    for (let s = 0; s < ids.length; s += window) {
-      let w = ids.slice(s, s + window);
-      if (maxTokens && total + w.length > maxTokens) w = w.slice(0, maxTokens - total);
-      if (w.length === 0) return out;
-      out.push(w);
-      total += w.length;
-      if (maxTokens && total >= maxTokens) return out;
-    }
-  }
-  return out;
-}
-
 /** Threshold t with a fraction `q` of the histogram's mass at or below it (linear inside a bin). */
 export function histQuantile(hist: Float64Array, q: number): number {
   let total = 0;
@@ -135,7 +118,7 @@ export async function profileModel(model: AetherModel, text: string, opts: Profi
   const levels = [...new Set(opts.levels ?? [0.5])].sort((a, b) => a - b);
   for (const s of levels) if (!(s >= 0 && s < 1)) throw new AetherError('invalid_argument', `target sparsity ${s} must be in [0, 1)`);
   const smallRel = opts.smallRel ?? 0.01;
-  const wins = windows(model, text, window, opts.maxTokens);
+  const wins = tokenWindows(model.tokenizer, text, window, opts.maxTokens);
   if (wins.length === 0) throw new AetherError('invalid_argument', 'the calibration text has no tokens');
   const ffn = model.ffn;
   const before = [...ffn.modes];

@@ -21,3 +21,26 @@ export function selectDocs(text: string, range: string): { text: string; docs: n
   if (sel.length === 0) throw new AetherError('invalid_argument', `--docs ${range} selects no document (the text has ${n})`);
   return { text: sel.join('\n\x1e\n'), docs: sel.length, total: n };
 }
+
+/**
+ * Token windows of at most `window` ids over the documents of `text` (each document encoded with BOS and
+ * EOS, then cut into consecutive windows), stopping once `maxTokens` ids are taken: the calibration and
+ * profiling passes read text this way.
+ */
+export function tokenWindows(tokenizer: { encode(text: string, o: { addBos: boolean; addEos: boolean }): number[] },
+  text: string, window: number, maxTokens?: number): number[][] {
+  const out: number[][] = [];
+  let total = 0;
+  for (const d of splitDocs(text)) {
+    const ids = tokenizer.encode(d, { addBos: true, addEos: true });
+    for (let s = 0; s < ids.length; s += window) {
+      let w = ids.slice(s, s + window);
+      if (maxTokens && total + w.length > maxTokens) w = w.slice(0, maxTokens - total);
+      if (w.length === 0) return out;
+      out.push(w);
+      total += w.length;
+      if (maxTokens && total >= maxTokens) return out;
+    }
+  }
+  return out;
+}

@@ -62,6 +62,20 @@ export interface MemoryPlan {
   kvCache: number;
   /** Activation buffers, attention scratch, logits (the arena minus the KV cache). */
   scratch: number;
+  /**
+   * The FFN modules' data made after load (Engine.allocAfterLoad 'ffn'): interleaved gate/up copies, compacted
+   * active rows, neuron-major down copies, masks, thresholds, profile accumulators. 0 until an FFN mode needs them.
+   */
+  ffn: number;
+  /**
+   * Other buffers made after load: instrumentation (timing, head statistics, KV reads, capture areas), KV-policy
+   * specs, and an arena superseded by a larger one (setKvPolicy; the bump allocator never frees).
+   */
+  other: number;
+  /**
+   * Every byte reserved in the wasm memory: runtime + weights + arena + ffn + other (+ alignment gaps). Equals the
+   * heap's high-water mark; the memory's byteLength is this rounded up to 64 KiB pages (at least the 16 MiB start).
+   */
   total: number;
   /** The limit: 4 GiB (wasm32) or the maxMemory option, whichever is smaller. */
   limit: number;
@@ -364,7 +378,27 @@ export class Engine {
     }
     const arena = this.arenaBytes(n), kv = this.kvBytes();
     this.nCtx = n;
-    return { runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, total: need(n), limit, nCtx: n, kvDtype: { ...this.kvTypes }, ctxSource: source };
+    return { runtime, weights: dataSize, kvCache: kv, scratch: arena - kv, ffn: 0, other: 0, total: need(n), limit, nCtx: n, kvDtype: { ...this.kvTypes }, ctxSource: source };
+  }
+
+  /**
+   * Reserve `bytes` in the wasm memory after load, inside the plan: refused with out_of_memory (before the memory
+   * grows) when the plan's total would pass its limit (4 GiB or maxMemory), naming every part; otherwise counted
+   * in plan[part] and plan.total (= the heap's high-water mark).
+   */
+  allocAfterLoad(bytes: number, align: number, part: 'ffn' | 'other', what: string): number {
+    const p = this.plan;
+    const start = Math.ceil(this.heap.used / align) * align;
+    if (start + bytes > p.limit) {
+      const lim = p.limit < WASM32_MAX_BYTES ? `the maxMemory cap of ${mib(p.limit)}` : 'the 4 GiB wasm32 limit';
+      throw new AetherError('out_of_memory', `${what} needs ${mib(bytes)} more: runtime ${mib(p.runtime)} + weights ${mib(p.weights)} + KV cache ${mib(p.kvCache)} + ` +
+        `scratch ${mib(p.scratch)} + FFN data ${mib(p.ffn)} + other ${mib(p.other)} = ${mib(p.total)} in use, ${mib(start + bytes)} would pass ${lim}`,
+      { ...p, need: bytes, what });
+    }
+    const ptr = this.heap.alloc(bytes, align);
+    p[part] += this.heap.used - p.total;   // the bytes plus the alignment gap before them
+    p.total = this.heap.used;
+    return ptr;
   }
 
   private kvBytes(): number { return Number(BigInt.asUintN(64, BigInt(this.core.ae_model_kv_size(this.model)))); }
@@ -646,7 +680,7 @@ export class Engine {
    */
   setTiming(on: boolean): void {
     this.check();
-    if (on && !this.timingBuf) this.timingBuf = this.heap.alloc((this.config.n_layers + 1) * OP_CLASS_NAMES.length * 8, 8);
+    if (on && !this.timingBuf) this.timingBuf = this.allocAfterLoad((this.config.n_layers + 1) * OP_CLASS_NAMES.length * 8, 8, 'other', 'the timing counters');
     checkStatus(this.core.ae_model_set_timing(this.model, on ? this.timingBuf : 0), { op: 'set timing' });
     this.timingOn = on;
   }
@@ -674,7 +708,7 @@ export class Engine {
   setHeadStats(on: boolean, sinks: number, window: number): void {
     this.check();
     const n = this.threads * this.config.n_layers * this.config.n_heads * HEAD_STAT_NAMES.length;
-    if (on && !this.headStatsBuf) this.headStatsBuf = this.heap.alloc(n * 8, 8);
+    if (on && !this.headStatsBuf) this.headStatsBuf = this.allocAfterLoad(n * 8, 8, 'other', 'the head statistics');
     checkStatus(this.core.ae_model_set_head_stats(this.model, on ? this.headStatsBuf : 0, sinks, window),
       { op: 'set head statistics', subject: `sinks ${sinks}, window ${window}` });
   }
@@ -703,7 +737,7 @@ export class Engine {
   /** K (which 0) or V (1) of KV head `g` of `layer` at positions 0..n-1 as floats, row-major (n, head_dim). */
   readKv(layer: number, which: 0 | 1, g: number, n: number): Float32Array {
     const hd = this.config.head_dim;
-    if (!this.kvReadBuf) this.kvReadBuf = this.heap.alloc(this.nCtx * hd * 4, 16);
+    if (!this.kvReadBuf) this.kvReadBuf = this.allocAfterLoad(this.nCtx * hd * 4, 16, 'other', 'the KV read buffer');
     checkStatus(this.core.ae_model_kv_read(this.model, layer, which, g, 0, n, this.kvReadBuf),
       { op: 'read KV cache', subject: `layer ${layer}, ${which ? 'V' : 'K'} head ${g}, ${n} positions` });
     return this.heap.f32(this.kvReadBuf, n * hd).slice();
@@ -718,7 +752,8 @@ export class Engine {
   private applyKvPolicy(p: KvPolicy | null, layer: number): void {
     const spec = new Int32Array(Math.max(2, 2 * (p?.ranges.length ?? 0)));
     p?.ranges.forEach((r, i) => { spec[2 * i] = r.end === null ? -1 : r.end; spec[2 * i + 1] = DTYPE_IDS[r.dtype]; });
-    const buf = this.heap.alloc(spec.byteLength, 4);   // a few bytes per call, from the bump allocator
+    // a few bytes per call, from the bump allocator (before load: part of the runtime; after: plan.other)
+    const buf = this.plan ? this.allocAfterLoad(spec.byteLength, 4, 'other', 'a KV policy') : this.heap.alloc(spec.byteLength, 4);
     this.heap.i32(buf, spec.length).set(spec);
     checkStatus(this.core.ae_model_set_kv_policy(this.model, layer, p?.ranges.length ?? 0, buf, p?.window?.size ?? 0,
       p?.window ? DTYPE_IDS[p.window.dtype] : 0, p?.sinks ?? 0), { op: 'set KV policy', subject: `${formatKvPolicy(p)} (layer ${layer < 0 ? 'all' : layer}, head_dim ${this.config.head_dim})` });
@@ -740,7 +775,15 @@ export class Engine {
     for (const l of ls) this.applyKvPolicy(p, l);
     const need = Number(BigInt.asUintN(64, BigInt(this.core.ae_model_arena_size(this.model))));
     if (!need) throw new AetherError('config_error', 'the KV policy does not fit the model config');
-    if (need > this.arenaSize) { this.arena = this.heap.alloc(need, 64); this.arenaSize = need; }
+    if (need > this.arenaSize) {
+      // a larger arena: the old one stays reserved (bump allocator), counted in plan.other
+      this.arena = this.allocAfterLoad(need, 64, 'other', 'the re-carved KV cache');
+      this.plan.other += this.arenaSize - need;
+      this.arenaSize = need;
+    }
+    const kv = this.kvBytes();
+    this.plan.kvCache = kv;
+    this.plan.scratch = this.arenaSize - kv;
     checkStatus(this.core.ae_model_relayout(this.model, this.arena, this.arenaSize), { op: 'KV cache relayout', subject: `${need} bytes` });
   }
 

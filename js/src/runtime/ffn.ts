@@ -2,7 +2,9 @@
  * Host side of the FFN modules (src/kernels/ffn_aux.h): builds each layer's aux data in wasm memory
  * after load (interleaved gate/up tiles, compacted rows of active neurons, neuron-major down, masks,
  * thresholds, profile accumulators) and switches layers between modes. Every buffer is allocated once
- * (heap.alloc, never freed) and cached, so switching back and forth costs nothing; `auxBytes` counts them.
+ * (never freed) and cached, so switching back and forth costs nothing; `auxBytes` counts them. Every buffer is
+ * reserved through Engine.allocAfterLoad: it is part of the memory plan (plan.ffn) and refused with out_of_memory,
+ * before the memory grows, when it would pass the plan's limit (4 GiB or maxMemory).
  *
  * Modes: dense (core), fused (ffn-fused), static / dynamic / profile (ffn-saturated).
  */
@@ -90,7 +92,7 @@ export class FfnRuntime {
   }
 
   private alloc(bytes: number, align = 64): number {
-    const p = this.engine.heap.alloc(Math.max(bytes, 4), align);
+    const p = this.engine.allocAfterLoad(Math.max(bytes, 4), align, 'ffn', 'FFN module data');
     this.auxBytes += bytes;
     return p;
   }
