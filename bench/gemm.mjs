@@ -2,7 +2,8 @@
 // tokens vs the matvec per token over 16-row chunks (what ae_matmul did before the GEMM kernels, and what
 // it still does for a dtype without one), same weights, same activations, hot in cache as in prefill
 // (the row chunk stays in L1/L2 while the tokens pass). Reports GMAC/s and the ratio.
-//   node bench/gemm.mjs [--types q8_0,q4_0] [--tokens 64] [--repeat 5] [--json]
+//   node bench/gemm.mjs [--types q8_0,q4_0] [--tokens 64] [--repeat 5] [--relaxed] [--json]
+// --relaxed: the relaxed-SIMD build (kernels-test-relaxed.wasm)
 // Times are CPU times, the best of --repeat runs of at least 150 ms each (on a shared machine other processes only
 // ever make a run slower).
 import os from 'node:os';
@@ -11,13 +12,14 @@ import { args as cliArgs, machine } from './lib/common.mjs';
 import { loadKernels, TYPE_NAMES, BLOCK, WEIGHT_TYPES, rng } from './lib/kernels.mjs';
 
 v8.setFlagsFromString('--no-liftoff');
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has, opt } = cliArgs();
 const JSON_OUT = has('--json');
 const NV = +opt('--tokens', 64), REPEAT = Math.max(1, +opt('--repeat', 5));
 const TYPES = opt('--types', WEIGHT_TYPES.map((t) => TYPE_NAMES[t]).join(',')).split(',')
   .map((n) => +Object.keys(TYPE_NAMES).find((k) => TYPE_NAMES[k] === n));
 const SHAPES = [['phi3-mini q/o', 3072, 3072], ['phi3-mini ffn down', 3072, 8192], ['s15m ffn up', 768, 288], ['s15m ffn down', 288, 768]];
-const k = await loadKernels({ pages: 8192 });
+const k = await loadKernels({ pages: 8192, relaxed: has('--relaxed') });
 const X = k.x;
 const r = rng(5);
 const load0 = os.loadavg()[0];

@@ -189,7 +189,7 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     await m.setTiming(false);
     // KV policy and local heads at run time, then the rollback: greedy tokens as before it
     await m.setKvPolicy('sinks=4:f16,window=16:f16,rest=q4_0');
-    await m.setHeadMode('local', { heads: [1] });
+    out.recomputed = await m.setHeadMode('local', { heads: [1], store: true });   // stored locally: memory saved
     out.approx = await m.approximations();
     out.kvTokens = (await m.complete(prompt, { maxTokens: n, greedy: true })).tokens;
     out.kvMetrics = (await m.metrics()).kvCache;
@@ -287,11 +287,14 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   const kvNode = (await nm.complete(PROMPT, { maxTokens: N, greedy: true })).tokens;
   nm.dispose();
   assert.ok(api.approx.every((a) => a.kvPolicy === 'window=16:f16,0-3:f16,4-:q4_0' && a.localKvHeads.join() === '1'));
+  assert.ok(api.approx.every((a) => a.storedLocalKvHeads.join() === '1' && a.localStorageSavedBytes > 0), 'KV head 1 stored locally');
+  assert.equal(api.recomputed, 0, 'the policy emptied the cache: no history to recompute');
+  assert.equal(api.kvMetrics.localHeadsSavedBytes, api.approx.reduce((a, x) => a + x.localStorageSavedBytes, 0));
   assert.deepEqual(api.kvMetrics.byDtype.map((d) => d.dtype), ['f16', 'q4_0']);
   assert.ok(api.kvMetrics.savedBytes > 0);
   assert.ok(api.approxAfter.every((a) => a.kvPolicy === 'full' && a.localKvHeads.length === 0 && a.ffn === 'dense'));
   assert.deepEqual(api.rolledBack, expected.tokens, 'rolled back: the exact tokens');
-  assert.deepEqual(api.kvTokens, kvNode, 'KV policy + local heads: the page = Node');
+  assert.deepEqual(api.kvTokens, kvNode, 'KV policy + local heads (stored locally on the page, local attention in Node: the same bits): the page = Node');
   assert.equal(api.metrics.layers.length, api.config.n_layers);
   assert.equal(api.metrics.tokens.decode, 4);
   // Per-layer attention on the tiny model is a few microseconds: at the page clock's resolution one layer may read 0,

@@ -137,3 +137,40 @@ test('attention_kv: SIMD vs reference vs float64, GQA groups, padded heads, soft
     }
   });
 });
+
+test('attention_kv over a local head\'s storage (sink rows + a wrapped ring in another buffer) == the same rows contiguous, bit for bit (SIMD and reference, every KV dtype)', () => {
+  const r = rng(91);
+  const S = 4, W = 9, CAP = 13;   // sinks, window, ring capacity (window + max_batch)
+  for (const t of KV_TYPES) for (const hd of [48, 64]) for (const ng of [1, 3]) for (const n of [S + W + 1, 40, 77]) withMark(() => {
+    const what = `${TYPE_NAMES[t]} hd=${hd} ng=${ng} n=${n}`;
+    const K = cacheRows(r, t, n, hd), V = cacheRows(r, t, n, hd);
+    const pos = [...Array(S).keys(), ...Array.from({ length: W }, (_, i) => n - W + i)];   // what a local head sees
+    const mem = () => new Uint8Array(k.memory.buffer);
+    const copyRows = (src, rows, dst, at) => rows.forEach((p, i) => mem().copyWithin(dst + at(i) * src.rs, src.p + p * src.rs, src.p + (p + 1) * src.rs));
+    // contiguous: the visible positions' rows one after the other
+    const ck = k.alloc(pos.length * K.rs), cv = k.alloc(pos.length * V.rs);
+    copyRows(K, pos, ck, (i) => i); copyRows(V, pos, cv, (i) => i);
+    // local storage: sinks in their own rows, window positions p at ring row p % CAP
+    const sk = k.alloc(S * K.rs), sv = k.alloc(S * V.rs), rk = k.alloc(CAP * K.rs), rv = k.alloc(CAP * V.rs);
+    copyRows(K, pos.slice(0, S), sk, (i) => i); copyRows(V, pos.slice(0, S), sv, (i) => i);
+    const win = pos.slice(S);
+    copyRows(K, win, rk, (i) => win[i] % CAP); copyRows(V, win, rv, (i) => win[i] % CAP);
+    const runs = [{ k: sk, v: sv, kt: t, vt: t, n: S }];
+    for (let a = win[0]; a < n;) {   // the ring's one or two pieces, as kv_runs makes them
+      const row = a % CAP, m = Math.min(n - a, CAP - row);
+      runs.push({ k: rk + row * K.rs, v: rv + row * V.rs, kt: t, vt: t, n: m });
+      a += m;
+    }
+    const one = writeRuns([{ k: ck, v: cv, kt: t, vt: t, n: pos.length }]), split = writeRuns(runs);
+    const qv = new Float32Array(ng * hd);
+    for (let i = 0; i < qv.length; i++) qv[i] = r.normal() * 0.5;
+    const q = k.putF32(qv), scale = 1 / Math.sqrt(hd), attStride = n + 5;
+    const att = k.alloc(ng * attStride * 4), qbuf = k.alloc((ng + 1) * 256 * 4);
+    for (const impl of [SIMD, REF]) {
+      const oa = k.alloc(ng * hd * 4), ob = k.alloc(ng * hd * 4);
+      X.kt_attention_kv(impl, oa, hd, q, hd, ng, one, 1, hd, scale, 0, att, attStride, qbuf);
+      X.kt_attention_kv(impl, ob, hd, q, hd, ng, split, runs.length, hd, scale, 0, att, attStride, qbuf);
+      assertBitsEqual(k.f32(ob, ng * hd), k.f32(oa, ng * hd), `${what} ${impl === SIMD ? 'SIMD' : 'reference'}: ${runs.length} runs == one`);
+    }
+  });
+});

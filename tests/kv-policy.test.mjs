@@ -143,6 +143,7 @@ test('KV policy at run time: setKvPolicy = loading with it; rollback restores th
     assert.throws(() => m.setKvPolicy('rest=q5_1'), { code: 'invalid_argument' });
     assert.throws(() => m.setHeadMode('local'), { message: /attention_heads section/ });
     m.setHeadMode('local', { heads: [1], layers: [0] });   // adds the default sinks + window policy to layer 0
-    assert.deepEqual(m.approximations()[0], { layer: 0, ffn: 'dense', kvPolicy: 'window=64:f16,0-3:f16,4-:f16', localKvHeads: [1], compression: 'dense' });
+    assert.deepEqual(m.approximations()[0], { layer: 0, ffn: 'dense', kvPolicy: 'window=64:f16,0-3:f16,4-:f16', localKvHeads: [1],
+      storedLocalKvHeads: [], localStorageSavedBytes: 0, compression: 'dense' });
   } finally { m.dispose(); }
 });

@@ -50,7 +50,7 @@ test('formatPrometheus: valid exposition, escaping, several models, counters nam
     model: { name: 'm', arch: 'llama', layers: 2, nCtx: 8, threads: 1 },
     tokens: { prefill: 5, decode: 7, prefillSeconds: 0.5, decodeSeconds: 1.25, generations: 2 },
     last: { prefillTokensPerSecond: 10, decodeTokensPerSecond: 5.6 },
-    kvCache: { positions: 3, capacity: 8, byDtype: [{ dtype: 'f16', bytes: 100, usedBytes: 40 }, { dtype: 'q8_0', bytes: 50, usedBytes: 0 }], f16Bytes: 200, savedBytes: 50 },
+    kvCache: { positions: 3, capacity: 8, byDtype: [{ dtype: 'f16', bytes: 100, usedBytes: 40 }, { dtype: 'q8_0', bytes: 50, usedBytes: 0 }], f16Bytes: 200, savedBytes: 50, localHeadsSavedBytes: 30 },
     memory: { wasmBytes: 1 << 20, weightsBytes: 1000, runStateBytes: 300 },
     layers: [
       { layer: 0, ffnMode: 'dense', ffnActiveFraction: 1, opSeconds: { qkv: 0.1, attention: 0.2 } },
@@ -74,6 +74,7 @@ test('formatPrometheus: valid exposition, escaping, several models, counters nam
   assert.equal(get('aether_op_seconds_total', { model: 'b', layer: '1', op: 'attention' })[0].value, 0.4);
   assert.equal(get('aether_op_seconds_total', { model: 'b', layer: 'global', op: 'output' })[0].value, 0.02);
   assert.equal(get('aether_kv_cache_saved_bytes', { model: 'a "quoted"\\name\nx' })[0].value, 50);
+  assert.equal(get('aether_kv_cache_local_heads_saved_bytes', { model: 'b' })[0].value, 30);
   // without timing there is no op family; non-finite values use the format's spellings
   const t2 = formatPrometheus({ ...metrics, timing: false, last: { prefillTokensPerSecond: NaN, decodeTokensPerSecond: Infinity } });
   assert.doesNotMatch(t2, /aether_op_seconds_total/);
@@ -103,6 +104,7 @@ test('metrics(): counters follow generations; time counters on/off; same tokens 
     const kvBytes = x.kvCache.byDtype.reduce((a, d) => a + d.bytes, 0);
     assert.equal(x.kvCache.f16Bytes, 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 2 * m1.nCtx);
     assert.equal(x.kvCache.savedBytes, x.kvCache.f16Bytes - kvBytes);
+    assert.equal(x.kvCache.localHeadsSavedBytes, 0, 'no head stored locally');
     assert.ok(x.kvCache.byDtype.every((d) => d.usedBytes <= d.bytes && d.usedBytes > 0));
     assert.ok(x.memory.wasmBytes > x.memory.weightsBytes + x.memory.runStateBytes, 'memory holds weights and run state');
     assert.ok(x.memory.runStateBytes >= kvBytes, 'the run state holds the KV cache');

@@ -92,6 +92,14 @@ const SHAPES = [[1, 256], [3, 512], [4, 256], [5, 768], [9, 3072], [288, 768], [
 const vdt = (type) => kp.x.kt_traits(type, 0, 2);
 
 function put(k, bytes) { const p = k.alloc(bytes.length); k.u8(p, bytes.length).set(bytes); return p; }
+/** bit for bit, except that any NaN equals any NaN (wasm leaves the payload of a NaN result to the engine: an
+ * operation on two NaNs, or one making a new NaN, may give either payload, and V8 may order a commutative add's
+ * operands differently in two builds) */
+function bitsEqualNaN(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!(Object.is(a[i], b[i]) || (Number.isNaN(a[i]) && Number.isNaN(b[i])))) return false;
+  return true;
+}
 function bitsEqual(a, b) { return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength)); }
 /** activations with the extremes: some exactly +-amax (quantise to +-127) */
 function acts(r, n) {
@@ -151,6 +159,32 @@ test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), 
     kp.release(mp); kr.release(mr);
   }
   assert.ok(checked >= QUANT_TYPES.length * 4, `only ${checked} cases checked`);
+});
+
+test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts not a multiple of 4 and inf / NaN block scales', () => {
+  // the relaxed q4_0 matvec has two 4-row paths (segmented when the chunk's block count is a multiple of 4, else
+  // interleaved) and both redo a row group with the exact fp16 conversion when a scale is inf / NaN
+  const r = rng(84);
+  const names = Object.fromEntries(Object.entries(TYPE_NAMES).map(([k, v]) => [v, +k]));
+  for (const type of [names.q4_0, names.q8_0]) for (const [rows, cols, bad] of [[6, 96, 0], [8, 160, 0], [12, 3072, 1], [9, 4192, 1], [16, 8192, 1], [7, 224, 1]]) {
+    const mp = kp.mark(), mr = kr.mark();
+    const W = randomRow(r, type, rows * cols, 0.03);
+    const [, bsz] = BLOCK[type], nblk = (rows * cols) / 32;
+    if (bad) for (const [i, h] of [[r.int(0, nblk - 1), 0x7c00], [r.int(0, nblk - 1), 0xfc00], [r.int(0, nblk - 1), 0x7e01]]) { W[i * bsz] = h & 255; W[i * bsz + 1] = h >> 8; }
+    const at = vdt(type), xb = kp.rowSize(at, cols), nvec = 5, xs = Math.ceil(xb / 64) * 64;
+    const xq = kp.alloc(xs * nvec);
+    for (let v = 0; v < nvec; v++) kp.x.kt_quantize(at, SIMD, kp.putF32(acts(r, cols)), xq + v * xs, cols);
+    const Wp = put(kp, W), Wr = put(kr, W), xqr = put(kr, kp.u8(xq, xs * nvec).slice());
+    const yp = kp.alloc(rows * 4 * nvec), yr = kr.alloc(rows * 4 * nvec);
+    kp.x.kt_matvec(type, SIMD, Wp, cols, xq, yp, 0, rows);
+    kr.x.kt_matvec(type, SIMD, Wr, cols, xqr, yr, 0, rows);
+    assert.ok(bitsEqualNaN(kp.f32(yp, rows), kr.f32(yr, rows)), `${TYPE_NAMES[type]} ${rows}x${cols} matvec: relaxed != plain`);
+    if (bad) assert.ok(kr.f32(yr, rows).some((v) => !Number.isFinite(v)), `${TYPE_NAMES[type]} ${rows}x${cols}: the inf / NaN scales reach the output`);
+    kp.x.kt_matmul(type, Wp, cols, xq, xs, nvec, yp, rows, 0, rows);
+    kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
+    assert.ok(bitsEqualNaN(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul: relaxed != plain`);
+    kp.release(mp); kr.release(mr);
+  }
 });
 
 test('f32 / f16 matvec (relaxed_madd): within the dot tolerance of the reference; difference to plain measured', () => {

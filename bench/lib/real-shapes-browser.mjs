@@ -2,40 +2,49 @@
 // isolated, so the engine Worker can run 2 threads) and loaded in /usr/bin/chromium (playwright-core, headless,
 // a fresh profile per run, the model cache off) through the engine Worker (js/src/browser); load time measured
 // on the page around Aether.load, then P prompt tokens and G greedy tokens generated (stats from the engine).
-// Memory: the peak (sampled every 250 ms) of the summed PSS of all the browser's processes (found by their profile
-// directory in /proc/*/cmdline), from before the page opens to the end of the generation.
+// Memory: the peak (sampled about every 500 ms in a worker thread) of the summed PSS of all the browser's processes
+// (found by their profile directory in /proc/*/cmdline), from before the page opens to the end of the generation;
+// the model's load time and warm-up (rounds, ms) as the page reports them.
 // Large files are reached through symlinks under build/real-shapes/ (git-ignored) so the server's root stays
 // the repository.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { repoRoot } from './common.mjs';
 
 const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
 
-/** Sum of PSS (proportional set size: shared pages split between their users) of every process whose command line
- *  names `marker` (the run's fresh profile directory: the browser and all its children), in bytes. */
-function pssOf(marker) {
-  let sum = 0;
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(marker)) continue;
-      const m = /^Pss:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'latin1'));
-      if (m) sum += Number(m[1]) * 1024;
-    } catch { /* gone */ }
-  }
-  return sum;
+/**
+ * Peak of the summed PSS (proportional set size: shared pages split between their users) of every process whose
+ * command line names `marker` (the run's fresh profile directory: the browser and all its children), sampled in a
+ * worker thread (about every 500 ms; the process list is rescanned every 2 s) so that the /proc reads never block
+ * this process, which also serves the model to the page. stop() resolves to the peak in bytes.
+ */
+function pssSampler(marker) {
+  const code = `
+    const fs = require('node:fs');
+    const { workerData, parentPort } = require('node:worker_threads');
+    const marker = workerData, buf = new Int32Array(new SharedArrayBuffer(4));
+    let pids = [], scanned = 0, peak = 0, stop = false;
+    parentPort.on('message', () => { stop = true; });
+    const scan = () => { pids = fs.readdirSync('/proc').filter((p) => /^\\d+$/.test(p)).filter((p) => { try { return fs.readFileSync('/proc/' + p + '/cmdline', 'latin1').includes(marker); } catch { return false; } }); scanned = Date.now(); };
+    const tick = () => {
+      if (Date.now() - scanned > 2000) scan();
+      let sum = 0;
+      for (const p of pids) { try { const m = /^Pss:\\s+(\\d+) kB/m.exec(fs.readFileSync('/proc/' + p + '/smaps_rollup', 'latin1')); if (m) sum += Number(m[1]) * 1024; } catch {} }
+      peak = Math.max(peak, sum);
+    };
+    (async () => { while (!stop) { tick(); await new Promise((r) => setTimeout(r, 500)); } tick(); parentPort.postMessage(peak); })();
+  `;
+  const w = new Worker(code, { eval: true, workerData: marker });
+  return {
+    stop() {
+      return new Promise((resolve) => { w.once('message', (peak) => { w.terminate(); resolve(peak); }); w.postMessage('stop'); });
+    },
+  };
 }
 
-/** Sample pssOf(marker) every `ms` until stop(); stop() returns the peak. */
-function pssSampler(marker, ms = 250) {
-  let peak = 0;
-  const tick = () => { peak = Math.max(peak, pssOf(marker)); };
-  tick();
-  const t = setInterval(tick, ms);
-  return { stop() { clearInterval(t); tick(); return peak; } };
-}
 const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
@@ -67,7 +76,7 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
             // a prompt of about P tokens: words of the synthetic vocabulary
             const words = [];
             for (let i = 0; i < P; i++) words.push(['the', 'a', 'of', 'on', 'in', 'at', 'is', 'it'][i % 8]);
-            const res = { loadMs, threads: model.threads, isolated: crossOriginIsolated };
+            const res = { loadMs, threads: model.threads, isolated: crossOriginIsolated, warmup: model.warmup };
             try {
               for await (const piece of model.generate(words.join(' '), { maxTokens: G, greedy: true })) void piece;
               const s = model.stats;
@@ -75,10 +84,10 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
             } finally { await model.dispose(); }
             return res;
           }, { url: `/build/real-shapes/${path.basename(it.file)}`, threads, ctx, P, G });
-          r.peakPss = sampler.stop();
+          r.peakPss = await sampler.stop();
         } catch (e) {
           r = { error: String(e?.message ?? e).split('\n')[0] };
-          sampler.stop();
+          await sampler.stop();
         } finally {
           await ctxB.close().catch(() => {});
           fs.rmSync(dir, { recursive: true, force: true });

@@ -514,7 +514,7 @@ export class AetherModel {
       kvCache: {
         positions, capacity: e.nCtx,
         byDtype: kv,
-        f16Bytes, savedBytes: f16Bytes - kvBytes,
+        f16Bytes, savedBytes: f16Bytes - kvBytes, localHeadsSavedBytes: e.kvLocalSavedBytes(),
       },
       memory: (({ wasm, weights, runState }) => ({ wasmBytes: wasm, weightsBytes: weights, runStateBytes: runState }))(e.memoryBytes()),
       layers, globalOpSeconds: globalOps, timing: e.timing,
@@ -547,41 +547,77 @@ export class AetherModel {
    * `opts.heads` = KV head indices) of every layer (or `opts.layers`) attend to the sinks and the recent window
    * only; 'full': they attend to everything again. Needs a KV policy with a window: when a layer has none, the
    * profile's sinks and window are applied at the cache's dtype (`sinks=S:DT,window=W:DT,rest=DT`), which empties
-   * the cache. Switching heads between local and full is free and keeps the cache.
+   * the cache. Switching heads between local and full attention is free and keeps the cache.
+   * `opts.store` (with 'local'): the heads are also stored locally (only the sinks and the window kept: memory saved;
+   * as the load option localHeads). Storage changes re-carve the cache and then re-run the cached tokens (the token
+   * history) through the model, so the conversation continues: 'full' on heads stored locally allocates their full
+   * storage again (out_of_memory, nothing changed, when it does not fit) and recomputes the history with every head
+   * attending to every position; this costs a prefill of the cached tokens. Returns the tokens recomputed (0: none).
    */
-  setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[] } = {}): void {
+  setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[]; store?: boolean } = {}): number {
     if (mode !== 'local' && mode !== 'full') throw new AetherError('invalid_argument', `head mode '${mode}' is not 'local' or 'full'`);
+    if (this.busy) throw new AetherError('invalid_argument', 'cannot change the head mode while a generation is running');
     const c = this.config;
     const layers = opts.layers ?? [...Array(c.n_layers).keys()];
     for (const l of layers) if (!Number.isInteger(l) || l < 0 || l >= c.n_layers) throw new AetherError('invalid_argument', `layer ${l} is out of range (0..${c.n_layers - 1})`);
     for (const g of opts.heads ?? []) if (!Number.isInteger(g) || g < 0 || g >= c.n_kv_heads) throw new AetherError('invalid_argument', `KV head ${g} is out of range (0..${c.n_kv_heads - 1})`);
+    if (opts.store !== undefined && typeof opts.store !== 'boolean') throw new AetherError('invalid_argument', 'store: expected a boolean');
     const meta = opts.heads ? undefined : this.attentionHeads;
     if (mode === 'local' && !opts.heads && !meta) {
       throw new AetherError('invalid_argument', "head mode 'local' needs the file's attention_heads section (aether profile-heads -o) or opts.heads");
     }
     const pick = (l: number) => opts.heads ?? meta!.layers[l].kv_heads.flatMap((k, g) => (k === 'local' ? [g] : []));
+    const e = this.engine;
     if (mode === 'local') {
-      const dt = this.engine.plan.kvDtype.k;
-      const need = layers.filter((l) => !this.engine.kvPolicies[l]?.window && pick(l).length > 0);
+      const dt = e.plan.kvDtype.k;
+      const need = layers.filter((l) => !e.kvPolicies[l]?.window && pick(l).length > 0);
       if (need.length) this.setKvPolicy(`sinks=${meta?.sinks ?? 4}:${dt},window=${meta?.window ?? 64}:${dt},rest=${dt}`, need);
-      for (const l of layers) for (const g of pick(l)) this.engine.setKvLocal(l, g, true);
-    } else {
-      for (const l of layers) for (const g of opts.heads ?? [...this.engine.localKv[l]]) this.engine.setKvLocal(l, g, false);
+      for (const l of layers) for (const g of pick(l)) e.setKvLocal(l, g, true);
+      if (opts.store) return this.restore(layers.flatMap((l) => pick(l).map((g) => ({ layer: l, g, on: true }))));
+      return 0;
     }
+    const heads = (l: number) => opts.heads ?? [...e.localKv[l]];
+    const stored = layers.flatMap((l) => heads(l).filter((g) => e.storedKv[l].has(g)).map((g) => ({ layer: l, g, on: false })));
+    if (stored.length) e.setKvStored(stored);   // full storage again (the cache is emptied)
+    for (const l of layers) for (const g of heads(l)) e.setKvLocal(l, g, false);
+    return stored.length ? this.recompute() : 0;   // the history, every head attending to every position
   }
 
-  /** Every approximation in effect, per layer: FFN mode, KV policy, KV heads attending locally. */
-  approximations(): { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; compression: CompressionModeName }[] {
+  /** Change KV heads' storage (re-carves and empties the cache), then recompute the token history; returns its length. */
+  private restore(changes: { layer: number; g: number; on: boolean }[]): number {
+    const e = this.engine;
+    const todo = changes.filter(({ layer, g, on }) => e.storedKv[layer].has(g) !== on);
+    if (!todo.length) return 0;
+    e.setKvStored(todo);
+    return this.recompute();
+  }
+
+  /** Run the cached tokens through the model again from position 0 (after the cache was re-carved). */
+  private recompute(): number {
+    const ids = this.cached;
+    this.cached = [];
+    if (ids.length) this.engine.forward(ids, 0);
+    this.cached = ids;
+    return ids.length;
+  }
+
+  /** Every approximation in effect, per layer: FFN mode, KV policy, KV heads attending locally, KV heads stored locally
+   * and the bytes their local storage saves (K and V, net of their ring rows), compression mode. */
+  approximations(): { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; storedLocalKvHeads: number[]; localStorageSavedBytes: number; compression: CompressionModeName }[] {
+    const sorted = (x: Set<number>) => [...x].sort((a, b) => a - b);
     return this.engine.kvPolicies.map((_, l) => ({
-      layer: l, ffn: this.ffnRuntime?.modes[l] ?? 'dense', kvPolicy: this.kvPolicy(l), localKvHeads: [...this.engine.localKv[l]].sort((a, b) => a - b),
+      layer: l, ffn: this.ffnRuntime?.modes[l] ?? 'dense', kvPolicy: this.kvPolicy(l), localKvHeads: sorted(this.engine.localKv[l]),
+      storedLocalKvHeads: sorted(this.engine.storedKv[l]), localStorageSavedBytes: this.engine.kvLocalSavedBytes(l),
       compression: this.engine.compressionMode(l),
     }));
   }
 
+
   /**
    * Roll back approximations to the exact computation at run time: `kinds` (default all of 'ffn', 'kv', 'heads',
    * 'compression') on `layers` (default all); for 'heads', `heads` limits it to those KV heads. 'ffn' -> dense FFN;
-   * 'kv' -> the plain cache (empties the cache); 'heads' -> local KV heads attend to everything again;
+   * 'kv' -> the plain cache (empties the cache); 'heads' -> local KV heads attend to everything again (heads stored
+   * locally get their full storage back and the token history is recomputed: see setHeadMode);
    * 'compression' -> compressed (low-rank / pruned) FFN layers back to their dense weights (setCompression; refused
    * with `unsupported`, before anything changes, when the file does not keep them: aether compress --keep-dense).
    */
@@ -721,7 +757,8 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
       onProgress: opts.onProgress,
       plan: (m: RknotMetadata, header: { dataSize: number }) => {
         const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
-          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m), kvPolicy: opts.kvPolicy !== undefined ? opts.kvPolicy : fileKvPolicy(m) });
+          { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m), kvPolicy: opts.kvPolicy !== undefined ? opts.kvPolicy : fileKvPolicy(m),
+            localHeads: fileLocalHeads(opts.localHeads, m) });
         engine = e;
         return { dest };
       },
@@ -754,6 +791,19 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
 /** A file's kv_policy section, checked (format_error naming the field); undefined when absent. */
 function fileKvPolicy(m: RknotMetadata): KvPolicy | undefined {
   return m.kv_policy === undefined ? undefined : checkKvPolicy(m.kv_policy, 'metadata kv_policy', 'format_error');
+}
+
+/** localHeads 'file' (alone or as { heads: 'file' }): the KV heads the file's attention_heads section classes local, with
+ * its sinks and window unless given. */
+function fileLocalHeads(o: LoadOptions['localHeads'], m: RknotMetadata): LoadOptions['localHeads'] {
+  const spec = o !== null && typeof o === 'object' && !Array.isArray(o) ? o as { heads: unknown; sinks?: number; window?: number } : undefined;
+  if (o !== 'file' && spec?.heads !== 'file') return o;
+  if (m.attention_heads === undefined) throw new AetherError('invalid_argument', "localHeads 'file': the model file has no attention_heads section (write one with aether profile-heads MODEL --calib TEXT -o OUT.rknot)");
+  const meta = checkAttentionHeads(m.attention_heads, m.config as ModelConfig);
+  return {
+    heads: meta.layers.map((ly) => ly.kv_heads.flatMap((k, g) => (k === 'local' ? [g] : []))),
+    sinks: spec?.sinks ?? meta.sinks, window: spec?.window ?? meta.window,
+  };
 }
 
 /** The KV-cache dtypes a file's kv_cache policy asks for (undefined: none, the runtime default). */

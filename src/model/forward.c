@@ -88,37 +88,56 @@ static void kv_store(const ae_model *m, const ae_layer *L, int g, int t, const f
   const ae_kv_policy *P = &L->kvp;
   if (P->n_seg) {   /* policy: into the segment holding t (quantised once, from f32) and into the window's ring */
     for (int s = 0; s < P->n_seg; s++)
-      if (t >= P->seg[s].start && t < P->seg[s].end) { kv_store_at(&P->seg[s], g, t - P->seg[s].start, k, v, hd, pad); break; }
-    if (P->window) kv_store_at(&P->ring, g, t % P->ring.cap, k, v, hd, pad);
+      if (t >= P->seg[s].start && t < P->seg[s].end) {
+        uint8_t *dk, *dv;   /* a head stored locally keeps only positions < sinks */
+        if (ae_kv_seg_row(&P->seg[s], P, g, t - P->seg[s].start, &dk, &dv)) {
+          kv_put((ae_type)P->seg[s].type, k, hd, dk, pad);
+          kv_put((ae_type)P->seg[s].type, v, hd, dv, pad);
+        }
+        break;
+      }
+    const int rs = ae_kv_ring_slot(P, g);
+    if (rs >= 0) kv_store_at(&P->ring, rs, t % P->ring.cap, k, v, hd, pad);
     return;
   }
   kv_put((ae_type)L->k_type, k, hd, L->k + row * L->k_row, pad);
   kv_put((ae_type)L->v_type, v, hd, L->v + row * L->v_row, pad);
 }
 
-static int kv_add_run(ae_kv_run *run, int nr, const ae_kv_store *st, size_t row, int n) {
-  run[nr].k = st->k + row * st->row;
-  run[nr].v = st->v + row * st->row;
-  run[nr].kt = run[nr].vt = st->type;
+static int kv_add_run_at(ae_kv_run *run, int nr, uint8_t *k, uint8_t *v, int type, int n) {
+  run[nr].k = k;
+  run[nr].v = v;
+  run[nr].kt = run[nr].vt = type;
   run[nr].n = n;
   return nr + 1;
+}
+static int kv_add_run(ae_kv_run *run, int nr, const ae_kv_store *st, size_t row, int n) {
+  return kv_add_run_at(run, nr, st->k + row * st->row, st->v + row * st->row, st->type, n);
+}
+/* Runs of head g's segment rows for positions [a, b) (all kept: a head stored locally is only asked for < sinks). */
+static int kv_seg_runs(const ae_kv_policy *P, int g, int a0, int b0, ae_kv_run *run, int nr) {
+  for (int s = 0; s < P->n_seg; s++) {
+    const ae_kv_store *st = &P->seg[s];
+    const int a = a0 > st->start ? a0 : st->start, b = b0 < st->end ? b0 : st->end;
+    uint8_t *k, *v;
+    if (a < b && ae_kv_seg_row(st, P, g, a - st->start, &k, &v)) nr = kv_add_run_at(run, nr, k, v, st->type, b - a);
+  }
+  return nr;
 }
 static int kv_runs(const ae_model *m, const ae_layer *L, int g, int t0, int t1, ae_kv_run *run) {
   const ae_kv_policy *P = &L->kvp;
   if (P->n_seg) {
-    /* positions [t0, ws) from the segments (a local head: only those < sinks), [ws, t1) from the ring; in order */
+    /* positions [t0, ws) from the segments (a local head: only those < sinks), the window [ws, t1) from the ring when
+     * it keeps the head, else from the segments; in position order (at most n_seg + 2 runs) */
     const int ws = P->window ? (t1 - P->window > t0 ? t1 - P->window : t0) : t1;
-    int old_end = ws;
-    if (P->window && ((P->local[g >> 5] >> (g & 31)) & 1u) && P->sinks < old_end) old_end = P->sinks;
-    int nr = 0;
-    for (int s = 0; s < P->n_seg; s++) {
-      const ae_kv_store *st = &P->seg[s];
-      const int a = t0 > st->start ? t0 : st->start, b = old_end < st->end ? old_end : st->end;
-      if (a < b) nr = kv_add_run(run, nr, st, (size_t)g * st->cap + (size_t)(a - st->start), b - a);
-    }
+    const int local = P->window && ((P->local[g >> 5] >> (g & 31)) & 1u), rs = ae_kv_ring_slot(P, g);
+    int old_end = rs >= 0 || local ? ws : t1;
+    if (local && P->sinks < old_end) old_end = P->sinks;
+    int nr = kv_seg_runs(P, g, t0, old_end, run, 0);
+    if (rs < 0) return local ? kv_seg_runs(P, g, ws, t1, run, nr) : nr;   /* local: old_end <= ws */
     for (int a = ws; a < t1;) {
       const int r = a % P->ring.cap, k = t1 - a < P->ring.cap - r ? t1 - a : P->ring.cap - r;
-      nr = kv_add_run(run, nr, &P->ring, (size_t)g * P->ring.cap + (size_t)r, k);
+      nr = kv_add_run(run, nr, &P->ring, (size_t)rs * P->ring.cap + (size_t)r, k);
       a += k;
     }
     return nr;

@@ -209,7 +209,8 @@ AE_EXPORT int ae_model_set_head_stats(ae_model *m, double *buf, int sinks, int w
 
 /* K (which 0) or V (1) of KV head g of `layer` at positions t0 .. t0+n-1 as floats into out (n rows of head_dim),
  * whatever the cache's storage (plain, or a policy's segments): the one reader of cached rows for the host (head
- * profiling, tests). */
+ * profiling, tests). A head stored locally has only its sinks and the positions still in the ring: other positions
+ * are AE_ERR_UNSUPPORTED (not stored). */
 AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, int t0, int n, float *out) {
   const ae_config *c = &m->cfg;
   static float row[AE_KV_PAD(512)];
@@ -224,12 +225,20 @@ AE_EXPORT int ae_model_kv_read(const ae_model *m, int layer, int which, int g, i
       type = which ? L->v_type : L->k_type;
       src = (which ? L->v : L->k) + ((size_t)g * c->n_ctx + t) * (which ? L->v_row : L->k_row);
     } else {
-      for (int s = 0; s < L->kvp.n_seg; s++) {
-        const ae_kv_store *st = &L->kvp.seg[s];
-        if (t >= st->start && t < st->end) { type = st->type; src = (which ? st->v : st->k) + ((size_t)g * st->cap + (t - st->start)) * st->row; }
+      const ae_kv_policy *P = &L->kvp;
+      for (int s = 0; s < P->n_seg; s++) {
+        const ae_kv_store *st = &P->seg[s];
+        uint8_t *k, *v;
+        if (t >= st->start && t < st->end && ae_kv_seg_row(st, P, g, t - st->start, &k, &v)) { type = st->type; src = which ? v : k; }
+      }
+      /* a head stored locally: its positions beyond the sinks only while they are in the ring */
+      if (!src && P->window && ae_kv_head_stored(P, g) && t < m->n_past && t >= m->n_past - P->ring.cap) {
+        const size_t row = (size_t)ae_kv_ring_slot(P, g) * P->ring.cap + (size_t)(t % P->ring.cap);
+        type = P->ring.type;
+        src = (which ? P->ring.v : P->ring.k) + row * P->ring.row;
       }
     }
-    if (!src) return AE_ERR_INVALID_ARG;
+    if (!src) return L->kvp.n_seg && ae_kv_head_stored(&L->kvp, g) ? AE_ERR_UNSUPPORTED : AE_ERR_INVALID_ARG;
     const ae_type_traits *tr = ae_traits((ae_type)type);
     const int hp = (c->head_dim + tr->blck_size - 1) / tr->blck_size * tr->blck_size;
     tr->to_float(src, row, hp);
@@ -383,10 +392,21 @@ AE_EXPORT int ae_model_validate(ae_model *m) {
 
 #define AE_ALIGN64(x) (((x) + 63u) & ~(size_t)63u)
 
+/* KV heads of a policy stored locally (0 without a window) */
+static int kv_n_stored(const ae_kv_policy *P) {
+  return P->window ? __builtin_popcount(P->stored[0]) + __builtin_popcount(P->stored[1]) : 0;
+}
+
+/* Whether the ring of a policy with a window keeps every KV head: some segment's dtype differs from the window's */
+static int kv_ring_all(const ae_kv_policy *P) {
+  for (int s = 0; s < P->n_seg; s++) if (P->seg_type[s] != P->window_type) return 1;
+  return 0;
+}
+
 static int max3(int a, int b, int c) { int m = a > b ? a : b; return m > c ? m : c; }
 
 /* Arena layout, shared by the size query and init: walks the buffers, assigning when base != 0. */
-static uint64_t layout(ae_model *m, uintptr_t base) {
+static uint64_t layout(ae_model *m, uintptr_t base, uint64_t *kv_start) {
   const ae_config *c = &m->cfg;
   const uint64_t B = (uint64_t)c->max_batch;
   const int widest = max3(c->dim, c->hidden_dim, m->q_dim);
@@ -430,11 +450,24 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
         int end = ring ? 0 : (P->seg_end[s] < 0 || P->seg_end[s] > c->n_ctx ? c->n_ctx : P->seg_end[s]);
         if (!ring && end < start) end = start;
         const int cap = ring ? (P->window + c->max_batch < c->n_ctx ? P->window + c->max_batch : c->n_ctx) : end - start;
-        const uint64_t row = ae_kv_row_size((ae_type)type, c->head_dim), bytes = (uint64_t)c->n_kv_heads * (uint64_t)cap * row;
+        /* segments: heads stored locally keep only positions < sinks (lcap rows); the ring: every head, or only the
+         * heads stored locally when every segment has the window's dtype (ring_all 0: the others read their window
+         * from the segments, the same bytes) */
+        const int n_loc = kv_n_stored(P), lend = P->sinks < end ? P->sinks : end, all = kv_ring_all(P);
+        const int lcap = ring || lend < start ? 0 : lend - start;
+        const uint64_t row = ae_kv_row_size((ae_type)type, c->head_dim);
+        const uint64_t full = ring ? (uint64_t)(all ? c->n_kv_heads : n_loc) * (uint64_t)cap * row
+                                   : (uint64_t)(c->n_kv_heads - n_loc) * (uint64_t)cap * row;
+        const uint64_t loc = (uint64_t)n_loc * (uint64_t)lcap * row;
+        if (base && ring) P->ring_all = all;
+        const uint64_t bytes = full + loc;
         if (base) {
           st->type = type; st->start = ring ? 0 : start; st->end = ring ? 0 : end; st->cap = cap; st->row = (uint32_t)row;
+          st->lcap = lcap;
           st->k = (uint8_t *)(base + (uintptr_t)off);
+          st->kl = st->k + full;
           st->v = (uint8_t *)(base + (uintptr_t)(off + bytes));
+          st->vl = st->v + full;
         }
         off += AE_ALIGN64(2 * bytes);
         if (!ring) start = end;
@@ -452,6 +485,7 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
     off += rows * (k_row + v_row);
   }
   if (base) m->kv = (uint8_t *)(base + (uintptr_t)kv0);
+  if (kv_start) *kv_start = kv0;
 #undef TAKE
   return off;
 }
@@ -461,34 +495,15 @@ static uint64_t layout(ae_model *m, uintptr_t base) {
 AE_EXPORT uint64_t ae_model_arena_size(ae_model *m) {
   if (check_config(&m->cfg)) return 0;
   dims_ok(m);
-  return layout(m, 0);
+  return layout(m, 0, 0);
 }
 /* Bytes of the KV cache alone (64 bits; KV policies included); 0 on a bad config. */
 AE_EXPORT uint64_t ae_model_kv_size(ae_model *m) {
   if (check_config(&m->cfg)) return 0;
   dims_ok(m);
-  const ae_config *c = &m->cfg;
-  uint64_t n = 0;
-  for (int l = 0; l < c->n_layers; l++) {
-    const ae_kv_policy *P = &m->layers[l].kvp;
-    if (!P->n_seg) {
-      n += (uint64_t)c->n_kv_heads * (uint64_t)c->n_ctx *
-           (ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim) + ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim));
-      continue;
-    }
-    int start = 0;
-    for (int s = 0; s < P->n_seg; s++) {
-      int end = P->seg_end[s] < 0 || P->seg_end[s] > c->n_ctx ? c->n_ctx : P->seg_end[s];
-      if (end < start) end = start;
-      n += AE_ALIGN64(2 * (uint64_t)c->n_kv_heads * (uint64_t)(end - start) * ae_kv_row_size((ae_type)P->seg_type[s], c->head_dim));
-      start = end;
-    }
-    if (P->window) {
-      const int cap = P->window + c->max_batch < c->n_ctx ? P->window + c->max_batch : c->n_ctx;
-      n += AE_ALIGN64(2 * (uint64_t)c->n_kv_heads * (uint64_t)cap * ae_kv_row_size((ae_type)P->window_type, c->head_dim));
-    }
-  }
-  return n;
+  uint64_t kv0 = 0;
+  const uint64_t end = layout(m, 0, &kv0);
+  return end - kv0;
 }
 
 /* Bytes of KV cache rows of dtype `type` holding positions < npos (npos = n_ctx: all allocated), K and V. */
@@ -505,12 +520,30 @@ AE_EXPORT double ae_model_kv_bytes(const ae_model *m, int type, int npos) {
       if (L->v_type == type) n += (double)c->n_kv_heads * np * L->v_row;
       continue;
     }
+    const int n_loc = kv_n_stored(P);
     for (int s = 0; s < P->n_seg; s++) {
       const ae_kv_store *st = &P->seg[s];
       const int r = np - st->start < 0 ? 0 : np - st->start > st->cap ? st->cap : np - st->start;
-      if (st->type == type) n += 2.0 * c->n_kv_heads * r * st->row;
+      if (st->type == type) n += 2.0 * ((double)(c->n_kv_heads - n_loc) * r + (double)n_loc * (r < st->lcap ? r : st->lcap)) * st->row;
     }
-    if (P->window && P->ring.type == type) n += 2.0 * c->n_kv_heads * (np < P->ring.cap ? np : P->ring.cap) * P->ring.row;
+    if (P->window && P->ring.type == type)
+      n += 2.0 * (P->ring_all ? c->n_kv_heads : n_loc) * (double)(np < P->ring.cap ? np : P->ring.cap) * P->ring.row;
+  }
+  return n;
+}
+
+/* Bytes (K and V) of `layer` (-1: all layers) saved by the KV heads stored locally: the segment rows beyond the sinks
+ * they do not keep, less the ring rows they need when the ring keeps no other head (can be negative: short contexts). */
+AE_EXPORT double ae_model_kv_local_saved(const ae_model *m, int layer) {
+  const ae_config *c = &m->cfg;
+  if (!m->initialised || layer < -1 || layer >= c->n_layers) return 0.0;
+  double n = 0.0;
+  for (int l = layer < 0 ? 0 : layer; l < (layer < 0 ? c->n_layers : layer + 1); l++) {
+    const ae_kv_policy *P = &m->layers[l].kvp;
+    const int n_loc = kv_n_stored(P);
+    for (int s = 0; s < P->n_seg && n_loc; s++) n += 2.0 * n_loc * (double)(P->seg[s].cap - P->seg[s].lcap) * P->seg[s].row;
+    /* less their ring rows when the ring would otherwise keep no head (net saving) */
+    if (n_loc && !P->ring_all) n -= 2.0 * n_loc * (double)P->ring.cap * P->ring.row;
   }
   return n;
 }
@@ -533,11 +566,11 @@ AE_EXPORT int ae_model_set_kv_policy(ae_model *m, int layer, int n_seg, const in
   const int l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? AE_MAX_LAYERS : layer + 1;
   for (int l = l0; l < l1; l++) {
     ae_kv_policy *P = &m->layers[l].kvp;
-    const uint32_t lo = P->local[0], hi = P->local[1];
+    const uint32_t lo = P->local[0], hi = P->local[1], slo = P->stored[0], shi = P->stored[1];
     __builtin_memset(P, 0, sizeof *P);
     P->n_seg = n_seg; P->window = window; P->window_type = window ? window_type : 0; P->sinks = sinks;
     for (int s = 0; s < n_seg; s++) { P->seg_end[s] = spec[2 * s]; P->seg_type[s] = spec[2 * s + 1]; }
-    if (window) { P->local[0] = lo; P->local[1] = hi; }
+    if (window) { P->local[0] = lo; P->local[1] = hi; P->stored[0] = slo; P->stored[1] = shi; }
   }
   if (m->initialised) m->kv_dirty = 1;
   return AE_OK;
@@ -548,7 +581,22 @@ AE_EXPORT int ae_model_set_kv_local(ae_model *m, int layer, int g, int on) {
   if (layer < 0 || layer >= m->cfg.n_layers || g < 0 || g >= m->cfg.n_kv_heads || g >= 64 || (on != 0 && on != 1)) return AE_ERR_INVALID_ARG;
   ae_kv_policy *P = &m->layers[layer].kvp;
   if (on && !P->window) return AE_ERR_UNSUPPORTED;
+  if (!on && ae_kv_head_stored(P, g)) return AE_ERR_UNSUPPORTED;   /* its middle positions are not stored */
   if (on) P->local[g >> 5] |= 1u << (g & 31); else P->local[g >> 5] &= ~(1u << (g & 31));
+  return AE_OK;
+}
+
+/* KV head g of `layer` stored locally (on = 1: only positions < sinks and the window's ring are kept; it attends
+ * locally) or fully (on = 0: it stays local until ae_model_set_kv_local turns it off). Needs a policy with a window.
+ * After init the change needs ae_model_relayout (the cache is emptied). */
+AE_EXPORT int ae_model_set_kv_stored_local(ae_model *m, int layer, int g, int on) {
+  if (layer < 0 || layer >= m->cfg.n_layers || g < 0 || g >= m->cfg.n_kv_heads || g >= 64 || (on != 0 && on != 1)) return AE_ERR_INVALID_ARG;
+  ae_kv_policy *P = &m->layers[layer].kvp;
+  if (on && !P->window) return AE_ERR_UNSUPPORTED;
+  if (ae_kv_head_stored(P, g) == on) return AE_OK;
+  if (on) { P->stored[g >> 5] |= 1u << (g & 31); P->local[g >> 5] |= 1u << (g & 31); }
+  else P->stored[g >> 5] &= ~(1u << (g & 31));
+  if (m->initialised) m->kv_dirty = 1;
   return AE_OK;
 }
 
@@ -556,12 +604,12 @@ AE_EXPORT int ae_model_set_kv_local(ae_model *m, int layer, int g, int on) {
 AE_EXPORT int ae_model_relayout(ae_model *m, void *arena, size_t size) {
   if (!m->initialised) return AE_ERR_INVALID_ARG;
 #ifdef __wasm__
-  const uint64_t need = layout(m, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+  const uint64_t need = layout(m, 0, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
 #else  /* native test builds: the arena is the harness's own allocation */
-  const uint64_t need = layout(m, 0), mem = UINT64_MAX;
+  const uint64_t need = layout(m, 0, 0), mem = UINT64_MAX;
 #endif
   if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
-  layout(m, (uintptr_t)arena);
+  layout(m, (uintptr_t)arena, 0);
   m->n_past = 0;
   m->kv_dirty = 0;
   return AE_OK;
@@ -572,12 +620,12 @@ AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
   int st = ae_model_validate(m);
   if (st) return st;
 #ifdef __wasm__
-  const uint64_t need = layout(m, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
+  const uint64_t need = layout(m, 0, 0), mem = (uint64_t)__builtin_wasm_memory_size(0) * 65536u;
 #else  /* native test builds: the arena is the harness's own allocation */
-  const uint64_t need = layout(m, 0), mem = UINT64_MAX;
+  const uint64_t need = layout(m, 0, 0), mem = UINT64_MAX;
 #endif
   if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
-  layout(m, (uintptr_t)arena);
+  layout(m, (uintptr_t)arena, 0);
   m->n_past = 0;
   m->initialised = 1;
   return AE_OK;

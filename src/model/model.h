@@ -135,7 +135,8 @@ enum ae_ffn_mode {
  * alike), plus optionally a recent window kept in its own copy (a ring of window + max_batch positions, so that
  * every query of a batch still finds its window). Every position is written, quantised once from f32, into its
  * segment and, with a window, into the ring; a query at p reads positions p-window+1..p from the ring and the
- * older ones from the segments. KV heads marked local read only [0, sinks) and the window. */
+ * older ones from the segments. KV heads marked local read only [0, sinks) and the window; KV heads stored locally
+ * (ae_model_set_kv_stored_local) also keep only those: their other positions are never stored (memory saved). */
 #define AE_KV_MAX_SEGS 4
 /* One store: rows of every KV head in dtype `type`, head-major: head g's row i at k + (g * cap + i) * row bytes
  * (same for v). Segment: row i holds position start + i, positions [start, end). Ring: row t % cap holds t. */
@@ -143,6 +144,11 @@ typedef struct {
   uint8_t *k, *v;
   int32_t type, start, end, cap;
   uint32_t row;
+  /* KV heads with local storage (ae_kv_policy.stored): a segment keeps only their positions < sinks, lcap rows per
+   * head (kl / vl, head-major over the local heads in head order); the other heads use k / v with the slot among the
+   * full heads (the ring keeps every head, as above). Without local heads lcap is 0 and the slots are the heads. */
+  uint8_t *kl, *vl;
+  int32_t lcap;
 } ae_kv_store;
 
 typedef struct {
@@ -153,7 +159,40 @@ typedef struct {
   int32_t seg_end[AE_KV_MAX_SEGS], seg_type[AE_KV_MAX_SEGS];  /* as set (end -1: to n_ctx) */
   ae_kv_store seg[AE_KV_MAX_SEGS], ring;                      /* carved by the arena layout */
   uint32_t local[2];    /* KV head g local when bit (g & 31) of local[g >> 5] is set */
+  /* KV heads stored locally (a subset of local): only [0, sinks) and the ring are kept for them, so they save memory;
+   * changing it needs ae_model_relayout (the cache is emptied) */
+  uint32_t stored[2];
+  /* set by the arena layout: 1 when the ring keeps every KV head (a segment's dtype differs from the window's), else
+   * only the heads stored locally (the others read their window from the segments: the same bytes) */
+  int32_t ring_all;
 } ae_kv_policy;
+
+/* Where row i (position start + i) of KV head g lives in segment store st of policy P: *k / *v set, returns 1; 0 when
+ * the head is stored locally and the position is not kept (i >= lcap). */
+static inline int ae_kv_seg_row(const ae_kv_store *st, const ae_kv_policy *P, int g, int i, uint8_t **k, uint8_t **v) {
+  const uint64_t mask = ((uint64_t)P->stored[1] << 32) | P->stored[0];
+  const int below = __builtin_popcountll(mask & ((1ull << g) - 1ull));
+  size_t row;
+  if ((mask >> g) & 1ull) {
+    if (i >= st->lcap) return 0;
+    row = (size_t)below * (size_t)st->lcap + (size_t)i;
+    *k = st->kl + row * st->row; *v = st->vl + row * st->row;
+  } else {
+    row = (size_t)(g - below) * (size_t)st->cap + (size_t)i;
+    *k = st->k + row * st->row; *v = st->v + row * st->row;
+  }
+  return 1;
+}
+static inline int ae_kv_head_stored(const ae_kv_policy *P, int g) { return (int)((P->stored[g >> 5] >> (g & 31)) & 1u); }
+/* Slot of KV head g in the ring (its rows at ring.k + (slot * ring.cap + t % ring.cap) * ring.row), -1 when the ring
+ * does not keep it (no window, or ring_all 0 and the head is not stored locally). */
+static inline int ae_kv_ring_slot(const ae_kv_policy *P, int g) {
+  if (!P->window) return -1;
+  if (P->ring_all) return g;
+  if (!ae_kv_head_stored(P, g)) return -1;
+  const uint64_t mask = ((uint64_t)P->stored[1] << 32) | P->stored[0];
+  return __builtin_popcountll(mask & ((1ull << g) - 1ull));
+}
 
 /* One FFN matrix of a compressed variant: y = a x, or y = b (a x) when b is present (low-rank factors). */
 typedef struct { ae_tensor a, b; } ae_fmat;

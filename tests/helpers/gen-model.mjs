@@ -33,7 +33,8 @@ export const ARCHS = {
 /**
  * Write a model of `arch` with 2-D weights in `dtype` into a temp .rknot.
  * opts.shape overrides dims (dim, n_heads, n_kv_heads, head_dim, hidden_dim, vocab_size); opts.dtypeOf(name)
- * gives a 2-D tensor's dtype (default `dtype`).
+ * gives a 2-D tensor's dtype (default `dtype`); opts.values(name, shape) may return a tensor's values (Float32Array,
+ * row-major: row r of a [ne0, ne1] matrix at r * ne0) instead of random ones.
  * @returns {{ file, cfg, W: Map<string, Float32Array>, bytes: Map<string, Uint8Array>, dtypes: Map<string, string> }}
  *   W holds the dequantised weights, bytes the encoded ones.
  */
@@ -49,8 +50,10 @@ export async function generateModel(arch, dtype = 'f32', seed = 1, opts = {}) {
   const specs = [];
   const add = (name, shape, scale, isMatrix, offset = 0) => {
     const n = shape.reduce((x, y) => x * y, 1);
-    const v = new Float32Array(n);
+    let v = new Float32Array(n);
     for (let i = 0; i < n; i++) v[i] = offset + (r() * 2 - 1) * scale;
+    const fixed = opts.values?.(name, shape);   // hand-set weights (tests/helpers/retrieval-model.mjs)
+    if (fixed) { if (fixed.length !== n) throw new Error(`${name}: ${fixed.length} values, expected ${n}`); v = fixed; }
     specs.push({ name, shape, values: v, dtype: isMatrix ? (opts.dtypeOf?.(name) ?? dtype) : 'f32' });
   };
   add('token_embd.weight', [D, cfg.vocab_size], 0.5, true);

@@ -21,7 +21,7 @@ import {
   type WireSource,
 } from './protocol.js';
 
-import type { KvDtype } from '../runtime/engine.js';
+import type { KvDtype, LocalHeadsSpec } from '../runtime/engine.js';
 export type BrowserModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
 export interface BrowserLoadOptions {
@@ -33,6 +33,8 @@ export interface BrowserLoadOptions {
   kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
   /** KV policy (compact syntax or structured; null / 'full' none; default: the file's kv_policy). */
   kvPolicy?: string | KvPolicy | null;
+  /** KV heads stored locally (sinks + window only: memory saved), as LoadOptions.localHeads ('file' or head lists). */
+  localHeads?: LocalHeadsSpec | 'file' | { heads: 'file'; sinks?: number; window?: number };
   /** Cap on the wasm memory in bytes (default 4 GiB). */
   maxMemory?: number;
   /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
@@ -309,9 +311,9 @@ export class BrowserModel {
   /** Switch the KV policy of every layer (or `layers`), as AetherModel.setKvPolicy (the cache is emptied). */
   async setKvPolicy(policy: string | KvPolicy | null, layers?: number[]): Promise<void> { await this.ch.call('setKvPolicy', { policy, layers }); }
 
-  /** Per-head attention compression, as AetherModel.setHeadMode. */
-  async setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[] } = {}): Promise<void> {
-    await this.ch.call('setHeadMode', { mode, layers: opts.layers, heads: opts.heads });
+  /** Per-head attention compression (store: local storage), as AetherModel.setHeadMode; resolves to the tokens recomputed. */
+  async setHeadMode(mode: 'local' | 'full', opts: { layers?: number[]; heads?: number[]; store?: boolean } = {}): Promise<number> {
+    return this.ch.call('setHeadMode', { mode, layers: opts.layers, heads: opts.heads, store: opts.store });
   }
 
   /** Every approximation in effect, per layer (AetherModel.approximations). */
@@ -372,7 +374,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
         verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

@@ -88,7 +88,7 @@ const handlers: { [V in Verb]: Handler<V> } = {
 
   async setKvPolicy({ policy, layers }) { requireModel().setKvPolicy(policy, layers); return null; },
 
-  async setHeadMode({ mode, layers, heads }) { requireModel().setHeadMode(mode, { layers, heads }); return null; },
+  async setHeadMode({ mode, layers, heads, store }) { return requireModel().setHeadMode(mode, { layers, heads, store }); },
 
   async approximations() { return requireModel().approximations(); },
 
@@ -129,6 +129,7 @@ async function loadSource(source: WireSource, o: WireLoadOptions, emit: (e: Load
   const opts = {
     threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, modules: o.modules, verify: o.verify, simd: o.simd, warmup: o.warmup, signal,
     ...(o.kvPolicy !== undefined ? { kvPolicy: o.kvPolicy } : {}),
+    ...(o.localHeads !== undefined ? { localHeads: o.localHeads } : {}),
     onProgress: (e: { loaded: number; total: number }) => emit({ type: 'progress', loaded: e.loaded, total: e.total }),
   };
   if (source.kind === 'blob') return load(source.blob, opts);

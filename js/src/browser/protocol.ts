@@ -14,7 +14,7 @@
  * ReadableStream source is transferred. Chat templates are rendered on the page, not in the worker: the
  * template engine is an npm dependency (a bare import), and a Worker has no import map to resolve it.
  */
-import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
+import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats, LoadOptions } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
 import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
@@ -23,7 +23,10 @@ import type { ModelMetrics } from '../runtime/metrics.js';
 import type { KvPolicy } from '../formats/kv-policy.js';
 
 /** One layer's approximations (AetherModel.approximations). */
-export interface Approximation { layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; compression: 'dense' | 'compressed' }
+export interface Approximation {
+  layer: number; ffn: string; kvPolicy: string; localKvHeads: number[]; storedLocalKvHeads: number[]; localStorageSavedBytes: number;
+  compression: 'dense' | 'compressed';
+}
 
 export const PROTOCOL_VERSION = 1;
 
@@ -56,6 +59,8 @@ export interface WireLoadOptions {
   warmup?: boolean | number;
   /** KV policy (compact syntax or structured; null / 'full' none; absent: the file's). */
   kvPolicy?: string | KvPolicy | null;
+  /** KV heads stored locally (LoadOptions.localHeads). */
+  localHeads?: LoadOptions['localHeads'];
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */
@@ -97,7 +102,7 @@ export interface Verbs {
   ffnActive: { args: { layers?: number[] }; result: number[] };
   metrics: { args: Record<string, never>; result: ModelMetrics };
   setKvPolicy: { args: { policy: string | KvPolicy | null; layers?: number[] }; result: null };
-  setHeadMode: { args: { mode: 'local' | 'full'; layers?: number[]; heads?: number[] }; result: null };
+  setHeadMode: { args: { mode: 'local' | 'full'; layers?: number[]; heads?: number[]; store?: boolean }; result: number };
   approximations: { args: Record<string, never>; result: Approximation[] };
   rollback: { args: { kinds?: ('ffn' | 'kv' | 'heads' | 'compression')[]; layers?: number[]; heads?: number[] }; result: null };
   setTiming: { args: { on: boolean }; result: null };

@@ -103,6 +103,13 @@ export interface EngineOptions {
    * 'full' for none. Default: the file's kv_policy section (AetherModel load), else none.
    */
   kvPolicy?: string | KvPolicy | null;
+  /**
+   * KV heads stored locally (docs/DESIGN.md "KV cache"): per layer the KV heads that keep only the first `sinks`
+   * positions and the recent `window` (a ring), so they save memory and attend to those positions only. A layer
+   * without a KV policy with a window gets `sinks=S:DT,window=W:DT,rest=DT` (DT: the K cache dtype; S, W default 4
+   * and 64). AetherModel load also takes 'file': the KV heads the file's attention_heads section classes local.
+   */
+  localHeads?: LocalHeadsSpec | 'file' | { heads: 'file'; sinks?: number; window?: number };
   /** Cap on the wasm memory in bytes (default and maximum: 4 GiB). The memory plan must fit under it. */
   maxMemory?: number;
   /** Testing: leave this many bytes unused at the bottom of the memory, so every address the engine uses is above it
@@ -310,8 +317,10 @@ export class Engine {
     e.setConfig(config, resolveKvDtype(opts.kvDtype));
     e.kvPolicies = Array(config.n_layers).fill(null);
     e.localKv = Array.from({ length: config.n_layers }, () => new Set<number>());
+    e.storedKv = Array.from({ length: config.n_layers }, () => new Set<number>());
     const pol = resolveKvPolicy(opts.kvPolicy);
     if (pol) e.applyKvPolicy(pol, -1);
+    if (opts.localHeads !== undefined) e.applyLocalHeads(checkLocalHeads(opts.localHeads, config));
     e.plan = e.plan_(dataSize, opts);
     const dv = heap.view();
     dv.setUint32(e.sampler + SMP.IDX, idx, true);
@@ -748,6 +757,8 @@ export class Engine {
   kvPolicies: (KvPolicy | null)[] = [];
   /** KV heads marked local per layer (attend to the policy's sinks and window only). */
   localKv: Set<number>[] = [];
+  /** KV heads stored locally per layer (a subset of localKv: only the sinks and the window are kept). */
+  storedKv: Set<number>[] = [];
 
   private applyKvPolicy(p: KvPolicy | null, layer: number): void {
     const spec = new Int32Array(Math.max(2, 2 * (p?.ranges.length ?? 0)));
@@ -758,8 +769,74 @@ export class Engine {
     checkStatus(this.core.ae_model_set_kv_policy(this.model, layer, p?.ranges.length ?? 0, buf, p?.window?.size ?? 0,
       p?.window ? DTYPE_IDS[p.window.dtype] : 0, p?.sinks ?? 0), { op: 'set KV policy', subject: `${formatKvPolicy(p)} (layer ${layer < 0 ? 'all' : layer}, head_dim ${this.config.head_dim})` });
     const ls = layer < 0 ? this.kvPolicies.map((_, i) => i) : [layer];
-    for (const l of ls) { this.kvPolicies[l] = p; if (!p?.window) this.localKv[l].clear(); }
+    for (const l of ls) { this.kvPolicies[l] = p; if (!p?.window) { this.localKv[l].clear(); this.storedKv[l].clear(); } }
   }
+
+  /** At load: a policy with a window where a layer needs one, then the heads' storage (no relayout: before init). */
+  private applyLocalHeads(lh: { heads: number[][]; sinks: number; window: number }): void {
+    const dt = this.kvTypes.k;
+    lh.heads.forEach((hs, l) => {
+      if (!hs.length) return;
+      if (!this.kvPolicies[l]?.window) this.applyKvPolicy(parseKvPolicy(`sinks=${lh.sinks}:${dt},window=${lh.window}:${dt},rest=${dt}`, 'localHeads'), l);
+      for (const g of hs) this.storeKvHead(l, g, true);
+    });
+  }
+
+  private storeKvHead(layer: number, g: number, on: boolean): void {
+    checkStatus(this.core.ae_model_set_kv_stored_local(this.model, layer, g, on ? 1 : 0), {
+      op: `store KV head ${on ? 'locally' : 'fully'}`, subject: `layer ${layer}, KV head ${g}${this.kvPolicies[layer]?.window ? '' : ' (the layer has no KV policy with a window)'}`,
+    });
+    if (on) { this.storedKv[layer].add(g); this.localKv[layer].add(g); } else this.storedKv[layer].delete(g);
+  }
+
+  /**
+   * Change the storage of KV heads at run time (on: only the sinks and the window kept; off: every position again,
+   * the head still attends locally until setKvLocal(.., false)). The cache is re-carved and emptied (the caller
+   * recomputes its tokens); when the new layout does not fit, nothing changes (out_of_memory).
+   */
+  setKvStored(changes: { layer: number; g: number; on: boolean }[]): void {
+    this.check();
+    const c = this.config;
+    for (const { layer, g } of changes) {
+      if (!Number.isInteger(layer) || layer < 0 || layer >= c.n_layers) throw new AetherError('invalid_argument', `layer ${layer} is out of range (0..${c.n_layers - 1})`);
+      if (!Number.isInteger(g) || g < 0 || g >= c.n_kv_heads) throw new AetherError('invalid_argument', `KV head ${g} is out of range (0..${c.n_kv_heads - 1})`);
+    }
+    const todo = changes.filter(({ layer, g, on }) => this.storedKv[layer].has(g) !== on);
+    if (!todo.length) return;
+    const done: { layer: number; g: number; on: boolean; local: boolean }[] = [];
+    try {
+      for (const { layer, g, on } of todo) {
+        const local = this.localKv[layer].has(g);
+        this.storeKvHead(layer, g, on);
+        done.push({ layer, g, on, local });
+      }
+      this.relayout();
+    } catch (e) {
+      // back to the previous storage: the same layout in the same arena, so the cached rows are untouched
+      for (const { layer, g, on, local } of done.reverse()) { this.storeKvHead(layer, g, !on); if (!local) this.setKvLocal(layer, g, false); }
+      if (done.length) this.relayout();
+      throw e;
+    }
+  }
+
+  /** Re-carve the arena after a KV layout change (in place when it fits, else a new one); the cache is emptied. */
+  private relayout(): void {
+    const need = Number(BigInt.asUintN(64, BigInt(this.core.ae_model_arena_size(this.model))));
+    if (!need) throw new AetherError('config_error', 'the KV layout does not fit the model config');
+    if (need > this.arenaSize) {
+      // a larger arena: the old one stays reserved (bump allocator), counted in plan.other
+      this.arena = this.allocAfterLoad(need, 64, 'other', 'the re-carved KV cache');
+      this.plan.other += this.arenaSize - need;
+      this.arenaSize = need;
+    }
+    const kv = this.kvBytes();
+    this.plan.kvCache = kv;
+    this.plan.scratch = this.arenaSize - kv;
+    checkStatus(this.core.ae_model_relayout(this.model, this.arena, this.arenaSize), { op: 'KV cache relayout', subject: `${need} bytes` });
+  }
+
+  /** Bytes saved by the KV heads stored locally in `layer` (-1: all layers), K and V (net of their ring rows). */
+  kvLocalSavedBytes(layer = -1): number { return this.core.ae_model_kv_local_saved(this.model, layer); }
 
   /**
    * Switch the KV policy of `layers` (default all) at run time; the cache is emptied (the caller recomputes its
@@ -773,18 +850,7 @@ export class Engine {
       if (!Number.isInteger(l) || l < 0 || l >= this.config.n_layers) throw new AetherError('invalid_argument', `layer ${l} is out of range (0..${this.config.n_layers - 1})`);
     }
     for (const l of ls) this.applyKvPolicy(p, l);
-    const need = Number(BigInt.asUintN(64, BigInt(this.core.ae_model_arena_size(this.model))));
-    if (!need) throw new AetherError('config_error', 'the KV policy does not fit the model config');
-    if (need > this.arenaSize) {
-      // a larger arena: the old one stays reserved (bump allocator), counted in plan.other
-      this.arena = this.allocAfterLoad(need, 64, 'other', 'the re-carved KV cache');
-      this.plan.other += this.arenaSize - need;
-      this.arenaSize = need;
-    }
-    const kv = this.kvBytes();
-    this.plan.kvCache = kv;
-    this.plan.scratch = this.arenaSize - kv;
-    checkStatus(this.core.ae_model_relayout(this.model, this.arena, this.arenaSize), { op: 'KV cache relayout', subject: `${need} bytes` });
+    this.relayout();
   }
 
   /** Mark KV head `g` of `layer` local (attends to the sinks and the window only) or not; needs a policy with a window. */
@@ -866,6 +932,30 @@ export class Engine {
     this.tensorTable.clear();
     if (this.threaded) gcHint(bytes);
   }
+}
+
+/** KV heads stored locally: per layer the KV head indices (a flat list: the same in every layer), optionally with the
+ * sinks and window of the policy given to layers that have none with a window. */
+export type LocalHeadsSpec = number[][] | { heads: number[][] | number[]; sinks?: number; window?: number };
+
+/** A localHeads option checked against the config (invalid_argument naming the entry), with the defaults filled in. */
+export function checkLocalHeads(o: NonNullable<EngineOptions['localHeads']>, cfg: { n_layers: number; n_kv_heads: number }): { heads: number[][]; sinks: number; window: number } {
+  const bad = (msg: string) => new AetherError('invalid_argument', `localHeads: ${msg}`);
+  if (o === 'file' || (!Array.isArray(o) && o?.heads === 'file')) throw bad("'file' needs the model file's attention_heads section (aether profile-heads -o); the engine alone takes head lists");
+  const spec = Array.isArray(o) ? { heads: o } : o;
+  if (!spec || typeof spec !== 'object' || !Array.isArray(spec.heads)) throw bad('expected per-layer arrays of KV head indices, or { heads, sinks?, window? }');
+  const every = spec.heads.length > 0 && spec.heads.every((x) => typeof x === 'number');   // the same heads in every layer
+  if (!every && spec.heads.length > cfg.n_layers) throw bad(`${spec.heads.length} layers given, the model has ${cfg.n_layers}`);
+  const heads = Array.from({ length: cfg.n_layers }, (_, l) => {
+    const hs = every ? spec.heads as number[] : (spec.heads as unknown[])[l] ?? [];
+    if (!Array.isArray(hs)) throw bad(`layer ${l}: expected an array of KV head indices`);
+    for (const g of hs as number[]) if (!Number.isInteger(g) || g < 0 || g >= cfg.n_kv_heads || g >= 64) throw bad(`layer ${l}: KV head ${JSON.stringify(g)} is out of range (0..${Math.min(cfg.n_kv_heads, 64) - 1})`);
+    return [...new Set(hs as number[])].sort((a, b) => a - b);
+  });
+  const sinks = spec.sinks ?? 4, window = spec.window ?? 64;
+  if (!Number.isInteger(sinks) || sinks < 0) throw bad(`sinks: expected an integer >= 0, got ${JSON.stringify(spec.sinks)}`);
+  if (!Number.isInteger(window) || window < 1) throw bad(`window: expected an integer >= 1, got ${JSON.stringify(spec.window)}`);
+  return { heads, sinks, window };
 }
 
 /** A kvPolicy option as a checked policy, or null (none). */

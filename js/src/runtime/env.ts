@@ -12,11 +12,14 @@ const THREADS_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 
   1, 3, 2, 1, 0, 10, 12, 1, 10, 0, 65, 0, 65, 0, 254, 0, 2, 0, 11]);
 
 // wasm/probes/relaxed.wat compiled by wat2wasm --enable-relaxed-simd: uses the two relaxed instructions of the
-// kernels (i32x4.relaxed_dot_i8x16_i7x16_add_s, f32x4.relaxed_madd); its export dot() must return 982.
-const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 9, 2, 96, 0, 1, 127, 96, 0, 1, 123, 3, 3, 2, 0, 1, 7, 7,
-  1, 3, 100, 111, 116, 0, 0, 10, 124, 2, 62, 0, 253, 12, 1, 254, 3, 252, 5, 6, 7, 8, 128, 127, 0, 1, 2, 3, 4, 5, 253, 12, 5, 6,
-  7, 8, 127, 127, 127, 127, 1, 2, 3, 4, 0, 0, 0, 0, 253, 12, 232, 3, ...new Array(14).fill(0), 253, 147, 2, 253, 27, 0, 11,
-  59, 0, 253, 12, ...new Array(16).fill(0), 253, 12, ...new Array(16).fill(0), 253, 12, ...new Array(16).fill(0), 253, 133, 2, 11]);
+// kernels (i32x4.relaxed_dot_i8x16_i7x16_add_s, i16x8.relaxed_dot_i8x16_i7x16_s, f32x4.relaxed_madd); its export dot()
+// must return 855 (982 from the i32 form, -127 from the i16 form).
+const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 9, 2, 96, 0, 1, 127, 96, 0, 1, 123, 3, 3, 2, 0,
+  1, 7, 7, 1, 3, 100, 111, 116, 0, 0, 10, 167, 1, 2, 105, 0, 253, 12, 1, 254, 3, 252, 5, 6, 7, 8, 128, 127, 0, 1, 2,
+  3, 4, 5, 253, 12, 5, 6, 7, 8, 127, 127, 127, 127, 1, 2, 3, 4, 0, 0, 0, 0, 253, 12, 232, 3,
+  ...new Array(14).fill(0), 253, 147, 2, 253, 27, 0, 253, 12, 128, 127, 5, 253, ...new Array(12).fill(0), 253, 12,
+  127, 127, 2, ...new Array(13).fill(0), 253, 146, 2, 253, 24, 0, 106, 11, 59, 0, 253, 12, ...new Array(16).fill(0),
+  253, 12, ...new Array(16).fill(0), 253, 12, ...new Array(16).fill(0), 253, 133, 2, 11]);
 
 export interface Features {
   simd: boolean; threads: boolean; sharedArrayBuffer: boolean; crossOriginIsolated: boolean;
@@ -43,7 +46,7 @@ export function relaxedSimdWorks(): boolean {
   if (!relaxedSimdSupported()) return false;
   try {
     const inst = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE));
-    return (inst.exports.dot as () => number)() === 982;
+    return (inst.exports.dot as () => number)() === 855;
   } catch { return false; }
 }
 

@@ -31,6 +31,8 @@ export interface ModelMetrics {
     /** Bytes the same cache would take with every position in f16 (the default), and the bytes saved against it. */
     f16Bytes: number;
     savedBytes: number;
+    /** Bytes the KV heads stored locally save against storing them fully (part of savedBytes; net of their ring rows). */
+    localHeadsSavedBytes: number;
   };
   memory: { wasmBytes: number; weightsBytes: number; runStateBytes: number };
   layers: LayerMetrics[];
@@ -69,6 +71,7 @@ function families(m: ModelMetrics, base: Record<string, string>): Family[] {
     { name: 'aether_kv_cache_bytes', type: 'gauge', help: 'KV cache bytes allocated, by storage dtype.', samples: m.kvCache.byDtype.map((d) => s(d.bytes, { dtype: d.dtype })) },
     { name: 'aether_kv_cache_used_bytes', type: 'gauge', help: 'KV cache bytes holding cached positions, by storage dtype.', samples: m.kvCache.byDtype.map((d) => s(d.usedBytes, { dtype: d.dtype })) },
     { name: 'aether_kv_cache_saved_bytes', type: 'gauge', help: 'KV cache bytes saved against an all-f16 cache of the same capacity.', samples: [s(m.kvCache.savedBytes)] },
+    { name: 'aether_kv_cache_local_heads_saved_bytes', type: 'gauge', help: 'KV cache bytes saved by KV heads stored locally (sinks + recent window only).', samples: [s(m.kvCache.localHeadsSavedBytes)] },
     { name: 'aether_kv_cache_positions', type: 'gauge', help: 'Positions held in the KV cache.', samples: [s(m.kvCache.positions)] },
     { name: 'aether_kv_cache_capacity_positions', type: 'gauge', help: 'Positions the KV cache can hold (context length).', samples: [s(m.kvCache.capacity)] },
     { name: 'aether_wasm_memory_bytes', type: 'gauge', help: 'Size of the WebAssembly memory.', samples: [s(m.memory.wasmBytes)] },

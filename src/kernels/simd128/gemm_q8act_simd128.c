@@ -28,6 +28,19 @@ typedef struct { v128 e0, o0, e1, o1; } xblk;   /* one token's block, i16 lanes 
 
 enum { W_Q8_0, W_Q4_0 };
 
+#if AE_RELAXED
+/* Relaxed build, q4_0: e0 / o0 hold the token's bytes 0..15 / 16..31 as they are (the i8 operand of ae_rdot16)
+ * and the nibbles (0..15) are the 7-bit operand: exact and host-independent. Per weight block the two nibble
+ * vectors are formed once; per token two pmaddubsw and an i16 add give 8 i16 lanes of 4 products each; the 4
+ * tokens' lanes are transposed and added in i16 (a lane then holds 16 products, |.| <= 16 * 15 * 128 < 2^15)
+ * and widened once: the 4 exact block sums sum(q x). sum8 = 8 sum(x), no shift (Q4_SH 0). */
+#define Q4_SH 0
+#define Q4_SUM8 8
+#else
+#define Q4_SH 8
+#define Q4_SUM8 2048
+#endif
+
 /* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], sum8[4 b + t], dx[4 b + t]. */
 AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xblk *xs, int32_t *sum8, float *dx) {
   for (int t = 0; t < 4; t++) {
@@ -39,10 +52,14 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
       if (kind == W_Q8_0) {
         o->e0 = e0; o->o0 = o0; o->e1 = e1; o->o1 = o1;
         sum8[4 * b + t] = 0;
-      } else {   /* q4_0: pairs with the nibble masks (dot_q4_0_simd128.c) and 2048 sum(x) */
+      } else {   /* q4_0: pairs with the nibble masks (dot_q4_0_simd128.c) and 2048 sum(x); relaxed: see above */
+#if AE_RELAXED
+        o->e0 = a; o->o0 = c; o->e1 = o->o1 = wasm_i32x4_splat(0);
+#else
         o->e0 = wasm_i16x8_shl(e0, 8); o->o0 = o0; o->e1 = wasm_i16x8_shl(e1, 4); o->o1 = wasm_i16x8_shl(o1, 8);
+#endif
         const v128 s = wasm_i16x8_add(wasm_i16x8_add(e0, o0), wasm_i16x8_add(e1, o1));
-        sum8[4 * b + t] = 2048 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(s));
+        sum8[4 * b + t] = Q4_SUM8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(s));
       }
       dx[4 * b + t] = ae_h2f_s(xb[b].d);
     }
@@ -73,8 +90,8 @@ AE_INLINE v128 bscale(const uint8_t *w) {
 
 /* Block sums -> acc += (float)sumi * (d_w * d_x) per token lane. */
 AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 dw, const float *dx) {
-  if (kind == W_Q4_0) s = wasm_i32x4_sub(s, ae_load(sum8));
-  s = wasm_i32x4_shr(s, 8);
+  if (kind == W_Q4_0) s = wasm_i32x4_shr(wasm_i32x4_sub(s, ae_load(sum8)), Q4_SH);
+  else s = wasm_i32x4_shr(s, 8);
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(dw, ae_load(dx))));
 }
 
@@ -82,6 +99,23 @@ AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 d
 AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
   const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
   for (int b = 0; b < n; b++, w += bs) {
+#if AE_RELAXED
+    if (kind == W_Q4_0) {
+      const v128 v = ae_load(w + 2), f = wasm_i8x16_splat(0x0f);
+      const v128 lo = wasm_v128_and(v, f), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
+      const xblk *x = xs + 4 * b;
+      const v128 a = wasm_i16x8_add(ae_rdot16(x[0].e0, lo), ae_rdot16(x[0].o0, hi));
+      const v128 c = wasm_i16x8_add(ae_rdot16(x[1].e0, lo), ae_rdot16(x[1].o0, hi));
+      const v128 d = wasm_i16x8_add(ae_rdot16(x[2].e0, lo), ae_rdot16(x[2].o0, hi));
+      const v128 e = wasm_i16x8_add(ae_rdot16(x[3].e0, lo), ae_rdot16(x[3].o0, hi));
+      const v128 ac = wasm_i16x8_add(wasm_i32x4_shuffle(a, c, 0, 4, 1, 5), wasm_i32x4_shuffle(a, c, 2, 6, 3, 7));
+      const v128 de = wasm_i16x8_add(wasm_i32x4_shuffle(d, e, 0, 4, 1, 5), wasm_i32x4_shuffle(d, e, 2, 6, 3, 7));
+      const v128 s = wasm_i32x4_extadd_pairwise_i16x8(
+          wasm_i16x8_add(wasm_i32x4_shuffle(ac, de, 0, 1, 4, 5), wasm_i32x4_shuffle(ac, de, 2, 3, 6, 7)));
+      acc = fma_block(kind, acc, s, sum8 + 4 * b, bscale(w), dx + 4 * b);
+      continue;
+    }
+#endif
     v128 m[4];
     unpack(kind, w, m);
     const xblk *x = xs + 4 * b;

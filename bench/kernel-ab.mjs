@@ -1,0 +1,114 @@
+#!/usr/bin/env node
+// A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
+// weights, same activation), with a bit-for-bit check of every version against the scalar reference.
+//   node bench/kernel-ab.mjs [--type q4_0|q8_0] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
+//                            [--revs HEAD~1,work] [--rounds 9]
+// Each revision's src/kernels/simd128/dot_<type>_simd128.c (+ its simd128_util.h and kernels.h, from `git show`;
+// 'work' = the working tree) is compiled into a standalone module (clang; --relaxed: -mrelaxed-simd with the
+// newest clang-N >= 16, as the CMake build) with renamed entry points, next to the working tree's scalar
+// references. Times are CPU time (process.cpuUsage) of back-to-back calls, best round: other processes on a
+// shared machine add wall time but not this process's CPU time. --mode cold cycles the weights over 256 MiB
+// copies (every call reads DRAM, as decode does) and adds the streaming-read probe of docs/PERFORMANCE.md.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import v8 from 'node:v8';
+import { args, repoRoot } from './lib/common.mjs';
+
+v8.setFlagsFromString('--no-liftoff');
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+const { has, opt } = args();
+const type = opt('--type', 'q4_0');
+if (type !== 'q4_0' && type !== 'q8_0') throw new Error('--type: q4_0 or q8_0');
+const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
+const mode = opt('--mode', 'cold');
+const relaxed = has('--relaxed');
+const revs = String(opt('--revs', 'HEAD,work')).split(',');
+const rounds = Number(opt('--rounds', 9));
+
+function findClang() {
+  if (!relaxed) return 'clang';
+  for (let v = 30; v >= 16; v--) { try { execFileSync(`clang-${v}`, ['--version'], { stdio: 'ignore' }); return `clang-${v}`; } catch { /* next */ } }
+  throw new Error('--relaxed needs clang >= 16 (apt-get install clang-19 lld-19)');
+}
+const cc = findClang();
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-kab-'));
+const flags = ['--target=wasm32-wasi', '-O3', '-msimd128', '-mbulk-memory', '-mmutable-globals', '-mnontrapping-fptoint', '-msign-ext',
+  '-ffp-contract=off', '-fno-math-errno', '-fvisibility=hidden', '-std=gnu11', ...(relaxed ? ['-mrelaxed-simd'] : [])];
+const show = (rev, p) => rev === 'work' ? fs.readFileSync(path.join(repoRoot, p), 'utf8') : execFileSync('git', ['-C', repoRoot, 'show', `${rev}:${p}`], { encoding: 'utf8', maxBuffer: 1 << 26 });
+const objs = [];
+function compile(src, name, inc) {
+  const c = path.join(tmp, `${name}.c`), o = path.join(tmp, `${name}.o`);
+  fs.writeFileSync(c, src);
+  execFileSync(cc, [...flags, `-I${inc}`, '-c', c, '-o', o], { stdio: 'inherit' });
+  objs.push(o);
+}
+// the working tree's references and a few helpers
+compile(`#include "kernels/kernels.h"
+#include <wasm_simd128.h>
+AE_EXPORT void kab_ref(const void *W, int ncols, const void *x, float *y, int r0, int r1) {
+  for (int r = r0; r < r1; r++) ae_vec_dot_${type}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / 32) * ${type === 'q4_0' ? 18 : 34}, x);
+}
+AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_q8_0_ref(x, y, n); }
+AE_EXPORT int kab_probe(const void *p, int bytes) {
+  const v128_t *v = (const v128_t *)p;
+  v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
+  for (int i = 0; i < bytes / 16; i += 4) { a = wasm_v128_xor(a, v[i]); b = wasm_v128_xor(b, v[i + 1]); c = wasm_v128_xor(c, v[i + 2]); d = wasm_v128_xor(d, v[i + 3]); }
+  return wasm_i32x4_extract_lane(wasm_v128_xor(wasm_v128_xor(a, b), wasm_v128_xor(c, d)), 0);
+}`, 'ref', path.join(repoRoot, 'src'));
+for (const f of ['quants_ref.c', 'fp16_ref.c']) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8'), f.replace('.c', ''), path.join(repoRoot, 'src'));
+revs.forEach((rev, i) => {
+  const inc = path.join(tmp, `rev${i}`);
+  for (const p of ['src/kernels/kernels.h', 'src/kernels/dtypes.inc', 'src/core/common.h', 'src/kernels/simd128/simd128_util.h']) {
+    fs.mkdirSync(path.dirname(path.join(inc, p)), { recursive: true });
+    fs.writeFileSync(path.join(inc, p), show(rev, p));
+  }
+  const k = show(rev, `src/kernels/simd128/dot_${type}_simd128.c`).replace('#include "simd128_util.h"', '#include "kernels/simd128/simd128_util.h"');
+  const ren = ['matvec_rows', 'vec_dot', 'from_float', 'to_float'].map((f) => `#define ae_${f}_${type}_simd128 kab${i}_${f}`).join('\n');
+  compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
+});
+const wasm = path.join(tmp, 'kab.wasm');
+execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory',
+  '-Wl,--max-memory=4294967296', '-Wl,-z,stack-size=1048576', ...objs, '-o', wasm], { stdio: 'inherit' });
+
+const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });
+const X = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasm)), { env: { memory: mem } }).exports;
+fs.rmSync(tmp, { recursive: true, force: true });
+const bs = type === 'q4_0' ? 18 : 34, nb = cols / 32, matBytes = rows * nb * bs;
+const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(256 * 2 ** 20 / matBytes));
+const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + nb * 34 + 64, y1 = y0 + rows * 4 + 64;
+const W = (y1 + rows * 4 + 4095) & ~4095;
+if (W + copies * matBytes > mem.buffer.byteLength) mem.grow(Math.ceil((W + copies * matBytes - mem.buffer.byteLength) / 65536));
+const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer);
+let s = 12345;
+const rnd = () => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return (s >>> 0) / 4294967296; };
+const xs = new Float32Array(mem.buffer, xf, cols);
+for (let i = 0; i < cols; i++) xs[i] = (rnd() - 0.5) * 4;
+X.kab_quant(xf, xq, cols);
+for (let c = 0; c < copies; c++) {
+  const o = W + c * matBytes;
+  for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
+  for (let b = 0; b < rows * nb; b++) dv.setUint16(o + b * bs, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
+}
+X.kab_ref(W, cols, xq, y0, 0, rows);
+const ref = new Uint32Array(mem.buffer, y0, rows).slice();
+const fns = revs.map((rev, i) => [rev, X[`kab_mv${i}`]]);
+for (const [rev, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) {
+  new Uint32Array(mem.buffer, y1, rows).fill(0xdeadbeef);
+  f(W, cols, xq, y1, a, b);
+  const got = new Uint32Array(mem.buffer, y1, rows);
+  for (let r = a; r < b; r++) if (got[r] !== ref[r]) throw new Error(`${rev}: row ${r} (rows ${a}..${b}) differs from the reference`);
+}
+if (mode !== 'hot') fns.push(['read probe', (w) => X.kab_probe(w, matBytes)]);
+const best = new Map();
+let ci = 0;
+for (let r = 0; r < rounds; r++) for (const [name, f] of fns) {
+  const c0 = process.cpuUsage();
+  const cpu = () => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
+  let k = 0;
+  while (cpu() < 40) { f(W + (ci++ % copies) * matBytes, cols, xq, y1, 0, rows); k++; }
+  best.set(name, Math.min(best.get(name) ?? Infinity, cpu() / k));
+}
+console.log(`${type} ${rows}x${cols} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the reference`);
+for (const [name] of fns) console.log(`  ${name.padEnd(12)} ${best.get(name).toFixed(3)} ms  ${(matBytes / best.get(name) / 1e6).toFixed(1)} GB/s`);
