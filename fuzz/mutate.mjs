@@ -19,8 +19,10 @@ const INTERESTING_64 = [0n, 1n, 0xffffffffn, 0x100000000n, 0x7fffffffffffffffn, 
 const F32_SPECIAL = [NaN, Infinity, -Infinity, 0, -0, 1e38, 3.4028235e38, -1, 1.17549435e-38, 1e-45];
 
 /** One random mutation of `b` (a new array; `others` are seeds to splice with). */
-export function mutateBytes(b, rng, others = []) {
-  let out = new Uint8Array(b);
+export function mutateBytes(b, rng, others = []) { return mutateOwned(new Uint8Array(b), rng, others); }
+
+/** One random mutation of `out`, in place when the length stays (returns the array to use). */
+function mutateOwned(out, rng, others) {
   const n = out.length;
   const op = rng.int(12);
   const dv = () => new DataView(out.buffer, out.byteOffset, out.byteLength);
@@ -67,9 +69,9 @@ export function mutateBytes(b, rng, others = []) {
 
 /** 1..k stacked byte mutations. */
 export function mutateBytesN(b, rng, others, k = 4) {
-  let out = b;
+  let out = new Uint8Array(b); // one copy, then in place
   const n = 1 + rng.int(k);
-  for (let i = 0; i < n; i++) out = mutateBytes(out, rng, others);
+  for (let i = 0; i < n; i++) out = mutateOwned(out, rng, others);
   return out;
 }
 

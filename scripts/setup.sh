@@ -7,9 +7,11 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 # libclang-rt-14-dev: libFuzzer, ASan and UBSan runtimes of the native sanitizer / fuzz builds (fuzz/c/build.sh)
+# emscripten + node-acorn (its JS post-pass imports acorn): the ASan/UBSan wasm build of the SIMD kernels
+# (fuzz/c/build-simd-san.sh, tests/simd-san.test.mjs), with emscripten's prebuilt sanitizer runtimes
 # clang-19 + lld-19: the relaxed-SIMD builds (<name>-relaxed.wasm; clang 14 lacks relaxed SIMD). With
 # -nostdlib they need neither libclang-rt-19-dev-wasm32 nor a newer wasi-libc.
-PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 libclang-rt-14-dev wabt emscripten curl clang-19 lld-19"
+PKGS="cmake make clang lld wasi-libc libclang-rt-14-dev-wasm32 libclang-rt-14-dev wabt emscripten node-acorn curl clang-19 lld-19"
 [ "${AETHER_BROWSER_TESTS:-1}" = "1" ] && PKGS="$PKGS chromium"
 missing=$(for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then

@@ -28,7 +28,7 @@ test('the staleness check fails when a C source changes (sampler field, dtype ro
     const edits = [
       ['src/model/sampler.h', (s) => s.replace('float min_p;', 'float min_p;\n  float extra_;')],
       ['src/kernels/dtypes.inc', (s) => s.replace('#undef AE_DTYPE', 'AE_DTYPE(Q3_K, q3_K, 11, 256, 110, Q8_K, W, 108, -1)\n#undef AE_DTYPE')],
-      ['src/core/status.h', (s) => s.replace('};', '  AE_ERR_NEW = 8,           /* "new": test */\n};')],
+      ['src/core/status.h', (s) => s.replace('};', '  AE_ERR_NEW = 9,           /* "new": test */\n};')],
     ];
     for (const [file, edit] of edits) {
       const p = path.join(tmp, file), orig = fs.readFileSync(p, 'utf8'), changed = edit(orig);

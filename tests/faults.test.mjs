@@ -82,14 +82,41 @@ test('dispose during a generation (1 and 2 threads): the generation ends with a 
   }
 });
 
-test('a worker that dies while the model is idle: the next call says the model is unusable (wasm_error), nothing hangs', async () => {
+test('a worker that dies while the model is idle: the next call says the model is unusable (worker_died), nothing hangs', async () => {
   const m = await load(Q8, { threads: 2 });
   await m.complete(PROMPT, { maxTokens: 2, greedy: true });
-  // kill a compute worker from outside (as an OOM killer or a crash would), then wait for its exit event
-  const w = m.engine.workers.workers[0];
-  await w.terminate();
-  for (let i = 0; i < 100 && !m.engine.workers.dead; i++) await new Promise((r) => setTimeout(r, 10));
-  await assertAetherError(() => m.complete(PROMPT, { maxTokens: 2 }), 'wasm_error', ['worker', 'dispose']);
+  // kill a compute worker (as an OOM killer or a crash would): the watchdog thread that owns it sees it exit
+  m.engine.workers.kill(1);
+  for (let i = 0; i < 400 && !m.engine.workers.dead; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(m.engine.workers.dead, 'the pool noticed the dead worker');
+  await assertAetherError(() => m.complete(PROMPT, { maxTokens: 2 }), 'worker_died', ['worker 1', 'dispose']);
+  m.dispose();
+  const again = await load(Q8, { threads: 2 });
+  assert.equal((await again.complete(PROMPT, { maxTokens: 12, greedy: true })).text, await referenceText());
+  again.dispose();
+});
+
+test('a worker killed inside a forward pass: the caller does not block, it gets worker_died; the model stays unusable, a new one works', { timeout: 120000 }, async () => {
+  const m = await load(Q8, { threads: 2 });
+  await m.complete(PROMPT, { maxTokens: 2, greedy: true });
+  const e = m.engine;
+  const tokens = Array.from({ length: Math.min(e.nCtx, 4 * e.maxBatch) }, (_, i) => 3 + (i % 50));
+  // the watchdog terminates worker 1 the moment the pool starts its next job; the main thread is then inside the
+  // synchronous forward (waiting for worker 1 in a barrier) and cannot run any event handler until it returns
+  e.workers.kill(1, true);
+  await new Promise((r) => setTimeout(r, 50)); // the watchdog has the message and waits on the pool's job counter
+  const t0 = performance.now();
+  let err;
+  // forward passes until the kill lands (bounded by time, not count: on a loaded machine the kill can take a while)
+  try { while (performance.now() - t0 < 30000) e.forward(tokens, 0); } catch (x) { err = x; }
+  const ms = performance.now() - t0;
+  assert.ok(err, 'the forward passes failed');
+  assert.equal(err.code, 'worker_died', String(err?.stack ?? err));
+  assert.match(err.message, /compute worker 1 .*forward.*dispose it and load it again/s);
+  assert.ok(ms < 60000, `noticed in ${ms.toFixed(0)} ms`);
+  // marked unusable: every later call says so, and the lock is free (no "already running")
+  await assertAetherError(() => m.complete(PROMPT, { maxTokens: 2 }), 'worker_died', ['worker 1', 'dispose']);
+  await assertAetherError(() => m.complete(PROMPT, { maxTokens: 2 }), 'worker_died', ['worker 1']);
   m.dispose();
   const again = await load(Q8, { threads: 2 });
   assert.equal((await again.complete(PROMPT, { maxTokens: 12, greedy: true })).text, await referenceText());

@@ -12,7 +12,7 @@ const SECONDS = Number(process.env.AETHER_FUZZ_SECONDS ?? 3);
 const FIXTURES = path.join(repoRoot, 'tests/fixtures/fuzz');
 
 function fuzz(target, seconds) {
-  const r = spawnSync(process.execPath, [path.join(repoRoot, 'fuzz/fuzz.mjs'), '--target', target, '--seconds', String(seconds), '--quiet', '--seed', String(Date.now() % 100000)],
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'fuzz/fuzz.mjs'), '--target', target, '--seconds', String(seconds), '--quiet', '--seed', String(Date.now() % 100000), '--corpus', 'none'],
     { encoding: 'utf8', timeout: 600000 });
   const line = r.stdout.trim().split('\n').filter((l) => l.startsWith('{"target"')).pop();
   assert.ok(line, `${target}: no result\n${r.stdout}\n${r.stderr}`);
@@ -24,9 +24,12 @@ function fuzz(target, seconds) {
 }
 
 for (const target of ['gguf', 'rknot', 'safetensors', 'spm', 'tokenizer-json']) {
-  test(`fuzz ${target} (JS, seeded mutation) for ${SECONDS} s: no error other than AetherError, no hang, no crash`, { timeout: 600000 }, () => {
+  test(`fuzz ${target} (JS, coverage-guided) for ${SECONDS} s: no error other than AetherError, no hang, no crash`, { timeout: 600000 }, () => {
     const res = fuzz(target, SECONDS);
     assert.ok(res.rejected > 0 && res.accepted > 0, `both refused and accepted inputs: ${JSON.stringify(res)}`);
+    // coverage guidance works: V8 block coverage of the parser was read and new inputs joined the corpus
+    assert.equal(res.kind, 'js-coverage');
+    assert.ok(res.coverage_blocks > 20 && res.corpus > res.seeds, `coverage grew: ${JSON.stringify(res)}`);
   });
 }
 

@@ -14,6 +14,7 @@ export type AetherErrorCode =
   | 'invalid_argument'
   | 'out_of_memory'     // C status AE_ERR_NO_MEMORY: the run-state arena is too small
   | 'non_finite'        // C status AE_ERR_NONFINITE: NaN / Inf where finite values are required
+  | 'worker_died'       // a compute worker died (C status AE_ERR_WORKER_DIED): the model is unusable, load it again
   | 'wasm_error'        // wasm module missing, failed to validate or instantiate, or an unknown C status code
   | 'aborted'
   | 'disposed';

@@ -22,7 +22,8 @@ typedef struct ae_pool {
   int32_t spin;       /* spin iterations before waiting */
   int32_t n_started;  /* workers that entered ae_worker_main */
   int32_t work;       /* work-sharing counter of the current job (ae_dyn_claim), zeroed by ae_pool_run */
-  int32_t pad_[5];
+  int32_t dead;       /* set (to the worker's ith) by the host when a worker died: every wait gives up */
+  int32_t pad_[4];
 } ae_pool;
 static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
 
@@ -35,8 +36,8 @@ static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
  * atomic.wait32 (seen: loads after the wait read the wrong values; SIMD values live across the wait came
  * back wrong). Inlined into a barrier between SIMD loops this made 2 threads compute garbage in the
  * factored FFN; a wait loop in one function came back with gen != seen and re-ran jobs (a hang). Called
- * as a function, the caller's state survives as across any call. tests/pool.test.mjs checks 1 vs 2
- * threads under --liftoff-only with blocking waits (spin 0). */
+ * as a function, the caller's state survives as across any call. tests/compress.test.mjs checks 1 vs 2
+ * threads with blocking waits (spin 0). */
 static __attribute__((noinline)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
 #if AE_THREADS
   /* Timed: on Node's main thread a notify that races with the start of a wait was seen to be lost now
@@ -48,11 +49,17 @@ static __attribute__((noinline)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
 #endif
 }
 
-AE_INLINE void ae_wait_while_eq(int32_t *p, int32_t v, int32_t spin) {
+/* Wait while *p == v, or until the pool is marked dead: a worker that died (killed, trapped, out of memory) never
+ * arrives, so the host sets pool->dead (a watchdog thread sees the worker exit; a worker that traps sets it itself,
+ * js/src/runtime/threads.ts) and every waiting thread gives up instead of blocking forever. */
+AE_INLINE void ae_pool_wait(ae_pool *pool, int32_t *p, int32_t v, int32_t spin) {
   for (int32_t i = 0; i < spin; i++)
-    if (AE_LOAD(p) != v) return;
+    if (AE_LOAD(p) != v || AE_LOAD(&pool->dead)) return;
 #if AE_THREADS
-  while (AE_LOAD(p) == v) ae_wait32_once(p, v);
+  /* Timed waits (ae_wait32_once): on Node's main thread a notify that races with the start of a wait was seen
+   * to be lost now and then (a hang with an infinite timeout); re-checking every millisecond bounds that, and
+   * bounds how long a dead pool goes unnoticed. */
+  while (AE_LOAD(p) == v && !AE_LOAD(&pool->dead)) ae_wait32_once(p, v);
 #endif
 }
 
@@ -64,7 +71,8 @@ AE_INLINE void ae_notify_all(int32_t *p) {
 #endif
 }
 
-/* All nth threads of the current job meet here. */
+/* All nth threads of the current job meet here (or nobody waits any more once the pool is dead: the job's
+ * results are then garbage, and ae_forward reports AE_ERR_WORKER_DIED). */
 AE_INLINE void ae_barrier(ae_pool *p) {
   const int32_t nth = p->nth;
   if (nth <= 1) return;
@@ -74,7 +82,7 @@ AE_INLINE void ae_barrier(ae_pool *p) {
     __atomic_add_fetch(&p->bar_gen, 1, __ATOMIC_RELEASE);
     ae_notify_all(&p->bar_gen);
   } else {
-    ae_wait_while_eq(&p->bar_gen, g, p->spin);
+    ae_pool_wait(p, &p->bar_gen, g, p->spin);
   }
 }
 
@@ -107,6 +115,7 @@ int ae_pool_init(ae_pool *p, int nth, int spin);
 int ae_worker_main(ae_pool *p, int ith, int32_t gen0);
 void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg);
 void ae_pool_quit(ae_pool *p);
+int ae_pool_dead(ae_pool *p);
 
 /* Each module that runs jobs defines this dispatcher (a switch over its job ids). */
 void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool);

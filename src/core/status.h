@@ -12,5 +12,6 @@ enum ae_status {
   AE_ERR_UNSUPPORTED = 5,   /* "unsupported": dtype / arch / mode not supported by this module */
   AE_ERR_NO_MEMORY = 6,     /* "no memory": arena too small */
   AE_ERR_NONFINITE = 7,     /* "non-finite value": NaN / Inf where finite values are required */
+  AE_ERR_WORKER_DIED = 8,   /* "worker died": a compute worker of the pool died during the call */
 };
 #endif

@@ -66,5 +66,6 @@ AE_ABI_AT(ae_pool, bar_gen, 28);
 AE_ABI_AT(ae_pool, spin, 32);
 AE_ABI_AT(ae_pool, n_started, 36);
 AE_ABI_AT(ae_pool, work, 40);
-AE_ABI_AT(ae_pool, pad_, 44);
+AE_ABI_AT(ae_pool, dead, 44);
+AE_ABI_AT(ae_pool, pad_, 48);
 AE_ABI_SIZE(ae_pool, 64);

@@ -23,6 +23,7 @@ void ae_ffn_layer_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
 
 AE_EXPORT int ae_ffn_layer(ae_pool *pool, ae_forward_args *a) {
   ae_pool_run(pool, AE_JOB_FFN_LAYER, (uint32_t)(uintptr_t)a);
+  if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED;
   return a->status;
 }
 

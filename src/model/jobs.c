@@ -23,6 +23,7 @@ static int any_nonfinite(const float *x, size_t n) {
  * overflow) -> AE_ERR_NONFINITE instead of a sampler picking garbage. @return ae_status */
 AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
   ae_pool_run(pool, AE_JOB_FORWARD, (uint32_t)(uintptr_t)a);
+  if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED; /* the results are garbage */
   if (a->status == AE_OK) {
     const ae_model *m = a->model;
     const size_t rows = a->want_all && m->cfg.logits_all ? (size_t)a->n_tokens : 1;

@@ -296,7 +296,8 @@ function ggufVariants(path: string, g: GGUFFile, arch: string, num: Num, byName:
   return v;
 }
 
-async function planGGUF(path: string, quant: QuantMode): Promise<ConversionPlan> {
+/** The conversion plan of a GGUF file (planConversion for a GGUF path; exported for the fuzzers, fuzz/targets.mjs). */
+export async function planGGUF(path: string, quant: QuantMode): Promise<ConversionPlan> {
   const g = await readGGUF(path);
   const m = g.metadata;
   const notes: string[] = [];

@@ -15,8 +15,31 @@ export async function nodeFs(): Promise<typeof import('node:fs/promises')> {
   }
 }
 
+/**
+ * In-memory files that openForRead serves instead of the disk (path -> bytes). Used by the fuzzers (fuzz/targets.mjs)
+ * to run the format readers on a million inputs without a file write and read per input; the readers cannot tell.
+ */
+const memoryFiles = new Map<string, Uint8Array>();
+export function setMemoryFile(path: string, bytes: Uint8Array | undefined): void {
+  if (bytes) memoryFiles.set(path, bytes); else memoryFiles.delete(path);
+}
+function memoryHandle(bytes: Uint8Array): FileHandle {
+  const h = {
+    async read(buf: Uint8Array, off: number, len: number, pos: number) {
+      const n = Math.max(0, Math.min(len, bytes.length - pos));
+      if (n > 0) buf.set(bytes.subarray(pos, pos + n), off);
+      return { bytesRead: n, buffer: buf };
+    },
+    async stat() { return { size: bytes.length, isFile: () => true, isDirectory: () => false }; },
+    async close() { /* nothing to release */ },
+  };
+  return h as unknown as FileHandle;
+}
+
 /** Open `path` for reading; a failure is a load_error naming the file (`name`, default the path). */
 export async function openForRead(path: string, name = path): Promise<FileHandle> {
+  const mem = memoryFiles.get(path);
+  if (mem) return memoryHandle(mem);
   const fsp = await nodeFs();
   try {
     return await fsp.open(path, 'r');

@@ -7,7 +7,7 @@ import {
   Arch, Cfg, DTYPE_IDS, FWD, HEAD_STAT_NAMES, OP_CLASS_NAMES, FfnAct, FfnMode, GLOBAL_TENSOR_ROLES, LAYER_TENSOR_ROLES, POOL_SIZE, RKNOT_CHECK_NAMES,
   ROLE_NAMES, Role, SMP, Status,
 } from './abi.js';
-import { checkStatus } from './status.js';
+import { checkStatus, type StatusContext } from './status.js';
 import { DTYPE_ROWS } from '../generated/abi.js';
 import { compileModule, isNode, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
 import { hardwareThreads } from '../validate.js';
@@ -504,7 +504,25 @@ export class Engine {
   private check(): void {
     if (this.disposed) throw new AetherError('disposed', 'the model has been disposed');
     // a dead worker would leave the calling thread waiting in the pool's barrier forever: refuse instead
-    if (this.workers?.dead) throw new AetherError('wasm_error', `${this.workers.dead}: the model cannot run on its ${this.threads} threads any more; dispose it and load it again`);
+    if (this.workers && !this.workers.dead) {
+      const ith = this.core.ae_pool_dead(this.pool);
+      if (ith) this.workers.dead = `compute worker ${ith} died`;
+    }
+    if (this.workers?.dead) throw this.workerDied();
+  }
+
+  private workerDied(during?: string): AetherError {
+    return new AetherError('worker_died', `${this.workers?.dead ?? `compute worker ${this.core.ae_pool_dead(this.pool)} died`}${during ? ` during ${during}` : ''}: ` +
+      `the model cannot run on its ${this.threads} threads any more; dispose it and load it again`, { threads: this.threads });
+  }
+
+  /** The status of a call that ran on the pool: a dead worker (AE_ERR_WORKER_DIED) marks the model unusable. */
+  private poolStatus(st: number, ctx: StatusContext): void {
+    if (st === Status.WORKER_DIED) {
+      if (this.workers && !this.workers.dead) this.workers.dead = `compute worker ${this.core.ae_pool_dead(this.pool)} died`;
+      throw this.workerDied(`${ctx.op}${ctx.subject ? ` (${ctx.subject})` : ''}`);
+    }
+    checkStatus(st, ctx);
   }
 
   /**
@@ -562,7 +580,7 @@ export class Engine {
       dv.setInt32(this.args + FWD.POS, pos + s, true);
       dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
       dv.setUint32(this.args + FWD.HIDDEN_SUM, hiddenSum, true);
-      checkStatus(this.core.ae_forward(this.pool, this.args), {
+      this.poolStatus(this.core.ae_forward(this.pool, this.args), {
         op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },
       });
     }
@@ -905,7 +923,7 @@ export class Engine {
     dv.setInt32(this.args + FWD.POS, layer, true);
     dv.setInt32(this.args + FWD.WANT_ALL, 0, true);
     dv.setUint32(this.args + FWD.HIDDEN_SUM, 0, true);
-    checkStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
+    this.poolStatus(this.core.ae_ffn_layer(this.pool, this.args), { op: `FFN of layer ${layer}`, details: { layer, n } });
   }
 
   get coreExports(): Exports { return this.core; }

@@ -21,6 +21,7 @@ export const STATUS_ERROR_CODES: Readonly<Record<number, AetherErrorCode>> = {
   [Status.UNSUPPORTED]: 'unsupported',
   [Status.NO_MEMORY]: 'out_of_memory',
   [Status.NONFINITE]: 'non_finite',
+  [Status.WORKER_DIED]: 'worker_died',
 };
 
 export interface StatusContext {

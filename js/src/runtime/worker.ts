@@ -4,6 +4,7 @@
  * Message in: WorkerInit. Messages out: { type: 'ready' } | { type: 'exit' } | { type: 'error', message }.
  */
 import { instantiateSet } from './instance.js';
+import { markPoolDead } from './pool-dead.js';
 
 export interface WorkerInit {
   memory: WebAssembly.Memory;
@@ -24,6 +25,8 @@ function run(init: WorkerInit, post: Post): void {
     ex[init.driver].ae_worker_main(init.pool, init.ith, init.gen0);
     post({ type: 'exit' });
   } catch (e) {
+    // a trap inside a job: nobody else would tell the threads waiting for this one in the pool
+    try { markPoolDead(init.memory, init.pool, init.ith); } catch { /* no memory: instantiation failed */ }
     post({ type: 'error', message: String((e as Error)?.message ?? e) });
   }
 }
