@@ -17,7 +17,7 @@ setFlagsFromString('--no-wasm-lazy-compilation');
 // pick the -relaxed.wasm builds. Set before any module is compiled.
 if (!relaxedSimdSupported()) setFlagsFromString('--experimental-wasm-relaxed-simd');
 
-const COMMANDS = ['run', 'serve', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze', 'compress'] as const;
+const COMMANDS = ['run', 'serve', 'bench', 'convert', 'inspect', 'profile', 'profile-heads', 'eval', 'longctx', 'analyze', 'compress', 'lora-plan'] as const;
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

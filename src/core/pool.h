@@ -30,6 +30,25 @@ static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
 #define AE_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define AE_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* One memory.atomic.wait32, alone in a function that is never inlined and touches no memory after it.
+ * V8's baseline wasm compiler (Liftoff; Node 20 on x64: code that is not tiered up yet, or all code with
+ * --liftoff-only) leaves state that later code in the same function relies on corrupted after an
+ * atomic.wait32 (seen: loads after the wait read the wrong values; SIMD values live across the wait came
+ * back wrong). Inlined into a barrier between SIMD loops this made 2 threads compute garbage in the
+ * factored FFN; a wait loop in one function came back with gen != seen and re-ran jobs (a hang). Called
+ * as a function, the caller's state survives as across any call. tests/compress.test.mjs checks 1 vs 2
+ * threads with blocking waits (spin 0). */
+static __attribute__((noinline)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
+#if AE_THREADS
+  /* Timed: on Node's main thread a notify that races with the start of a wait was seen to be lost now
+   * and then (a hang with an infinite timeout); the caller re-checks every millisecond. */
+  return __builtin_wasm_memory_atomic_wait32(p, v, 1000000);
+#else
+  (void)p; (void)v;
+  return 1;
+#endif
+}
+
 /* Wait while *p == v, or until the pool is marked dead: a worker that died (killed, trapped, out of memory) never
  * arrives, so the host sets pool->dead (a watchdog thread sees the worker exit; a worker that traps sets it itself,
  * js/src/runtime/threads.ts) and every waiting thread gives up instead of blocking forever. */
@@ -37,10 +56,10 @@ AE_INLINE void ae_pool_wait(ae_pool *pool, int32_t *p, int32_t v, int32_t spin) 
   for (int32_t i = 0; i < spin; i++)
     if (AE_LOAD(p) != v || AE_LOAD(&pool->dead)) return;
 #if AE_THREADS
-  /* Timed waits: on Node's main thread a notify that races with the start of a wait was seen to be
-   * lost now and then (a hang with an infinite timeout); re-checking every millisecond bounds that, and
+  /* Timed waits (ae_wait32_once): on Node's main thread a notify that races with the start of a wait was seen
+   * to be lost now and then (a hang with an infinite timeout); re-checking every millisecond bounds that, and
    * bounds how long a dead pool goes unnoticed. */
-  while (AE_LOAD(p) == v && !AE_LOAD(&pool->dead)) __builtin_wasm_memory_atomic_wait32(p, v, 1000000);
+  while (AE_LOAD(p) == v && !AE_LOAD(&pool->dead)) ae_wait32_once(p, v);
 #endif
 }
 

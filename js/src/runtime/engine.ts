@@ -467,10 +467,6 @@ export class Engine {
       if (mm) { layer = Number(mm[1]); role = LAYER_TENSOR_ROLES[mm[2]]; }
       else role = t.name === ropeFactors ? Role.ROPE_FREQS : GLOBAL_TENSOR_ROLES[t.name];
       if (role === undefined) continue; // tensors the forward does not use
-      if (this.threads > 1 && /^blk\.\d+\.ffn_(gate|up|down)_b\.weight$/.test(t.name)) {
-        // known bug: the factored FFN path deadlocks with worker threads (not diagnosed yet); refuse rather than hang
-        throw new AetherError('unsupported', `tensor '${t.name}': low-rank FFN factors (aether compress --method aa-svd / svd) run on one thread only in this build; load with threads: 1`);
-      }
       if (layer >= this.config.n_layers) throw new AetherError('format_error', `tensor '${t.name}': layer ${layer} >= n_layers ${this.config.n_layers}`);
       const type = DTYPE_IDS[t.dtype];
       if (type === undefined) throw new AetherError('unsupported', `tensor '${t.name}': dtype '${t.dtype}' is not supported`);

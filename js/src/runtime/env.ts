@@ -103,6 +103,25 @@ export function requireSimd(): void {
   }
 }
 
+/**
+ * Node: compile wasm with the optimising tier only (V8 flags --no-liftoff --no-wasm-lazy-compilation, what the
+ * aether CLI sets at start), before the first threaded module is compiled. Node 20's baseline compiler
+ * (Liftoff, V8 11.3, x64) runs threaded code wrong once a thread blocks in memory.atomic.wait32: with blocking
+ * waits 2 threads computed garbage (compressed FFN, 1 vs 2 threads) and a worker re-ran finished jobs (a
+ * hang); the same code is right with --no-liftoff or with spinning only (src/core/pool.h, ae_wait32_once).
+ * The flags stay set for the process (later compilations skip Liftoff too, as under the CLI).
+ */
+let topTierSet = false;
+async function optimisingTierOnly(): Promise<void> {
+  if (topTierSet) return;
+  topTierSet = true;
+  try {
+    const v8 = await import('node:v8');
+    v8.setFlagsFromString('--no-liftoff');
+    v8.setFlagsFromString('--no-wasm-lazy-compilation');
+  } catch { /* not Node's v8 module: nothing to do */ }
+}
+
 /** Base URL of the built modules (wasm/ at the package root). */
 let wasmBase: URL | string = new URL('../../../wasm/', import.meta.url);
 export function setWasmBaseUrl(url: URL | string): void { wasmBase = url; }
@@ -137,6 +156,7 @@ export function compileModule(name: string, threaded: boolean, relaxed = false):
       } catch (e) {
         throw new AetherError('wasm_error', `cannot read wasm module ${url.href}: ${(e as Error).message} (run 'npm run build:wasm')`);
       }
+      if (threaded && isNode) await optimisingTierOnly();
       try {
         return await WebAssembly.compile(bytes);
       } catch (e) {
