@@ -69,6 +69,9 @@ export class Kernels {
 
 /** relaxed: the -relaxed build (Node 20 validates it only with --experimental-wasm-relaxed-simd). */
 export async function loadKernels({ st = false, pages = 256, memory = null, tid = 0, relaxed = false } = {}) {
+  // Threaded modules are compiled with the optimising tier only, as the library does (js/src/runtime/env.ts:
+  // Node 20's baseline compiler corrupts state across memory.atomic.wait32, see src/core/pool.h).
+  if (!st) { const v8 = await import('node:v8'); v8.setFlagsFromString('--no-liftoff'); v8.setFlagsFromString('--no-wasm-lazy-compilation'); }
   const bytes = readFileSync(modulePath(`kernels-test${st ? '-st' : ''}${relaxed ? '-relaxed' : ''}`));
   const mem = memory ?? new WebAssembly.Memory({ initial: pages, maximum: 65536, shared: !st });
   const { module, instance } = await WebAssembly.instantiate(bytes, { env: { memory: mem } });
