@@ -385,6 +385,66 @@ test('matvec: == vec_dot per row (bit-exact), quantised == reference, any row sp
   }
 });
 
+test('q4_0 repacked at load (AE_Q4_0_R4): repack SIMD == reference bytes, unpack restores them; matvec / matmul == the q4_0 reference bit for bit (any rows, tokens, column chunks); inf/nan scales refused', () => {
+  const r = rng(53);
+  const R4 = X.kt_q4_0_r4_type(), bs = BLOCK[T.Q4_0][1];
+  const halfs = [0x0000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x8001, 0x2e66, 0xae66];
+  for (const [rows, cols] of [[4, 32], [8, 96], [36, 3104], [260, 256], [12, 16416], [8, 4128]]) withMark(() => {
+    const nb = cols / 32, rs = nb * bs;
+    const w = randomRow(r, T.Q4_0, rows * cols, 0.03), dv = new DataView(w.buffer);
+    for (let i = 0; i < rows * nb; i++) {   // signs, zero, subnormal, the largest finite halves
+      if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
+      if (r.next() < 0.05) dv.setUint16(i * bs, halfs[r.int(0, halfs.length - 1)], true);
+    }
+    const W = k.putU8(w), P = k.putU8(w), Q = k.putU8(w), tmp = k.alloc(4 * rs);
+    assert.equal(X.kt_repack_q4_0_r4(SIMD, P, rows, cols, tmp), 0);
+    assert.equal(X.kt_repack_q4_0_r4(REF, Q, rows, cols, tmp), 0);
+    assert.deepEqual(k.u8(P, rows * rs), k.u8(Q, rows * rs), `${rows}x${cols}: SIMD repack == reference`);
+    assert.notDeepEqual(k.u8(P, rows * rs), k.u8(W, rows * rs));
+    X.kt_unpack_q4_0_r4(Q, rows, cols, tmp);
+    assert.deepEqual(k.u8(Q, rows * rs), k.u8(W, rows * rs), `${rows}x${cols}: unpack restores the file bytes`);
+    const xq = quantAct(T.Q4_0, r.floats(cols).map((v, i) => (i % 97 === 0 ? 1e3 : v)), SIMD);
+    const y0 = k.alloc(rows * 4), y1 = k.alloc(rows * 4), y2 = k.alloc(rows * 4);
+    X.kt_matvec(T.Q4_0, REF, W, cols, xq, y0, 0, rows);
+    X.kt_matvec(R4, SIMD, P, cols, xq, y1, 0, rows);
+    X.kt_matvec(R4, REF, P, cols, xq, y2, 0, rows);
+    const ref = Float32Array.from(k.f32(y0, rows));
+    assertBitsEqual(k.f32(y1, rows), ref, `${rows}x${cols} R4 matvec vs q4_0 reference`);
+    assertBitsEqual(k.f32(y2, rows), ref, `${rows}x${cols} R4 reference vs q4_0 reference`);
+    for (let trial = 0; trial < 3; trial++) {   // splits misaligned to the groups: only rows [a, b) are written
+      k.f32(y1, rows).fill(NaN);
+      let a = 0;
+      while (a < rows) { const b = Math.min(rows, a + r.int(1, 7)); X.kt_matvec(R4, SIMD, P, cols, xq, y1, a, b); a = b; }
+      assertBitsEqual(k.f32(y1, rows), ref, `${rows}x${cols} R4 split`);
+    }
+    k.f32(y1, rows).fill(NaN);
+    X.kt_matvec(R4, SIMD, P, cols, xq, y1, 1, Math.max(2, rows - 1));
+    assert.ok(Number.isNaN(k.f32(y1, rows)[0]) && (rows < 3 || Number.isNaN(k.f32(y1, rows)[rows - 1])), 'rows outside [r0, r1) untouched');
+    for (const nvec of [2, 4, 5, 9]) {
+      const xqs = Math.ceil(k.rowSize(T.Q8_0, cols) / 64) * 64 + 64, ystr = rows + 3;
+      const xqm = k.alloc(xqs * nvec), ym = k.alloc(ystr * nvec * 4), yv = k.alloc(rows * 4);
+      for (let b = 0; b < nvec; b++) X.kt_quantize(T.Q4_0, SIMD, k.putF32(r.floats(cols)), xqm + b * xqs, cols);
+      for (const [a, b] of [[0, rows], [rows > 4 ? 2 : 1, rows - 1]]) {
+        X.kt_matmul(R4, P, cols, xqm, xqs, nvec, ym, ystr, a, b);
+        for (let t = 0; t < nvec; t++) {
+          X.kt_matvec(T.Q4_0, REF, W, cols, xqm + t * xqs, yv, a, b);
+          assertBitsEqual(k.f32(ym + (t * ystr + a) * 4, b - a), k.f32(yv + a * 4, b - a), `${rows}x${cols} R4 matmul ${nvec} tokens rows ${a}..${b} token ${t}`);
+        }
+      }
+    }
+    // a block scale inf or nan: refused, nothing changed (the R4 kernels convert finite scales only)
+    for (const h of [0x7c00, 0xfc00, 0x7e00]) {
+      const bad = w.slice(); new DataView(bad.buffer).setUint16((rows * nb - 1) * bs, h, true);
+      const B = k.putU8(bad);
+      for (const ref of [SIMD, REF]) {
+        assert.equal(X.kt_repack_q4_0_r4(ref, B, rows, cols, tmp), 1);
+        assert.deepEqual(k.u8(B, rows * rs), bad);
+      }
+    }
+    assert.equal(X.kt_repack_q4_0_r4(SIMD, W, rows - 1, cols, tmp), 1, 'rows % 4 != 0 refused');
+  });
+});
+
 test('matvec 3072x8192 (first, middle and last rows) for every dtype', () => {
   const r = rng(52);
   const cols = 8192, rowsTotal = 3072;
@@ -617,6 +677,18 @@ test('stack use per kernel call <= 16 KiB (guard below a 16 KiB stack stays inta
       X.kt_get_row(0, type, W, 1, cols, k.alloc(cols * 4));
     } finally { X.__stack_pointer.value = saved; }
     check(TYPE_NAMES[type]);
+  }
+  {   // the repacked q4_0 layout's matvec / matmul / repack (8 rows: two groups)
+    const R4 = X.kt_q4_0_r4_type(), rs = k.rowSize(T.Q4_0, cols);
+    const W = k.putU8(randomRow(r, T.Q4_0, 8 * cols, 0.03)), tmp = k.alloc(4 * rs), xq = quantAct(T.Q4_0, r.floats(cols), SIMD), y = k.alloc(8 * 4 * 5);
+    X.__stack_pointer.value = top;
+    try {
+      assert.equal(X.kt_repack_q4_0_r4(SIMD, W, 8, cols, tmp), 0);
+      X.kt_matvec(R4, SIMD, W, cols, xq, y, 0, 8);
+      X.kt_matvec(R4, SIMD, W, cols, xq, y, 1, 7);
+      X.kt_matmul(R4, W, cols, xq, 0, 5, y, 8, 0, 8);
+    } finally { X.__stack_pointer.value = saved; }
+    check('q4_0 repacked');
   }
   const n = 4099, a = k.putF32(r.floats(n)), b = k.putF32(r.floats(n)), o = k.alloc(n * 4);
   const q = k.putF32(r.floats(128)), kv = k.putF32(r.floats(128 * 300)), att = k.alloc(300 * 4), cs = k.alloc(128 * 4);

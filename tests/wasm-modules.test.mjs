@@ -100,8 +100,9 @@ for (const m of built) {
     const relaxed = m.variant.endsWith('-relaxed');
     // dtypes whose dot kernels have relaxed variants (#if AE_RELAXED in their dot_*_simd128.c); the others compile
     // their plain code in the relaxed builds too
-    const RELAXED_KERNELS = ['f32', 'f16', 'q8_0', 'q4_0', 'q4_K', 'q6_K'];
-    const FLOAT_OPS = relaxed ? ['f32x4.relaxed_madd', 'v128.load'] : ['f32x4.mul', 'f32x4.add', 'v128.load'];
+    // (f32 / f16 / q8_0 compile their plain code there: the same bits, measured as fast; docs/DESIGN.md "Relaxed SIMD")
+    const RELAXED_KERNELS = ['q4_0', 'q4_K', 'q6_K'];
+    const FLOAT_OPS = ['f32x4.mul', 'f32x4.add', 'v128.load'];
     const QUANT_OPS = relaxed ? ['i32x4.dot_i8x16_i7x16_add_s', 'v128.load'] : ['i32x4.dot_i16x8_s', 'v128.load'];
     // q4_0 uses the i16 form (i16x8.relaxed_dot_i8x16_i7x16_s: one pmaddubsw on x64), also in its prefill GEMM
     const RELAXED_I16 = { q4_0: ['i16x8.dot_i8x16_i7x16_s', 'v128.load'] };
@@ -130,6 +131,9 @@ for (const m of built) {
       ['attn_accum q8_0', ['f32x4.mul', 'f32x4.add', 'i32x4.extend_low_i16x8_s']], ['attn_accum q4_0', ['f32x4.mul', 'f32x4.add', 'v128.and']],
     ];
     OTHER.forEach(([what, ops], i) => KERNELS.push([what, ops, inst.exports.kt_kernel_fn(i)]));
+    // the load-time repacked q4_0 layout (kernels.h AE_Q4_0_R4): its matvec and prefill GEMM
+    const R4 = inst.exports.kt_q4_0_r4_type(), r4ops = relaxed ? ['i16x8.dot_i8x16_i7x16_s', 'v128.load32_splat'] : ['i32x4.dot_i16x8_s', 'v128.load32_splat'];
+    KERNELS.push(['matvec q4_0_r4', r4ops, inst.exports.kt_dtype_fn(R4, 1)], ['matmul q4_0_r4', r4ops, inst.exports.kt_dtype_fn(R4, 2)]);
     for (let i = 0; i < KERNELS.length; i++) {
       const [what, ops, ti] = KERNELS[i];
       assert.ok(table.has(ti), `${what}: table index ${ti} not in the element section`);

@@ -34,6 +34,17 @@
                                   int d0, int d1, float *y) { ae_axpy_rows_ref(AE_##ID, base, rs, idx, coef, cnt, d0, d1, y); }
 AE_NAT_AXPY(f32, F32) AE_NAT_AXPY(f16, F16) AE_NAT_AXPY(q8_0, Q8_0) AE_NAT_AXPY(q4_0, Q4_0)
 
+/* load-time repacked q4_0 (kernels.h AE_Q4_0_R4): the scalar repack and reference matvec */
+int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) { return ae_repack_q4_0_r4_ref(W, nrows, ncols, tmp); }
+void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q4_0_r4_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  for (int b = 0; b < nvec; b++)
+    ae_matvec_q4_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
+}
+
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_ref(y, x, w, n, eps); }
 void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) { ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); }
 void ae_softmax_simd128(float *x, int n) { ae_softmax_ref(x, n); }

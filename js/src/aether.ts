@@ -684,6 +684,7 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optInt('spin', o.spin, 0);
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
+  if (o.repack !== undefined && typeof o.repack !== 'boolean' && o.repack !== 'auto') throw new AetherError('invalid_argument', `repack: expected true, false or 'auto', got ${String(o.repack)}`);
   optSignal('signal', o.signal);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new AetherError('invalid_argument', 'onProgress: expected a function');
   if (o.modules !== undefined && (!Array.isArray(o.modules) || !o.modules.every((m) => typeof m === 'string'))) throw new AetherError('invalid_argument', 'modules: expected an array of module names');

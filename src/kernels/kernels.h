@@ -284,6 +284,31 @@ float ae_cosf(float x);
 #undef AE_DT_DECL_W
 #undef AE_DT_DECL_WM
 
+/* ---- load-time repacked weights (docs/DESIGN.md "Repacked weights") -----------------------------------
+ * AE_Q4_0_R4 is not a file dtype (not in dtypes.inc, never in a file): the in-memory layout a q4_0 matrix gets at
+ * load (ae_model_repack_tensor), rows in groups of 4. Group g (rows 4g..4g+3) takes the bytes of those 4 rows
+ * (4 * row_size), as nb records of 72 B, one per block column b: the 4 rows' f16 scales (8 B), then 4 x 16 B where
+ * 16 B chunk j holds, for row k at bytes 4k..4k+3, elements 8j+i (low nibble of byte i) and 8j+4+i (high nibble),
+ * i < 4. One record = the 4 rows' block b, so a group streams as ONE sequential run, and with the activation's
+ * 4 bytes x[8j+i] splatted, i16x8.relaxed_dot (or i32x4.dot_i16x8) gives the 4 rows' sums in the lanes with no
+ * transposition. Only matrices with rows % 4 == 0 are repacked (all rows in groups). Traits: q4_0's sizes and
+ * vec_dot_type, matvec / matmul kernels of this layout, no vec_dot / to_float (row access through
+ * ae_unpack_q4_0_r4). Results equal the q4_0 kernels' on the unpacked rows bit for bit. */
+#define AE_Q4_0_R4 ((ae_type)256)   /* above every ggml id: in no table indexed by a file dtype */
+#define AE_R4_REC 72
+/* In place: rows [0, nrows) (nrows % 4 == 0) of a q4_0 matrix into the R4 layout; tmp: 4 * row_size bytes.
+ * Returns 0, or 1 (nothing changed) when a block scale is inf / nan: the R4 kernels convert scales with the fast
+ * path only (exact for finite halves), so such a matrix stays q4_0 (whose kernels handle them). */
+int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
+int ae_repack_q4_0_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+/* The inverse (tests, tools): R4 matrix -> plain q4_0 rows, in place; tmp: 4 * row_size bytes. */
+void ae_unpack_q4_0_r4(void *W, int nrows, int ncols, void *tmp);
+/* Reference: rows [r0, r1) of an R4 matrix, the q4_0 reference's operation sequence (ae_vec_dot_q4_0_ref). */
+void ae_matvec_q4_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

@@ -38,12 +38,21 @@ static const ae_type_traits k_ref[AE_TYPE_COUNT] = {
 #include "kernels/dtypes.inc"
 };
 
+/* The load-time repacked layout (kernels.h AE_Q4_0_R4): q4_0's sizes and activation dtype, its own matvec / matmul;
+ * no vec_dot / to_float / from_float (rows are not contiguous). The reference table's entry has no kernels either:
+ * ae_matvec_ref runs ae_matvec_q4_0_r4_ref for it. */
+static const ae_type_traits k_q4_0_r4 = {"q4_0_r4", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0,
+                                         ae_matvec_rows_q4_0_r4_simd128, ae_matmul_rows_q4_0_r4_simd128};
+static const ae_type_traits k_q4_0_r4_ref = {"q4_0_r4", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0, 0, 0};
+
 const ae_type_traits *ae_traits(ae_type t) {
+  if (t == AE_Q4_0_R4) return &k_q4_0_r4;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_simd[t].name) return 0;
   return &k_simd[t];
 }
 
 const ae_type_traits *ae_traits_ref(ae_type t) {
+  if (t == AE_Q4_0_R4) return &k_q4_0_r4_ref;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_ref[t].name) return 0;
   return &k_ref[t];
 }

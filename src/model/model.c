@@ -121,6 +121,26 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
   return AE_OK;
 }
 
+/* Load-time repack of one weight matrix into the layout its kernels stream fastest (docs/DESIGN.md "Repacked
+ * weights"; kernels.h AE_Q4_0_R4), in place, after init (the weights are in memory and checked). Returns 1 when
+ * the tensor was repacked, 0 when it stays as it is (absent, not q4_0, rows % 4 != 0, an inf/nan block scale, the
+ * token embedding, which get_rows reads by row, or a matrix sharing its bytes), < 0 an error. The tensor's type
+ * becomes AE_Q4_0_R4: every consumer dispatches on it (ae_traits), so nothing else changes. Scratch: the run
+ * state's hb (free between forward calls), at least 4 rows of the widest matrix (checked). */
+AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
+  if (!m->initialised || (layer >= 0 && layer >= m->cfg.n_layers) || layer < -1) return AE_ERR_INVALID_ARG;
+  ae_tensor *t = tensor_slot(m, layer, role);
+  if (!t) return AE_ERR_INVALID_ARG;
+  if (!t->data || t->type != AE_Q4_0 || t->ne1 % 4 || t->ne1 < 4) return 0;
+  if (role == AE_T_TOK_EMBD && layer < 0) return 0;
+  if (t != &m->tok_embd && t->data == m->tok_embd.data) return 0;
+  const size_t need = 4 * ae_row_size(AE_Q4_0, t->ne0), have = (size_t)m->cfg.max_batch * (size_t)m->cfg.hidden_dim * 4;
+  if (need > have) return 0;
+  if (ae_repack_q4_0_r4((void *)(uintptr_t)t->data, t->ne1, t->ne0, m->hb)) return 0;
+  t->type = AE_Q4_0_R4;
+  return 1;
+}
+
 /* Mark layer `layer` as a sliding-window layer (1) or full attention (0). */
 AE_EXPORT int ae_model_set_layer_swa(ae_model *m, int layer, int swa) {
   if (m->initialised || layer < 0 || layer >= AE_MAX_LAYERS || (swa != 0 && swa != 1)) return AE_ERR_INVALID_ARG;

@@ -163,6 +163,14 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
   }
 }
 
+/* Load-time repacked q4_0 (kernels.h AE_Q4_0_R4): its type id, the repack (SIMD or reference) and the unpack, in
+ * place (tmp: 4 row sizes). kt_matvec / kt_matmul take the type id like any other. */
+AE_EXPORT int kt_q4_0_r4_type(void) { return AE_Q4_0_R4; }
+AE_EXPORT int kt_repack_q4_0_r4(int ref, void *W, int nrows, int ncols, void *tmp) {
+  return ref ? ae_repack_q4_0_r4_ref(W, nrows, ncols, tmp) : ae_repack_q4_0_r4(W, nrows, ncols, tmp);
+}
+AE_EXPORT void kt_unpack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q4_0_r4(W, nrows, ncols, tmp); }
+
 /* Table indices (function pointers) of the hot SIMD kernels, so tests/wasm-modules.test.mjs can find them
  * in `wasm-objdump -d` output (the linked modules carry no name section); -1 when there is none.
  * kt_dtype_fn: a dtype's kernels from the traits table, which = 0 vec_dot, 1 matvec rows, 2 batched matmul.

@@ -129,6 +129,13 @@ export interface EngineOptions {
    * SIMD only with --experimental-wasm-relaxed-simd (the aether CLI sets it).
    */
   simd?: SimdMode;
+  /**
+   * Repack q4_0 weight matrices at load into the row-interleaved layout of their fastest kernels (docs/DESIGN.md
+   * "Repacked weights"; in place, no extra memory, results bit-identical): true, false, or 'auto' (default: with the
+   * relaxed-SIMD build, where it measured 1.5x faster from DRAM; the plain build's kernel on that layout was not
+   * faster on every shape, docs/PERFORMANCE.md).
+   */
+  repack?: boolean | 'auto';
 }
 
 const STACK_SIZE = 1 << 20;
@@ -207,6 +214,11 @@ export class Engine {
   sampleLimit = 0;
   /** Tensor table as loaded (name -> info; offsets relative to dataBase). */
   private readonly tensorTable = new Map<string, TensorInfo>();
+  /** (layer, role) of each tensor the forward uses. */
+  private readonly tensorRoles = new Map<string, { layer: number; role: number }>();
+  private readonly repackOpt: boolean | 'auto';
+  /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
+  readonly repacked = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
     this.heap = heap; this.config = config; this.threads = threads; this.threaded = threaded;
@@ -217,6 +229,7 @@ export class Engine {
     this.nCtx = opts.nCtx ?? config.n_ctx;
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 20000));
+    this.repackOpt = opts.repack ?? 'auto';
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
@@ -479,6 +492,7 @@ export class Engine {
       }
       checkStatus(this.core.ae_model_set_tensor(this.model, layer, role, this.dataBase + t.offset, type, ne0, ne1),
         { op: 'set tensor', subject: `tensor '${t.name}'`, details: { tensor: t.name } });
+      this.tensorRoles.set(t.name, { layer, role });
     }
   }
 
@@ -491,6 +505,7 @@ export class Engine {
     };
     checkStatus(st, { op: 'model init', badTensor: st === Status.BAD_TENSOR ? badTensor() : undefined,
       hint: st === Status.BAD_CONFIG ? JSON.stringify(this.config) : undefined });
+    if (this.repackOpt === true || (this.repackOpt === 'auto' && this.simd === 'relaxed')) this.repackWeights();
     this.core.ae_pool_init(this.pool, this.threads, this.spin);
     if (this.threads > 1) {
       const inits: WorkerInit[] = [];
@@ -902,11 +917,24 @@ export class Engine {
   /** A loaded tensor's table entry, or undefined. */
   tensorInfo(name: string): TensorInfo | undefined { return this.tensorTable.get(name); }
 
-  /** A loaded tensor's bytes: a view into wasm memory (valid until the memory grows). */
+  /**
+   * A loaded tensor's bytes in its file layout: a view into wasm memory (valid until the memory grows), or for a
+   * tensor repacked at load a fresh copy unpacked to the file layout.
+   */
   tensorBytes(name: string): Uint8Array {
     const t = this.tensorTable.get(name);
     if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
-    return this.heap.u8(this.dataBase + t.offset, t.bytes);
+    const v = this.heap.u8(this.dataBase + t.offset, t.bytes);
+    return this.repacked.has(name) ? unpackQ4_0R4(v, t.shape[1], t.shape[0]) : v;
+  }
+
+  /** The load-time repack (EngineOptions.repack): C decides per tensor (ae_model_repack_tensor) and repacks in place. */
+  private repackWeights(): void {
+    for (const [name, { layer, role }] of this.tensorRoles) {
+      const r = this.core.ae_model_repack_tensor(this.model, layer, role);
+      if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
+      if (r === 1) this.repacked.add(name);
+    }
   }
 
   /** Run-state buffer of the C model (0 x, 1 xb, 2 hb, 3 hb2, 4 tmp) as a fresh f32 view of `len` floats. */
@@ -999,3 +1027,30 @@ export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: Kv
 
 function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
 function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }
+
+/**
+ * The file layout of a q4_0 matrix repacked at load (src/kernels/kernels.h AE_Q4_0_R4; the inverse of
+ * ae_repack_q4_0_r4, as ae_unpack_q4_0_r4): rows in groups of 4, per block column one 72-byte record (the 4 rows'
+ * f16 scales, then chunks j < 4 of 16 bytes, row k's bytes 4k..4k+3: elements 8j+i low, 8j+4+i high nibble).
+ */
+export function unpackQ4_0R4(src: Uint8Array, rows: number, cols: number): Uint8Array {
+  const nb = cols / 32, rs = nb * 18, out = new Uint8Array(rows * rs), e = new Uint8Array(32);
+  for (let g = 0; g < rows; g += 4) {
+    const base = g * rs;
+    for (let b = 0; b < nb; b++) {
+      const rec = base + b * 72;
+      for (let k = 0; k < 4; k++) {
+        const o = base + k * rs + b * 18;
+        out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
+        for (let j = 0; j < 4; j++) {
+          for (let i = 0; i < 4; i++) {
+            const v = src[rec + 8 + 16 * j + 4 * k + i];
+            e[8 * j + i] = v & 15; e[8 * j + 4 + i] = v >> 4;
+          }
+        }
+        for (let i = 0; i < 16; i++) out[o + 2 + i] = e[i] | (e[i + 16] << 4);
+      }
+    }
+  }
+  return out;
+}

@@ -51,15 +51,13 @@ export function relaxedSimdWorks(): boolean {
 }
 
 /**
- * Whether 'auto' should prefer the relaxed build where it works: not in Node on V8 < 11.4 (Node 20), where the
- * relaxed kernels measured no faster than the plain ones (q8_0 0.8-0.9x; docs/PERFORMANCE.md, relaxed SIMD);
- * browsers (V8 >= 11.4 lowers the relaxed dot natively) and newer Node take it.
+ * Whether 'auto' should prefer the relaxed build where it works: everywhere. The relaxed build gives the plain
+ * build's bits for every dtype (relaxed integer dots only where exact: q4_0, q4_K, q6_K; q8_0, f32, f16 compile
+ * their plain code there, which measured as fast or faster) and its q4_0 kernels with the load-time repack measured
+ * ~1.5x the plain build's (docs/PERFORMANCE.md "Relaxed SIMD"). In Node 20 the probe passes only with
+ * --experimental-wasm-relaxed-simd --no-liftoff (the aether CLI sets both); without them 'auto' is the plain build.
  */
-function autoPrefersRelaxed(): boolean {
-  if (!isNode) return true;
-  const [maj, min] = String((globalThis as any).process?.versions?.v8 ?? '0.0').split('.').map(Number);
-  return maj > 11 || (maj === 11 && min >= 4);
-}
+function autoPrefersRelaxed(): boolean { return true; }
 
 /**
  * The build to use for `mode`. 'relaxed' requires the probe to pass (else `unsupported`, naming the Node

@@ -67,8 +67,13 @@ void ae_to_float_q8_0_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* ---- dot ---- */
-#if AE_RELAXED
+/* ---- dot ----
+ * The relaxed form below (activations split by sign, 4 i32 relaxed dots per block) measured slower than the plain one
+ * in Node 20 (V8 11.3 lowers the i32 relaxed dot to 3 instructions: 0.8-0.9x, docs/PERFORMANCE.md "Relaxed SIMD") and
+ * in Chromium 156 end to end (bench/peers.mjs, s15m q8_0: 0.8x): the relaxed build compiles the plain form
+ * (AE_Q8_0_RDOT 0). Both give the same bits. */
+#define AE_Q8_0_RDOT 0
+#if AE_RELAXED && AE_Q8_0_RDOT
 /* Relaxed build: the activation split by sign, xp = max(x, 0) and xn = max(-x, 0) (both in [0, 127]: the
  * quantiser's |x| <= 127; -128 would clamp to 127), is the 7-bit operand of ae_rdot and the weight bytes
  * are used as they are (any value, -128 included): sum(w x) = sum(w xp) - sum(w xn), exact (Q8_SH 0). */

@@ -30,17 +30,11 @@ AE_INLINE v128 ae_rdot16(v128 a_i8, v128 b_u7) {
 #else
 #define AE_RELAXED 0
 #endif
-/* c + a * b for the f32 / f16 dot products. Relaxed build: f32x4.relaxed_madd, which a host may fuse
- * (one rounding) or not (two): results of those kernels can differ from the plain build's in the last
- * bits, and between hosts (docs/PERFORMANCE.md, relaxed SIMD, has the measured differences); on one host
- * they are deterministic, so 1 vs N threads stays bit-identical. */
-AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) {
-#if AE_RELAXED
-  return (v128)__builtin_wasm_relaxed_madd_f32x4((ae_f32x4)a, (ae_f32x4)b, (ae_f32x4)c);
-#else
-  return wasm_f32x4_add(c, wasm_f32x4_mul(a, b));
-#endif
-}
+/* c + a * b for the f32 / f16 dot products: mul then add (two roundings) in both builds. f32x4.relaxed_madd (which a
+ * host may fuse or not) was used in the relaxed build until the relaxed build became the default in Node too: it made
+ * f32 / f16 results differ from the plain build's (and between hosts) in the last bits, for 0.8-1.3x (noisy)
+ * kernel speed; now every dtype gives the same bits in both builds on every host (docs/DESIGN.md "Relaxed SIMD"). */
+AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) { return wasm_f32x4_add(c, wasm_f32x4_mul(a, b)); }
 
 AE_INLINE v128 ae_load(const void *p) { return wasm_v128_load(p); }
 AE_INLINE void ae_store(void *p, v128 v) { wasm_v128_store(p, v); }

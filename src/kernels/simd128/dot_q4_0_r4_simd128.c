@@ -1,0 +1,277 @@
+/* q4_0 weights repacked at load into groups of 4 rows (kernels.h AE_Q4_0_R4) x q8_0 activations: the repack itself
+ * (SIMD, in place), the matvec (decode) and the batched GEMM (prefill). Bit-exact with ae_vec_dot_q4_0_ref on the
+ * unpacked rows (ae_matvec_q4_0_r4_ref) for any row range, and so with the q4_0 kernels of either build.
+ *
+ * A record (72 B) = block b of the group's 4 rows: 4 f16 scales, then chunks j = 0..3 of 16 B, row k's 4 bytes at
+ * 4k: element 8j+i in the low nibble of byte i, 8j+4+i in the high nibble. Per block and group:
+ *   relaxed: for each j, the activation's bytes x[8j..8j+3] and x[8j+4..8j+7] splatted (v128.load32_splat) are the
+ *     i8 operand of i16x8.relaxed_dot_i8x16_i7x16_s against the chunk's low / high nibbles (0..15: the 7-bit
+ *     operand, exact and host-independent); i16 lanes 2k, 2k+1 hold row k's pair sums; 8 dots added in i16 (a lane
+ *     holds 16 products, |.| <= 16 * 15 * 128 < 2^15), then widened once (i32x4.extadd_pairwise_i16x8_s): the 4 rows'
+ *     sum(q x) in the lanes, no transposition.
+ *   plain: i16 lanes (bytes 4k, 4k+1) and (4k+2, 4k+3) of a chunk masked in place (& 0x000f, & 0x0f00, & 0x00f0,
+ *     >> 12) against activation pairs prepared as i32 splats (256 x[8j], 256 x[8j+2]), (x[8j+1], x[8j+3]),
+ *     (16 x[8j+4], 16 x[8j+6]), (256 x[8j+5], 256 x[8j+7]): 4 i32x4.dot_i16x8_s per chunk give 256 sum(q x) per
+ *     row lane.
+ * Then per row lane, in block order, the reference's float sequence acc += (float)sumi * (d_w * d_x) with
+ * sumi = sum(q x) - 8 sum(x) (exact integers). Scales: v128.load16x4_s, << 13, & 0x8fffffff = d_w * 2^-112 exactly
+ * (finite halves, which ae_repack_q4_0_r4 guarantees); d_x carries the 2^112 (as dot_q4_0_simd128.c).
+ * A group is one sequential stream of 72 B records (the plain layout's 4 rows are 4 streams in the same pages, which
+ * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). */
+#include "simd128_util.h"
+
+#if AE_RELAXED
+#define R4_CHUNK 512      /* blocks per column chunk: xaux only, 8 B each (4 KiB) */
+#define R4_SH 0
+#define R4_SUM8 8
+#else
+#define R4_CHUNK 128      /* 64 B of activation splats + 8 B per block (9 KiB) */
+#define R4_SH 8
+#define R4_SUM8 2048
+#endif
+
+typedef struct { int32_t nsum; float dxs; } xaux;   /* -sum8 * sum(x); d_x * 2^112 */
+
+/* ---- repack (in place) ---- */
+
+/* One record from the 4 rows' block b (p[k] = row k's block). */
+AE_INLINE void pack_rec(const uint8_t *const p[4], uint8_t *rec) {
+  const v128 m = wasm_i8x16_splat(0x0f);
+  v128 r[4];
+  for (int k = 0; k < 4; k++) {
+    const v128 q = ae_load(p[k] + 2);
+    const v128 lo = wasm_v128_and(q, m), hi = wasm_v128_and(wasm_u16x8_shr(q, 4), m);   /* e0..15, e16..31 */
+    /* chunk j's bytes: low nibbles e[8j..8j+3], high nibbles e[8j+4..8j+7] */
+    const v128 a = wasm_i8x16_shuffle(lo, hi, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const v128 b = wasm_i8x16_shuffle(lo, hi, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    r[k] = wasm_v128_or(a, wasm_i16x8_shl(b, 4));   /* nibbles < 16: no carry across bytes */
+  }
+  /* 4x4 transpose of 32-bit words: chunk j = word j of rows 0..3 */
+  const v128 t0 = wasm_i32x4_shuffle(r[0], r[1], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r[0], r[1], 2, 6, 3, 7);
+  const v128 t2 = wasm_i32x4_shuffle(r[2], r[3], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r[2], r[3], 2, 6, 3, 7);
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, p[k], 2);
+  wasm_v128_store(rec + 8, wasm_i64x2_shuffle(t0, t2, 0, 2));
+  wasm_v128_store(rec + 24, wasm_i64x2_shuffle(t0, t2, 1, 3));
+  wasm_v128_store(rec + 40, wasm_i64x2_shuffle(t1, t3, 0, 2));
+  wasm_v128_store(rec + 56, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+
+int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  if (nrows % 4) return 1;
+  const ae_block_q4_0 *all = (const ae_block_q4_0 *)W;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
+    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
+  for (int g = 0; g < nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *p[4];
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * sizeof(ae_block_q4_0);
+      pack_rec(p, base + (size_t)b * AE_R4_REC);
+    }
+  }
+  return 0;
+}
+
+/* ---- activation preparation ---- */
+
+#if AE_RELAXED
+typedef struct { v128 unused; } xsplat;   /* the relaxed kernel splats straight from the q8_0 block */
+AE_INLINE void prep_splats(const ae_block_q8_0 *x, xsplat *o) { (void)x; (void)o; }
+#else
+typedef struct { v128 a, b, c, d; } xsplat;   /* word j of each: the 4 pair patterns of chunk j (see the top) */
+AE_INLINE void prep_splats(const ae_block_q8_0 *x, xsplat *o) {
+  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16);
+  const v128 ea = ae_i8_even(a), oa = ae_i8_odd(a), ec = ae_i8_even(c), oc = ae_i8_odd(c);
+  o->a = wasm_i16x8_shl(wasm_i32x4_shuffle(ea, ec, 0, 2, 4, 6), 8);   /* x0,x2 | x8,x10 | x16,x18 | x24,x26 */
+  o->b = wasm_i32x4_shuffle(oa, oc, 0, 2, 4, 6);                      /* x1,x3 | ... */
+  o->c = wasm_i16x8_shl(wasm_i32x4_shuffle(ea, ec, 1, 3, 5, 7), 4);   /* x4,x6 | ... */
+  o->d = wasm_i16x8_shl(wasm_i32x4_shuffle(oa, oc, 1, 3, 5, 7), 8);   /* x5,x7 | ... */
+}
+#endif
+
+AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
+  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16);
+  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a), wasm_i16x8_extadd_pairwise_i8x16(c));
+  xa->nsum = -R4_SUM8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
+  xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
+}
+
+/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ---- */
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
+#if AE_RELAXED
+  (void)xs;
+  const v128 m = wasm_i8x16_splat(0x0f);
+  const int8_t *q = x->qs;
+  v128 s;
+  {
+    const v128 v = ae_load(rec + 8);
+    s = wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(q), wasm_v128_and(v, m)),
+                       ae_rdot16(wasm_v128_load32_splat(q + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m)));
+  }
+  for (int j = 1; j < 4; j++) {
+    const v128 v = ae_load(rec + 8 + 16 * j);
+    s = wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(q + 8 * j), wasm_v128_and(v, m)),
+                                         ae_rdot16(wasm_v128_load32_splat(q + 8 * j + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m))));
+  }
+  return wasm_i32x4_extadd_pairwise_i16x8(s);
+#else
+  (void)x;
+  const int32_t *pa = (const int32_t *)&xs->a, *pb = (const int32_t *)&xs->b, *pc = (const int32_t *)&xs->c,
+                *pd = (const int32_t *)&xs->d;
+  v128 s = wasm_i32x4_splat(0);
+  for (int j = 0; j < 4; j++) {
+    const v128 v = ae_load(rec + 8 + 16 * j);
+    const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x000f)), wasm_v128_load32_splat(pa + j)),
+                                   wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x0f00)), wasm_v128_load32_splat(pb + j)));
+    const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), wasm_v128_load32_splat(pc + j)),
+                                   wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), wasm_v128_load32_splat(pd + j)));
+    s = wasm_i32x4_add(s, wasm_i32x4_add(s0, s1));
+  }
+  return s;
+#endif
+}
+
+/* the 4 scales of a record: d_w * 2^-112 as f32 (exact for finite halves) */
+AE_INLINE v128 rec_scales(const uint8_t *rec) {
+  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(rec), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+}
+
+/* acc += (float)sumi * (d_w * d_x) per row lane */
+AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
+  const v128 i = wasm_i32x4_shr(wasm_i32x4_add(s, wasm_v128_load32_splat(&xa->nsum)), R4_SH);
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&xa->dxs))));
+}
+
+/* One group (records from rec), blocks [0, n) of the chunk. */
+AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc) {
+  for (int b = 0; b < n; b++, rec += AE_R4_REC)
+    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
+  return acc;
+}
+
+void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
+  _Alignas(16) float part[2][4];                 /* a partial group's 4 rows (only some are stored into y) */
+  xaux xa[R4_CHUNK];
+  xsplat xs[AE_RELAXED ? 1 : R4_CHUNK];
+  for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
+    const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
+    for (int b = 0; b < n; b++) { prep_aux(x + c0 + b, xa + b); if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b); }
+    for (int g = g0; g < g1; g++) {
+      const int full = 4 * g >= r0 && 4 * g + 4 <= r1;
+      float *dst = full ? y + 4 * g : part[g == g0 ? 0 : 1];
+      const v128 start = c0 ? ae_load(dst) : wasm_f32x4_splat(0.0f);
+      const uint8_t *rec = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC;
+      ae_store(dst, group(rec, n, x + c0, xs, xa, start));
+    }
+  }
+  for (int r = r0; r < r1; r++) {
+    const int g = r >> 2;
+    if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
+  }
+}
+
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens; per record the weight chunk is loaded and its nibbles
+ * unpacked once for the 4 tokens. Per (row, token) the matvec's sequence, so each y equals ae_matvec bit for bit. */
+#define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
+#if AE_RELAXED
+#define R4_GEMM_CB 256
+#else
+#define R4_GEMM_CB 32     /* 4 tokens x (64 + 8) B per block: 9 KiB */
+#endif
+
+AE_INLINE void gemm_tile(const uint8_t *rec, int n, const ae_block_q8_0 *const xt[4], const xsplat *xs, const xaux *xa,
+                         v128 acc[4]) {
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  for (int b = 0; b < n; b++, rec += AE_R4_REC) {
+    const v128 dw = rec_scales(rec);
+#if AE_RELAXED
+    (void)xs;
+    const v128 m = wasm_i8x16_splat(0x0f);
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+#define R4_T(S, t) S = wasm_i16x8_add(S, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(xt[t][b].qs + 8 * j), lo), \
+                                                       ae_rdot16(wasm_v128_load32_splat(xt[t][b].qs + 8 * j + 4), hi)))
+      R4_T(s0, 0); R4_T(s1, 1); R4_T(s2, 2); R4_T(s3, 3);
+#undef R4_T
+    }
+    a0 = fma_rec(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + 4 * b, dw);
+    a1 = fma_rec(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + 4 * b + 1, dw);
+    a2 = fma_rec(a2, wasm_i32x4_extadd_pairwise_i16x8(s2), xa + 4 * b + 2, dw);
+    a3 = fma_rec(a3, wasm_i32x4_extadd_pairwise_i16x8(s3), xa + 4 * b + 3, dw);
+#else
+    (void)xt;
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+      const v128 m0 = wasm_v128_and(v, wasm_i16x8_splat(0x000f)), m1 = wasm_v128_and(v, wasm_i16x8_splat(0x0f00));
+      const v128 m2 = wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), m3 = wasm_u16x8_shr(v, 12);
+#define R4_T(S, t) do { const xsplat *p = xs + 4 * b + t; \
+        S = wasm_i32x4_add(S, wasm_i32x4_add( \
+          wasm_i32x4_add(wasm_i32x4_dot_i16x8(m0, wasm_v128_load32_splat((const int32_t *)&p->a + j)), \
+                         wasm_i32x4_dot_i16x8(m1, wasm_v128_load32_splat((const int32_t *)&p->b + j))), \
+          wasm_i32x4_add(wasm_i32x4_dot_i16x8(m2, wasm_v128_load32_splat((const int32_t *)&p->c + j)), \
+                         wasm_i32x4_dot_i16x8(m3, wasm_v128_load32_splat((const int32_t *)&p->d + j))))); } while (0)
+      R4_T(s0, 0); R4_T(s1, 1); R4_T(s2, 2); R4_T(s3, 3);
+#undef R4_T
+    }
+    a0 = fma_rec(a0, s0, xa + 4 * b, dw);
+    a1 = fma_rec(a1, s1, xa + 4 * b + 1, dw);
+    a2 = fma_rec(a2, s2, xa + 4 * b + 2, dw);
+    a3 = fma_rec(a3, s3, xa + 4 * b + 3, dw);
+#endif
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  if (r0 >= r1 || nvec <= 0) return;
+  /* rows outside whole groups: the matvec per token (it handles partial groups) */
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
+  if (a0 >= a1) {
+    for (int t = 0; t < nvec; t++) ae_matvec_rows_q4_0_r4_simd128(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+    return;
+  }
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, r0, a0);
+    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, a1, r1);
+  }
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  xaux xa[4 * R4_GEMM_CB];
+  xsplat xs[AE_RELAXED ? 1 : 4 * R4_GEMM_CB];
+  for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
+    const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB) {
+        const int n = nb - c0 < R4_GEMM_CB ? nb - c0 : R4_GEMM_CB;
+        const ae_block_q8_0 *xt[4];
+        for (int t = 0; t < 4; t++)   /* spare lanes of a last group of 1-3 tokens repeat its last token */
+          xt[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        for (int b = 0; b < n; b++)
+          for (int t = 0; t < 4; t++) {
+            prep_aux(xt[t] + b, xa + 4 * b + t);
+            if (!AE_RELAXED) prep_splats(xt[t] + b, xs + 4 * b + t);
+          }
+        for (int r = rc; r < re; r += 4) {
+          v128 acc[4];
+          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          gemm_tile((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xt, xs, xa, acc);
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,100 @@
+// Load-time repack of q4_0 matrices (EngineOptions.repack; docs/DESIGN.md "Repacked weights"): whole generated
+// models give the same logits bit for bit with and without it (prefill and decode), in the plain and the relaxed
+// build, on 1 and 2 threads; every consumer of the repacked matrices keeps working (FFN modules: fused, static with
+// compacted copies and the neuron-major down made from tensorBytes, dynamic; tensorBytes returns the file bytes);
+// the token embedding, a tied output and non-q4_0 matrices stay as they are. Kernel-level checks of the layout are
+// in tests/kernels.test.mjs.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+
+setFlagsFromString('--experimental-wasm-relaxed-simd');
+setFlagsFromString('--no-liftoff');
+const { load } = await import('../dist/src/index.js');
+const { generateModel } = await import('./helpers/gen-model.mjs');
+
+const bitsEqual = (a, b) => a.length === b.length && Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
+const PROMPT = [1, 17, 33, 250, 7, 99, 140];
+
+async function run(file, opts, setup) {
+  const m = await load(file, { nCtx: 64, ...opts });
+  try {
+    if (setup) setup(m);
+    const e = m.engine, out = [];
+    e.forward(PROMPT, 0); out.push(e.logits());
+    e.forward([55], PROMPT.length); out.push(e.logits());
+    e.forward([201], PROMPT.length + 1); out.push(e.logits());
+    return { out, repacked: [...e.repacked].sort(), simd: m.simd };
+  } finally { m.dispose(); }
+}
+const same = (a, b, what) => a.out.forEach((l, i) => assert.ok(bitsEqual(l, b.out[i]), `${what}: step ${i} logits differ`));
+
+for (const arch of ['llama', 'phi3', 'qwen2']) {
+  test(`${arch} q4_0: repack on == off bit for bit (plain and relaxed builds), 1 vs 2 threads`, async () => {
+    const g = await generateModel(arch, 'q4_0', 3);
+    for (const simd of ['plain', 'relaxed']) {
+      const off = await run(g.file, { simd, repack: false });
+      const on = await run(g.file, { simd, repack: true });
+      const on2 = await run(g.file, { simd, repack: true, threads: 2 });
+      assert.equal(off.repacked.length, 0);
+      const matrices = [...g.dtypes].filter(([n, d]) => d === 'q4_0' && n !== 'token_embd.weight').map(([n]) => n).sort();
+      assert.deepEqual(on.repacked, matrices, 'every q4_0 matrix but the token embedding is repacked');
+      assert.ok(!on.repacked.includes('token_embd.weight'));
+      same(off, on, `${simd} repack`);
+      same(on, on2, `${simd} 1 vs 2 threads`);
+      const auto = await run(g.file, { simd });
+      assert.equal(auto.repacked.length > 0, simd === 'relaxed', `repack 'auto' with the ${simd} build`);
+    }
+  });
+}
+
+test('mixed dtypes: only q4_0 matrices are repacked (q8_0 / f16 untouched), results unchanged', async () => {
+  const g = await generateModel('llama', 'q4_0', 5, { dtypeOf: (n) => (n.includes('ffn_down') ? 'q8_0' : n.includes('attn_output') ? 'f16' : undefined) });
+  const off = await run(g.file, { simd: 'relaxed', repack: false }), on = await run(g.file, { simd: 'relaxed', repack: true });
+  assert.ok(on.repacked.length > 0 && on.repacked.every((n) => g.dtypes.get(n) === 'q4_0'));
+  same(off, on, 'mixed');
+});
+
+test('tensorBytes of a repacked matrix = the file bytes; FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack', async () => {
+  const g = await generateModel('llama', 'q4_0', 7);
+  const opts = { simd: 'relaxed', modules: ['ffn-fused', 'ffn-saturated'] };
+  const m = await load(g.file, { ...opts, repack: true, nCtx: 64 });
+  try {
+    assert.ok(m.engine.repacked.has('blk.0.ffn_gate.weight'));
+    for (const name of ['blk.0.ffn_gate.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight']) {
+      assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
+    }
+  } finally { m.dispose(); }
+  const H = g.cfg.hidden_dim, mask = new Uint8Array(H / 8);
+  for (let i = 0; i < H; i += 3) mask[i >> 3] |= 1 << (i & 7);
+  const modes = [
+    ['fused', undefined],
+    ['static', { masks: [mask, mask], down: 'neuron' }],
+    ['static', { masks: [mask, mask], down: 'rows' }],
+    ['dynamic', { threshold: 0.02, down: 'rows' }],
+    ['dynamic', { threshold: 0.02, down: 'neuron' }],
+  ];
+  for (const [mode, o] of modes) {
+    const set = (mm) => mm.setFfnMode(mode, undefined, o);
+    const off = await run(g.file, { ...opts, repack: false }, set);
+    const on = await run(g.file, { ...opts, repack: true }, set);
+    const on2 = await run(g.file, { ...opts, repack: true, threads: 2 }, set);
+    same(off, on, `${mode} ${JSON.stringify(o ?? {})} repack`);
+    same(on, on2, `${mode} ${JSON.stringify(o ?? {})} 1 vs 2 threads`);
+  }
+  const dense = await run(g.file, { ...opts, repack: true });
+  const fused = await run(g.file, { ...opts, repack: true }, (mm) => mm.setFfnMode('fused'));
+  same(dense, fused, 'fused == dense (repacked)');
+});
+
+test('tied output (qwen2 ties the embedding): the embedding is not repacked, logits unchanged', async () => {
+  const g = await generateModel('qwen2', 'q4_0', 9);
+  assert.ok(!g.dtypes.has('output.weight'), 'the generated qwen2 ties its output to the embedding');
+  const on = await run(g.file, { simd: 'relaxed', repack: true });
+  assert.ok(!on.repacked.includes('token_embd.weight'));
+});
+
+test('repack option checked', async () => {
+  const g = await generateModel('llama', 'q4_0', 11);
+  await assert.rejects(load(g.file, { repack: 'yes' }), (e) => e.code === 'invalid_argument' && /repack/.test(e.message));
+});
