@@ -5,7 +5,8 @@
 //                                 [--repack on,off]
 // Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
-// sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees).
+// sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
+// process CPU time per forward + sample (with 1 thread the compute itself: other processes add wall time, not this).
 import v8 from 'node:v8';
 import { args, machine, median, repoRoot } from './lib/common.mjs';
 
@@ -50,6 +51,7 @@ function measure(model) {
   e.setTiming(true);   // zeroes the counters
   const fwd = [], smp = [];
   const rng = e.seedRng(1);
+  const c0 = process.cpuUsage();
   for (let i = 0; i < N; i++) {
     const t0 = performance.now();
     e.forward([200 + (i % 1000)], pos++);
@@ -57,13 +59,14 @@ function measure(model) {
     e.sample({ temperature: 0 }, rng, []);
     fwd.push(t1 - t0); smp.push(performance.now() - t1);
   }
+  const cu = process.cpuUsage(c0);
   const ot = e.opTimes();
   e.setTiming(false);
   const ops = {};
   ot.ops.forEach((op, k) => { ops[op] = (ot.layers.reduce((a, r) => a + r[k], 0) + ot.global[k]) / N; });
   const fsum = fwd.reduce((a, b) => a + b, 0) / N;
   model.reset();
-  return { forward: median(fwd), forwardMean: fsum, sample: median(smp), ops };
+  return { forward: median(fwd), forwardMean: fsum, sample: median(smp), ops, cpu: (cu.user + cu.system) / 1000 / N };
 }
 async function genMs(model) {
   model.reset();
@@ -94,6 +97,7 @@ for (const op of opNames) {
 row('sum of op counters', (x) => Object.values(x.ops).reduce((a, b) => a + b, 0));
 row('Engine.forward (median)', (x) => x.forward);
 row('Engine.sample (greedy)', (x) => x.sample);
+row('CPU time per token (forward + sample; 1 thread: robust to other processes)', (x) => x.cpu);
 row('generate() per token', (x) => x.generate);
 console.log(`\n| GB/s (weights streamed / op time) | ${variants.map((v) => v.name).join(' | ')} |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|`);

@@ -930,12 +930,16 @@ export class Engine {
 
   /** The load-time repack (EngineOptions.repack): C decides per tensor (ae_model_repack_tensor) and repacks in place. */
   private repackWeights(): void {
+    const t0 = typeof performance !== 'undefined' ? performance.now() : Date.now();
     for (const [name, { layer, role }] of this.tensorRoles) {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1) this.repacked.add(name);
     }
+    this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
+  /** Milliseconds the load-time repack took (0 when off). */
+  repackMs = 0;
 
   /** Run-state buffer of the C model (0 x, 1 xb, 2 hb, 3 hb2, 4 tmp) as a fresh f32 view of `len` floats. */
   modelBuf(which: number, len: number): Float32Array { return this.heap.f32(this.core.ae_model_buf(this.model, which) >>> 0, len); }
