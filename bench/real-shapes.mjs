@@ -96,20 +96,25 @@ if (a.argv[0] === '--child') {
       let s = 12345;
       const prompt = [model.tokenizer.bosId ?? 1];
       while (prompt.length < P) { s = (s * 1103515245 + 12345) >>> 0; prompt.push(3 + (s % (c.vocab_size - 3))); }
-      const pre = [], dec = [];
+      const pre = [], dec = [], preCpu = [], decCpu = [];
       for (let r = 0; r < reps + 1; r++) {
-        const t1 = performance.now();
+        const u1 = process.cpuUsage(), t1 = performance.now();
         e.forward(prompt, 0);
-        const t2 = performance.now();
+        const u2 = process.cpuUsage(), t2 = performance.now();
         let tok = 3;
         for (let i = 0; i < G; i++) { e.forward([tok], P + i); tok = 3 + ((tok * 31 + 7) % (c.vocab_size - 3)); }
-        const t3 = performance.now();
+        const u3 = process.cpuUsage(), t3 = performance.now();
         if (r === 0 && reps > 0) continue;   // warm-up
+        // CPU time of the process (all threads) / wall time: 1.0 = one core busy the whole time; below the thread
+        // count = the threads waited (for each other, or for a core other processes held)
+        const us = (x, y) => (y.user - x.user + y.system - x.system) / 1000;
+        preCpu.push(us(u1, u2) / (t2 - t1)); decCpu.push(us(u2, u3) / (t3 - t2));
         pre.push((P / (t2 - t1)) * 1000);
         dec.push((G / (t3 - t2)) * 1000);
         try { out.logits_finite = e.logits().every((v) => Number.isFinite(v)); } catch (err) { out.logits_error = `${err.code ?? ''} ${err.message}`.slice(0, 300); }
       }
       out.prefill_tps = median(pre); out.decode_tps = median(dec); out.prefill_all = pre; out.decode_all = dec;
+      out.prefill_cpu_share = median(preCpu); out.decode_cpu_share = median(decCpu);
     }
     model.dispose();
   }
@@ -201,6 +206,7 @@ for (const [name, quant] of pairs) {
     for (const t of threadsList) {
       const r = child('run', rk, [...passOn, '--threads', String(t)]);
       res.threads[t] = r.error ? { error: r.error } : { prefill_tps: r.prefill_tps, decode_tps: r.decode_tps, prefill_all: r.prefill_all, decode_all: r.decode_all,
+        prefill_cpu_share: r.prefill_cpu_share, decode_cpu_share: r.decode_cpu_share, loadavg: os.loadavg(),
         hwm_bytes: r.hwm_kb * 1024, logits_finite: r.logits_finite, logits_error: r.logits_error };
     }
     const peak = Math.max(res.load_hwm_bytes, ...Object.values(res.threads).map((x) => x.hwm_bytes ?? 0));
@@ -255,7 +261,9 @@ function markdown(rep) {
   out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|---|').join('') + '---|');
   for (const r of rep.results) {
     if (r.error) continue;
-    const node = threadsList.map((t) => { const x = r.threads[t]; return x?.error ? 'error | error' : `${f(x?.prefill_tps)} | ${f(x?.decode_tps, 2)}`; }).join(' | ');
+    const node = threadsList.map((t) => { const x = r.threads[t]; if (x?.error) return 'error | error';
+      const sh = (v) => (v === undefined ? '' : ` (${v.toFixed(2)})`);
+      return `${f(x?.prefill_tps)}${sh(x?.prefill_cpu_share)} | ${f(x?.decode_tps, 2)}${sh(x?.decode_cpu_share)}`; }).join(' | ');
     const br = threadsList.map((t) => {
       const x = (rep.browser ?? []).find((b) => b.model === r.model && b.quant === r.quant && b.threads === t);
       return !x ? '- | - | - | -' : x.error ? `error: ${x.error.slice(0, 60)} | - | - | -` : `${s(x.loadMs)} | ${f(x.prefillTps)} | ${f(x.decodeTps, 2)} | ${MiB(x.peakPss)}`;
@@ -268,7 +276,7 @@ function markdown(rep) {
 }
 const md = markdown(report);
 if (a.has('--json')) process.stdout.write(JSON.stringify(report, null, 1) + '\n');
-else if (ALL || a.opt('--md')) console.log('\n' + md);
+else if (ALL || FROM || a.opt('--md')) console.log('\n' + md);
 if (a.opt('--md')) fs.writeFileSync(a.opt('--md'), md + '\n');
 const outFile = a.opt('--out');
 if (outFile) fs.writeFileSync(outFile, JSON.stringify(report, null, 1));
