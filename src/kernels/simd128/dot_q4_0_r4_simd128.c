@@ -178,8 +178,10 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   }
 }
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens; per record the weight chunk is loaded and its nibbles
- * unpacked once for the 4 tokens. Per (row, token) the matvec's sequence, so each y equals ae_matvec bit for bit. */
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
+ * unpacked once for the 2 tokens (a 4-token tile keeps 4 i16 sums + 4 accumulators + the nibbles live and spilled on
+ * x64: 0.75-1.37x the file-layout tile, the 2-token one 1.05-1.22x; bench/repack-ab.mjs --gemm). Per (row, token)
+ * the matvec's sequence, so each y equals ae_matvec bit for bit. */
 #define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
 #if AE_RELAXED
 #define R4_GEMM_CB 256
@@ -187,50 +189,46 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define R4_GEMM_CB 32     /* 4 tokens x (64 + 8) B per block: 9 KiB */
 #endif
 
-AE_INLINE void gemm_tile(const uint8_t *rec, int n, const ae_block_q8_0 *const xt[4], const xsplat *xs, const xaux *xa,
-                         v128 acc[4]) {
-  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+/* 2 tokens at a time (acc of 2 tokens + 2 i16 sums live: no spills on x64's 16 registers); the record's chunks are
+ * loaded and unpacked once per token pair */
+AE_INLINE void gemm_tile2(const uint8_t *rec, int n, const ae_block_q8_0 *x0, const ae_block_q8_0 *x1, const xsplat *xs, const xaux *xa,
+                          v128 *acc0, v128 *acc1) {
+  v128 a0 = *acc0, a1 = *acc1;
   for (int b = 0; b < n; b++, rec += AE_R4_REC) {
     const v128 dw = rec_scales(rec);
 #if AE_RELAXED
     (void)xs;
     const v128 m = wasm_i8x16_splat(0x0f);
-    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0;
     for (int j = 0; j < 4; j++) {
       const v128 v = ae_load(rec + 8 + 16 * j);
       const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
-#define R4_T(S, t) S = wasm_i16x8_add(S, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(xt[t][b].qs + 8 * j), lo), \
-                                                       ae_rdot16(wasm_v128_load32_splat(xt[t][b].qs + 8 * j + 4), hi)))
-      R4_T(s0, 0); R4_T(s1, 1); R4_T(s2, 2); R4_T(s3, 3);
-#undef R4_T
+      s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(x0[b].qs + 8 * j), lo), ae_rdot16(wasm_v128_load32_splat(x0[b].qs + 8 * j + 4), hi)));
+      s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(x1[b].qs + 8 * j), lo), ae_rdot16(wasm_v128_load32_splat(x1[b].qs + 8 * j + 4), hi)));
     }
-    a0 = fma_rec(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + 4 * b, dw);
-    a1 = fma_rec(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + 4 * b + 1, dw);
-    a2 = fma_rec(a2, wasm_i32x4_extadd_pairwise_i16x8(s2), xa + 4 * b + 2, dw);
-    a3 = fma_rec(a3, wasm_i32x4_extadd_pairwise_i16x8(s3), xa + 4 * b + 3, dw);
+    a0 = fma_rec(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + 2 * b, dw);
+    a1 = fma_rec(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + 2 * b + 1, dw);
 #else
-    (void)xt;
-    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    (void)x0; (void)x1;
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0;
     for (int j = 0; j < 4; j++) {
       const v128 v = ae_load(rec + 8 + 16 * j);
       const v128 m0 = wasm_v128_and(v, wasm_i16x8_splat(0x000f)), m1 = wasm_v128_and(v, wasm_i16x8_splat(0x0f00));
       const v128 m2 = wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), m3 = wasm_u16x8_shr(v, 12);
-#define R4_T(S, t) do { const xsplat *p = xs + 4 * b + t; \
+#define R4_T(S, t) do { const xsplat *p = xs + 2 * b + t; \
         S = wasm_i32x4_add(S, wasm_i32x4_add( \
           wasm_i32x4_add(wasm_i32x4_dot_i16x8(m0, wasm_v128_load32_splat((const int32_t *)&p->a + j)), \
                          wasm_i32x4_dot_i16x8(m1, wasm_v128_load32_splat((const int32_t *)&p->b + j))), \
           wasm_i32x4_add(wasm_i32x4_dot_i16x8(m2, wasm_v128_load32_splat((const int32_t *)&p->c + j)), \
                          wasm_i32x4_dot_i16x8(m3, wasm_v128_load32_splat((const int32_t *)&p->d + j))))); } while (0)
-      R4_T(s0, 0); R4_T(s1, 1); R4_T(s2, 2); R4_T(s3, 3);
+      R4_T(s0, 0); R4_T(s1, 1);
 #undef R4_T
     }
-    a0 = fma_rec(a0, s0, xa + 4 * b, dw);
-    a1 = fma_rec(a1, s1, xa + 4 * b + 1, dw);
-    a2 = fma_rec(a2, s2, xa + 4 * b + 2, dw);
-    a3 = fma_rec(a3, s3, xa + 4 * b + 3, dw);
+    a0 = fma_rec(a0, s0, xa + 2 * b, dw);
+    a1 = fma_rec(a1, s1, xa + 2 * b + 1, dw);
 #endif
   }
-  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+  *acc0 = a0; *acc1 = a1;
 }
 
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
@@ -253,23 +251,22 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
   xsplat xs[AE_RELAXED ? 1 : 4 * R4_GEMM_CB];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 4) {
-      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+    for (int t0 = 0; t0 < nvec; t0 += 2) {
+      const int nt = nvec - t0 < 2 ? nvec - t0 : 2;
       for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB) {
         const int n = nb - c0 < R4_GEMM_CB ? nb - c0 : R4_GEMM_CB;
-        const ae_block_q8_0 *xt[4];
-        for (int t = 0; t < 4; t++)   /* spare lanes of a last group of 1-3 tokens repeat its last token */
-          xt[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        for (int b = 0; b < n; b++)
-          for (int t = 0; t < 4; t++) {
-            prep_aux(xt[t] + b, xa + 4 * b + t);
-            if (!AE_RELAXED) prep_splats(xt[t] + b, xs + 4 * b + t);
-          }
+        const ae_block_q8_0 *x0 = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)t0 * xq_stride) + c0;
+        const ae_block_q8_0 *x1 = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + nt - 1) * xq_stride) + c0;
+        for (int b = 0; b < n; b++) {
+          prep_aux(x0 + b, xa + 2 * b); prep_aux(x1 + b, xa + 2 * b + 1);
+          if (!AE_RELAXED) { prep_splats(x0 + b, xs + 2 * b); prep_splats(x1 + b, xs + 2 * b + 1); }
+        }
         for (int r = rc; r < re; r += 4) {
-          v128 acc[4];
-          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          gemm_tile((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xt, xs, xa, acc);
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+          float *y0 = y + (size_t)t0 * y_stride + r, *y1 = y + (size_t)(t0 + 1) * y_stride + r;
+          v128 c0v = c0 ? ae_load(y0) : wasm_f32x4_splat(0.0f), c1v = c0 && nt > 1 ? ae_load(y1) : wasm_f32x4_splat(0.0f);
+          gemm_tile2((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, x0, x1, xs, xa, &c0v, &c1v);
+          ae_store(y0, c0v);
+          if (nt > 1) ae_store(y1, c1v);
         }
       }
     }
