@@ -54,14 +54,25 @@ export class LinAlg {
   }
 
   matF32(rows: number, cols: number, data?: ArrayLike<number>): WMat {
+    const src = this.rebind(data);
     const m = { ptr: this.alloc(rows * cols * 4), rows, cols, ld: cols, f64: false };
-    if (data) this.f32(m).set(data as ArrayLike<number>);
+    if (src) this.f32(m).set(src());
     return m;
   }
   matF64(rows: number, cols: number, data?: ArrayLike<number>): WMat {
+    const src = this.rebind(data);
     const m = { ptr: this.alloc(rows * cols * 8), rows, cols, ld: cols, f64: true };
-    if (data) this.f64(m).set(data as ArrayLike<number>);
+    if (src) this.f64(m).set(src());
     return m;
+  }
+  /** `data` again after an allocation (a view of the module's memory is detached when the memory grows). */
+  private rebind(data?: ArrayLike<number>): (() => ArrayLike<number>) | undefined {
+    if (!data) return undefined;
+    if (ArrayBuffer.isView(data) && data.buffer === this.memory.buffer) {
+      const Ctor = data.constructor as Float32ArrayConstructor, off = data.byteOffset, len = (data as Float32Array).length;
+      return () => new Ctor(this.memory.buffer, off, len);
+    }
+    return () => data;
   }
   f32(m: WMat): Float32Array { return new Float32Array(this.memory.buffer, m.ptr, m.rows * m.ld); }
   f64(m: WMat): Float64Array { return new Float64Array(this.memory.buffer, m.ptr, m.rows * m.ld); }
@@ -172,29 +183,45 @@ export class WeightOps {
   frob2(): number { let s = 0; for (const v of this.la.f32(this.W)) s += v * v; return s; }
 }
 
-/** Rows of Yt (k x n) replaced by an orthonormal basis of their span (Cholesky QR, `passes` times). */
+/**
+ * Rows of Yt (k x n) replaced by an orthonormal basis of their span: Cholesky QR on rows scaled to unit length, in
+ * f32 products. The first pass adds a diagonal shift, raised 10x at a time until the Cholesky succeeds (the span
+ * does not depend on it: Q = R^-1 Y for any invertible triangular R; shifted CholeskyQR, Fukaya et al. 2020), and
+ * `passes` - 1 more passes restore orthonormality.
+ */
 export function orthRows(la: LinAlg, Yt: WMat, passes = 2): WMat {
-  let cur = Yt;
-  const k = Yt.rows;
+  const k = Yt.rows, n = Yt.cols;
+  const y0 = la.f32(Yt);
+  for (let i = 0; i < y0.length; i++) if (!Number.isFinite(y0[i])) throw new AetherError('non_finite', `orthonormalisation: ${k} x ${n} vectors hold NaN / Inf (element ${i})`);
+  let cur = la.matF32(k, n, y0);
   for (let pass = 0; pass < passes; pass++) {
     const m = la.mark();
+    const c = la.f32(cur);
+    for (let i = 0; i < k; i++) {
+      let s = 0;
+      for (let j = 0; j < n; j++) s += c[i * n + j] * c[i * n + j];
+      const inv = s > 0 ? 1 / Math.sqrt(s) : 0;
+      for (let j = 0; j < n; j++) c[i * n + j] *= inv;
+    }
     const G = la.matF32(k, k);
     la.gemmNT(cur, cur, G, UPPER);
-    const L = la.matF64(k, k), g = la.f32(G), l = la.f64(L);
-    let tr = 0;
-    for (let i = 0; i < k; i++) tr += g[i * k + i];
-    const shift = 1e-6 * (tr / k);   // f32 Gram: keep it positive definite when the rows are nearly dependent
-    for (let i = 0; i < k; i++) for (let j = 0; j <= i; j++) l[i * k + j] = g[j * k + i] + (i === j ? shift : 0);
-    if (la.chol(L) !== 0) throw new AetherError('invalid_argument', `orthonormalisation of ${k} vectors failed (rank-deficient calibration?)`);
+    const L = la.matF64(k, k), g = la.f32(G);
+    let shift = pass === 0 ? 1e-6 : 0, ok = false;
+    for (let attempt = 0; attempt < 8 && !ok; attempt++) {
+      const l = la.f64(L);
+      for (let i = 0; i < k; i++) for (let j = 0; j <= i; j++) l[i * k + j] = g[j * k + i] + (i === j ? shift : 0);
+      ok = la.chol(L) === 0;
+      if (!ok) shift = shift > 0 ? shift * 10 : 1e-6;
+    }
+    if (!ok) throw new AetherError('invalid_argument', `orthonormalisation of ${k} vectors of length ${n} failed (rank-deficient?)`);
     la.trinvLower(L);
     const Li = la.matF32(k, k, la.f64(L));
     const Y = la.transpose(cur);
-    const Q = la.matF32(k, cur.cols);
+    const Q = la.matF32(k, n);
     la.gemmNT(Li, Y, Q);
-    // move Q to the front of the freed area: copy out, release, copy back
     const q = Float32Array.from(la.f32(Q));
     la.release(m);
-    cur = la.matF32(k, Yt.cols, q);
+    la.f32(cur).set(q);
   }
   return cur;
 }
@@ -213,7 +240,7 @@ export function lowRankFast(ops: WeightOps, k: number, powerIters = 1, seed = 1)
     const Qt = orthRows(la, Yt, 1);
     Yt = ops.w(ops.applyC(ops.wT(Qt)));
   }
-  const Qt = orthRows(la, Yt, 2);
+  const Qt = orthRows(la, Yt, 3);
   const At = ops.wT(Qt);                 // (W^T Q)^T = Q^T W: k x in
   const A = Float32Array.from(la.f32(At));
   const B = Float32Array.from(la.f32(la.transpose(Qt)));
