@@ -93,6 +93,9 @@ export async function calibrate(model: AetherModel, wins: number[][], opts: Cali
     const os = await import('node:os'), path = await import('node:path');
     dir = fs.mkdtempSync(path.join(opts.dir ?? os.tmpdir(), 'aether-calib-'));
     for (let l = 0; l < NL; l++) fds.push(fs.openSync(path.join(dir, `layer-${l}.f32`), 'w+'));
+    // the open descriptors keep the files: remove their names now, so nothing is left behind even when the process
+    // is killed (POSIX; where an open file cannot be removed, cleanup() removes it at the end)
+    try { fs.rmSync(dir, { recursive: true, force: true }); } catch { /* removed by cleanup() */ }
   }
   const cleanup = () => {
     if (!fs || !dir) return;
