@@ -743,23 +743,36 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     throw new AetherError('invalid_argument', `source: expected a path or URL string, a URL, a Blob or a ReadableStream, got ${source === null ? 'null' : typeof source}`);
   }
   throwIfAborted(opts.signal);
-  if (isNode && typeof source === 'string') {
-    const { resolveNodeSource } = await import('./node/convert-on-load.js');
-    source = await resolveNodeSource(source, opts.signal);
-  }
   const modules = new Set(opts.modules ?? []);
-  const prep = await Engine.prepare({ ...opts, modules: [...modules] });
+  // Overlap: the wasm modules compile (V8's background threads) while the source is opened, converted (GGUF) and its
+  // header and metadata are read; the plan awaits them.
+  const prepP = Engine.prepare({ ...opts, modules: [...modules] });
+  prepP.catch(() => { /* observed by the plan, or below */ });
   let engine: Engine | null = null;
+  let tokenizerP: Promise<Tokenizer> | undefined;
   try {
+    if (isNode && typeof source === 'string') {
+      const { resolveNodeSource } = await import('./node/convert-on-load.js');
+      source = await resolveNodeSource(source, opts.signal);
+    }
     const meta = await loadRknotStream(source as any, {
       signal: opts.signal,
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
-      plan: (m: RknotMetadata, header: { dataSize: number }) => {
+      plan: async (m: RknotMetadata, header: { dataSize: number }) => {
+        const prep = await prepP;
         const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
           { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m), kvPolicy: opts.kvPolicy !== undefined ? opts.kvPolicy : fileKvPolicy(m),
             localHeads: fileLocalHeads(opts.localHeads, m) });
         engine = e;
+        // Overlap: the tokenizer is built on this thread while the data section streams in (the loader has its reads
+        // in flight by the time this macrotask runs); its result or error is taken after the stream.
+        if (m.tokenizer) {
+          tokenizerP = new Promise<Tokenizer>((resolve, reject) => {
+            setTimeout(() => { try { resolve(createTokenizer(m.tokenizer as TokenizerData)); } catch (err) { reject(err); } }, 0);
+          });
+          tokenizerP.catch(() => { /* observed after the stream */ });
+        }
         return { dest };
       },
     });
@@ -768,8 +781,8 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     throwIfAborted(opts.signal);
     await eng.finishLoad();
     throwIfAborted(opts.signal); // an abort while the workers started (threads > 1) is honoured too
-    if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
-    const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
+    if (!meta.tokenizer || !tokenizerP) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
+    const tokenizer = await tokenizerP;
     throwIfAborted(opts.signal);
     const model = new AetherModel(eng, tokenizer, meta);
     const warm = opts.warmup ?? !isNode;
@@ -784,7 +797,9 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();
-    throw e;
+    // an option or module error is reported as before the overlap (it came first): it wins over the source's
+    const prepError = await prepP.then(() => undefined, (x: unknown) => x);
+    throw prepError ?? e;
   }
 }
 
