@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
-//   node bench/kernel-ab.mjs [--type q4_0|q8_0] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
+//   node bench/kernel-ab.mjs [--type q4_0|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
 //                            [--revs HEAD~1,work] [--rounds 9]
 // Each revision's src/kernels/simd128/dot_<type>_simd128.c (+ its simd128_util.h and kernels.h, from `git show`;
 // 'work' = the working tree) is compiled into a standalone module (clang; --relaxed: -mrelaxed-simd with the
@@ -20,7 +20,11 @@ v8.setFlagsFromString('--no-liftoff');
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has, opt } = args();
 const type = opt('--type', 'q4_0');
-if (type !== 'q4_0' && type !== 'q8_0') throw new Error('--type: q4_0 or q8_0');
+// block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
+const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q6_K: [210, 256, 'q8_K', [208]] };
+if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
+const [bs, QK, act, scaleOffs] = TYPES[type];
+const actBytes = act === 'q8_0' ? 34 : 292;
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');
 const relaxed = has('--relaxed');
@@ -48,9 +52,9 @@ function compile(src, name, inc) {
 compile(`#include "kernels/kernels.h"
 #include <wasm_simd128.h>
 AE_EXPORT void kab_ref(const void *W, int ncols, const void *x, float *y, int r0, int r1) {
-  for (int r = r0; r < r1; r++) ae_vec_dot_${type}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / 32) * ${type === 'q4_0' ? 18 : 34}, x);
+  for (int r = r0; r < r1; r++) ae_vec_dot_${type}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / ${QK}) * ${bs}, x);
 }
-AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_q8_0_ref(x, y, n); }
+AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_${act}_ref(x, y, n); }
 AE_EXPORT int kab_probe(const void *p, int bytes) {
   const v128_t *v = (const v128_t *)p;
   v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
@@ -75,9 +79,9 @@ execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--
 const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });
 const X = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasm)), { env: { memory: mem } }).exports;
 fs.rmSync(tmp, { recursive: true, force: true });
-const bs = type === 'q4_0' ? 18 : 34, nb = cols / 32, matBytes = rows * nb * bs;
+const nb = cols / QK, matBytes = rows * nb * bs;
 const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(256 * 2 ** 20 / matBytes));
-const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + nb * 34 + 64, y1 = y0 + rows * 4 + 64;
+const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + nb * actBytes + 64, y1 = y0 + rows * 4 + 64;
 const W = (y1 + rows * 4 + 4095) & ~4095;
 if (W + copies * matBytes > mem.buffer.byteLength) mem.grow(Math.ceil((W + copies * matBytes - mem.buffer.byteLength) / 65536));
 const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer);
@@ -89,7 +93,7 @@ X.kab_quant(xf, xq, cols);
 for (let c = 0; c < copies; c++) {
   const o = W + c * matBytes;
   for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
-  for (let b = 0; b < rows * nb; b++) dv.setUint16(o + b * bs, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
+  for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
 }
 X.kab_ref(W, cols, xq, y0, 0, rows);
 const ref = new Uint32Array(mem.buffer, y0, rows).slice();

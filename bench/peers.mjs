@@ -11,6 +11,8 @@
 // agreement with native: the generated ids equal up to the first difference / all ids; for wllama (whose completion
 // API returns text) the number of native tokens whose pieces form a prefix of wllama's generated text.
 // Timing: Aether Node and llama-native by the wall clock around the generation (first token = end of prefill);
+// for these two the process's CPU time during prefill is reported too (cpu/wall: 1.0 = one busy thread; llama-native
+// gets --threads for both n_threads and n_threads_batch, node-llama-cpp's context `threads`);
 // Aether Chromium by the engine's own stats; wllama by llama-server's timings (prompt / predicted per second).
 //
 //   node bench/peers.mjs [--shapes s15m,phi3] [--dtypes f32,q8_0,q4_0] [--layers N] [--runtimes LIST]
@@ -107,6 +109,10 @@ async function makePrompt(file, P, normalIds, seed = 1) {
   } finally { await m.dispose(); }
 }
 
+/** CPU milliseconds of a process.cpuUsage() difference (every thread of this process: native llama.cpp's ggml
+ *  threads and Aether's worker threads alike). */
+const cpuMs = (c) => (c.user + c.system) / 1000;
+
 // ---- runtimes: open(file, rknot) -> { run(ids) -> { prefillTps, decodeTps, tokens }, close() } ----
 async function openAetherNode(file, o, simd) {
   const { load } = await import('../dist/src/index.js');
@@ -115,12 +121,12 @@ async function openAetherNode(file, o, simd) {
   return {
     async run(ids) {
       model.reset();
-      const t0 = performance.now();
-      let t1 = 0;
+      const t0 = performance.now(), c0 = process.cpuUsage();
+      let t1 = 0, c1 = null;
       const tokens = [];
-      for await (const p of model.generate(ids, { maxTokens: o.G, greedy: true })) { if (!t1) t1 = performance.now(); tokens.push(p.token); }
+      for await (const p of model.generate(ids, { maxTokens: o.G, greedy: true })) { if (!t1) { t1 = performance.now(); c1 = process.cpuUsage(c0); } tokens.push(p.token); }
       const t2 = performance.now();
-      return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens };
+      return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, prefillCpu: cpuMs(c1) / (t1 - t0) };
     },
     async close() { model.dispose(); },
   };
@@ -136,11 +142,11 @@ async function openLlamaNative(file, o) {
   return {
     async run(ids) {
       await seq.clearHistory();
-      const t0 = performance.now();
-      let t1 = 0;
+      const t0 = performance.now(), c0 = process.cpuUsage();
+      let t1 = 0, c1 = null;
       const tokens = [];
       for await (const t of seq.evaluate(ids, { temperature: 0 })) {
-        if (!t1) t1 = performance.now();
+        if (!t1) { t1 = performance.now(); c1 = process.cpuUsage(c0); }
         tokens.push(t);
         if (tokens.length >= o.G) break;
       }
@@ -154,7 +160,7 @@ async function openLlamaNative(file, o) {
         pieces.push(cur.startsWith(prev) ? cur.slice(prev.length) : model.detokenize([tokens[i]], true));
         prev = cur;
       }
-      return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, pieces };
+      return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, pieces, prefillCpu: cpuMs(c1) / (t1 - t0) };
     },
     async close() { await ctx.dispose(); await model.dispose(); },
   };
@@ -361,13 +367,16 @@ async function main() {
           prefill_vs_native: nat ? +(p / nat.p).toFixed(2) : null, decode_vs_native: nat ? +(d / nat.d).toFixed(2) : null,
           agree_prefix: agree?.prefix ?? null, agree_same: agree?.same ?? null, gen_tokens: o.G, same_tokens_every_rep: stable,
           info: infos[rt],
+          // process CPU time / wall time during prefill (Node runtimes): ~1 per busy thread, less when descheduled
+          prefill_cpu_per_wall: res[rt][0].prefillCpu === undefined ? null : +median(res[rt].map((r) => r.prefillCpu)).toFixed(2),
         });
         if (!o.json) {
           const r = rows[rows.length - 1];
           process.stdout.write(`${r.model.padEnd(14)} ${rt.padEnd(22)} prefill ${String(r.prefill_tps).padStart(8)} tok/s` +
             `${nat ? ` (${r.prefill_vs_native}x)` : ''}  decode ${String(r.decode_tps).padStart(7)} tok/s${nat ? ` (${r.decode_vs_native}x)` : ''}` +
             `${agree ? `  agree ${agree.prefix}/${o.G} prefix${agree.same === null ? ' (text)' : `, ${agree.same}/${o.G} ids`}` : ''}` +
-            `${stable ? '' : '  (output differs between reps)'}\n`);
+            `${stable ? '' : '  (output differs between reps)'}` +
+            `${r.prefill_cpu_per_wall === null ? '' : `  prefill cpu/wall ${r.prefill_cpu_per_wall}`}\n`);
         }
       }
     }

@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+// Where the milliseconds of one decode token go: per op class (the forward's time counters, model.setTiming),
+// the sampler, and the JS of generate() around them, with the bytes each op class streams and its GB/s.
+//   node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens 48] [--rounds 3] [--threads 1] [--ctx 512]
+//                                 [--repack on,off]
+// Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
+// "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
+// sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees).
+import v8 from 'node:v8';
+import { args, machine, median, repoRoot } from './lib/common.mjs';
+
+v8.setFlagsFromString('--no-liftoff');
+v8.setFlagsFromString('--no-wasm-lazy-compilation');
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+const { argv, opt } = args();
+const file = argv[0];
+if (!file || file.startsWith('--')) throw new Error('usage: node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens N] [--rounds R]');
+const simds = String(opt('--simd', 'relaxed,plain')).split(',');
+const repacks = String(opt('--repack', 'on')).split(',');
+const N = Number(opt('--tokens', 48)), rounds = Number(opt('--rounds', 3));
+const threads = Number(opt('--threads', 1)), nCtx = Number(opt('--ctx', 512));
+const { Aether } = await import(`${repoRoot}/dist/src/index.js`);
+
+const variants = [];
+for (const simd of simds) for (const rp of repacks) {
+  const opts = { threads, simd, nCtx };
+  if (repacks.length > 1 || rp === 'off') opts.repack = rp === 'on';
+  const model = await Aether.load(file, opts);
+  variants.push({ name: `${model.simd}${repacks.length > 1 ? ` repack ${rp}` : ''}`, model, res: [] });
+}
+const e0 = variants[0].model.engine, c = e0.config;
+// bytes streamed per token by each op class (weights only)
+const tb = (n) => e0.tensorInfo(n)?.bytes ?? 0;
+const bytes = { qkv: 0, attn_out: 0, ffn: 0, output: tb('output.weight') || tb('token_embd.weight') };
+for (let l = 0; l < c.n_layers; l++) {
+  const p = `blk.${l}.`;
+  bytes.qkv += tb(p + 'attn_qkv.weight') + tb(p + 'attn_q.weight') + tb(p + 'attn_k.weight') + tb(p + 'attn_v.weight');
+  bytes.attn_out += tb(p + 'attn_output.weight');
+  bytes.ffn += tb(p + 'ffn_gate.weight') + tb(p + 'ffn_up.weight') + tb(p + 'ffn_down.weight');
+}
+const dtypes = [...new Set(['attn_qkv', 'attn_q', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'].map((n) => e0.tensorInfo(`blk.0.${n}.weight`)?.dtype).filter(Boolean))];
+const outType = (e0.tensorInfo('output.weight') ?? e0.tensorInfo('token_embd.weight')).dtype;
+
+function measure(model) {
+  const e = model.engine;
+  const prompt = [1, 450, 3681, 1044, 338, 263, 1243, 9508];
+  e.forward(prompt, 0);
+  let pos = prompt.length;
+  for (let i = 0; i < 4; i++) e.forward([100 + i], pos++);
+  e.setTiming(true);   // zeroes the counters
+  const fwd = [], smp = [];
+  const rng = e.seedRng(1);
+  for (let i = 0; i < N; i++) {
+    const t0 = performance.now();
+    e.forward([200 + (i % 1000)], pos++);
+    const t1 = performance.now();
+    e.sample({ temperature: 0 }, rng, []);
+    fwd.push(t1 - t0); smp.push(performance.now() - t1);
+  }
+  const ot = e.opTimes();
+  e.setTiming(false);
+  const ops = {};
+  ot.ops.forEach((op, k) => { ops[op] = (ot.layers.reduce((a, r) => a + r[k], 0) + ot.global[k]) / N; });
+  const fsum = fwd.reduce((a, b) => a + b, 0) / N;
+  model.reset();
+  return { forward: median(fwd), forwardMean: fsum, sample: median(smp), ops };
+}
+async function genMs(model) {
+  model.reset();
+  for await (const _ of model.generate('The Debian project is', { maxTokens: N, temperature: 0, ignoreEos: true })) { /* drain */ }
+  return 1000 / model.stats.decodeTps;
+}
+
+const m0 = machine();
+for (let r = 0; r < rounds; r++) {
+  for (const v of variants) {
+    const x = measure(v.model);
+    x.generate = await genMs(v.model);
+    v.res.push(x);
+  }
+}
+const m1 = machine();
+const f = (x) => x.toFixed(3);
+console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; matrices ${dtypes.join('/')}, output ${outType}`);
+console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}`);
+const opNames = Object.keys(variants[0].res[0].ops);
+console.log(`\n| ms per token | ${variants.map((v) => v.name).join(' | ')} | MB per token |`);
+console.log(`|---|${variants.map(() => '---').join('|')}|---|`);
+const row = (label, get, mb = '') => console.log(`| ${label} | ${variants.map((v) => f(median(v.res.map(get)))).join(' | ')} | ${mb} |`);
+for (const op of opNames) {
+  const b = bytes[op];
+  row(op, (x) => x.ops[op], b ? (b / 1e6).toFixed(1) : '');
+}
+row('sum of op counters', (x) => Object.values(x.ops).reduce((a, b) => a + b, 0));
+row('Engine.forward (median)', (x) => x.forward);
+row('Engine.sample (greedy)', (x) => x.sample);
+row('generate() per token', (x) => x.generate);
+console.log(`\n| GB/s (weights streamed / op time) | ${variants.map((v) => v.name).join(' | ')} |`);
+console.log(`|---|${variants.map(() => '---').join('|')}|`);
+for (const op of Object.keys(bytes)) console.log(`| ${op} | ${variants.map((v) => (bytes[op] / 1e6 / median(v.res.map((x) => x.ops[op]))).toFixed(1)).join(' | ')} |`);
+for (const v of variants) v.model.dispose();
