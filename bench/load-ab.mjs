@@ -4,9 +4,11 @@
 // the aether CLI runs), runs interleaved read / into / A / B / read / into / A / B ..., medians; warm page cache.
 //
 //   node bench/load-ab.mjs --file F.rknot[,G.gguf] [--dist NAME=DIR,NAME=DIR] [--runs 5] [--threads 1] [--ctx 1024]
-//                          [--no-verify] [--json]
+//                          [--no-verify] [--json] [--out F.json]   (--ctx: nCtx, default the engine's)
 //
-// --dist: each a repository root with dist/ and wasm/ (default: this checkout, named 'this'). A build made for the
+// --dist: each NAME=DIR[@READ], DIR a repository root with dist/ and wasm/ (default: this checkout, named 'this'), READ the
+// load option `read` as JSON without commas, e.g. 'staged=.@{"staged":true}' (a 1 MiB chunk: add "chunk":1048576 after
+// a ';' -> written 'staged=.@{"staged":true;"chunk":1048576}'). A build made for the
 // comparison: `git archive BASE js tsconfig.json package.json | tar -x -C /tmp/base && ln -s $PWD/wasm /tmp/base/wasm
 // && ln -s $PWD/node_modules /tmp/base/node_modules && (cd /tmp/base && npx tsc -p tsconfig.json)`.
 // Reported per file: `read` (fs stream into a reused 4 MiB buffer, data discarded: issue 11's baseline), `into`
@@ -40,8 +42,10 @@ if (a.argv[0] === '--child') {
     for (let off = 0; off < size;) off += fs.readSync(fd, dest, off, Math.min(4 << 20, size - off), off);
     fs.closeSync(fd);
   } else {
-    const { load } = await import(pathToFileURL(path.join(root, 'dist/src/index.js')).href);
-    const model = await load(file, { threads: Number(a.opt('--threads', '1')), nCtx: Number(a.opt('--ctx', '1024')), verify: !a.has('--no-verify'), warmup: false });
+    const [dir, readJson] = root.split('@');
+    const { load } = await import(pathToFileURL(path.join(dir, 'dist/src/index.js')).href);
+    const model = await load(file, { threads: Number(a.opt('--threads', '1')), nCtx: a.opt('--ctx') !== undefined ? Number(a.opt('--ctx')) : undefined, verify: !a.has('--no-verify'), warmup: false,
+      ...(readJson ? { read: JSON.parse(readJson) } : {}) });
     out.plan_total = model.engine.plan.total;
     out.weights = model.engine.plan.weights;
     out.kv = model.engine.plan.kvCache;
@@ -57,7 +61,11 @@ if (a.argv[0] === '--child') {
 
 const files = (a.opt('--file') ?? '').split(',').filter(Boolean);
 if (!files.length) { console.error('usage: node bench/load-ab.mjs --file F[,G] [--dist NAME=DIR,...] [--runs 5]'); process.exit(2); }
-const dists = (a.opt('--dist') ?? `this=${repoRoot}`).split(',').map((s) => { const [n, d] = s.split('='); return { name: n, root: path.resolve(d) }; });
+const dists = (a.opt('--dist') ?? `this=${repoRoot}`).split(',').map((s) => {
+  const [n, d] = s.split('=');
+  const [dir, read] = d.split('@');
+  return { name: n, root: path.resolve(dir) + (read ? `@${read.replaceAll(';', ',')}` : '') };
+});
 const runs = Number(a.opt('--runs', '5'));
 const pass = ['--threads', '--ctx'].flatMap((f) => (a.opt(f) !== undefined ? [f, a.opt(f)] : [])).concat(a.has('--no-verify') ? ['--no-verify'] : []);
 const log = (s) => { if (!a.has('--json')) console.log(s); };

@@ -44,6 +44,12 @@ export interface LoadOptions extends EngineOptions {
    * aether CLI sets, has the same effect without the warm-up's cost).
    */
   warmup?: boolean | number;
+  /**
+   * Node file paths: how the data section is read into wasm memory (docs/PERFORMANCE.md, "Load"). `chunk`: bytes per
+   * read (default 4 MiB); `readAhead`: bytes of reads in flight ahead of the checks (default 64 MiB); `staged`: read into
+   * small reused buffers and copy each into memory (default false: straight into memory).
+   */
+  read?: { chunk?: number; readAhead?: number; staged?: boolean };
 }
 
 export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
@@ -684,6 +690,12 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optInt('spin', o.spin, 0);
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
+  if (o.read !== undefined) {
+    const r = optionsObject('read', o.read) as NonNullable<LoadOptions['read']>;
+    optInt('read.chunk', r.chunk, 65536, 1 << 30);
+    optInt('read.readAhead', r.readAhead, 0, 1 << 30);
+    optBool('read.staged', r.staged);
+  }
   optSignal('signal', o.signal);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new AetherError('invalid_argument', 'onProgress: expected a function');
   if (o.modules !== undefined && (!Array.isArray(o.modules) || !o.modules.every((m) => typeof m === 'string'))) throw new AetherError('invalid_argument', 'modules: expected an array of module names');
@@ -759,6 +771,7 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
       signal: opts.signal,
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
+      directChunk: opts.read?.chunk, readAhead: opts.read?.readAhead, directStaged: opts.read?.staged,
       plan: async (m: RknotMetadata, header: { dataSize: number }) => {
         const prep = await prepP;
         const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,

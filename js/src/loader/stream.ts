@@ -50,6 +50,11 @@ export interface LoadRknotOptions {
   directChunk?: number;
   /** direct path: bytes of reads kept in flight ahead of the checks (default 64 MiB; at least 2 reads) */
   readAhead?: number;
+  /**
+   * direct path: read into small reused buffers (then default chunk 1 MiB, readAhead 4 MiB) and copy each into dest
+   * (default false: read straight into dest). Measured: docs/PERFORMANCE.md "Load".
+   */
+  directStaged?: boolean;
   /** options for openSource (name, highWaterMark, fetchInit, size) */
   source?: OpenSourceOptions;
 }
@@ -263,6 +268,8 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
 
 const DIRECT_CHUNK = 4 << 20;
 const DIRECT_READ_AHEAD = 64 << 20;
+const STAGED_CHUNK = 1 << 20;
+const STAGED_READ_AHEAD = 4 << 20;
 
 /** Node file path: positional reads straight into dest, up to readAhead bytes ahead of the checks. */
 async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRknotResult> {
@@ -303,31 +310,37 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     const dest = await makeDest(opts, meta, header, name);
     const verifier = new DataVerifier(meta, header, dest, name, opts.verify !== false, opts.checkScales !== false);
     verifier.update(0, new Uint8Array(0));
-    const CH = Math.max(64 << 10, opts.directChunk ?? DIRECT_CHUNK);
+    // staged (option): reads into a ring of small reused buffers, each copied into dest and checked while in cache
+    const staged = opts.directStaged ?? false;
+    const CH = Math.max(64 << 10, opts.directChunk ?? (staged ? STAGED_CHUNK : DIRECT_CHUNK));
     // reads in flight: up to readAhead bytes ahead of the checks (at least 2 chunks), so the thread pool keeps reading
     // while this thread is busy (checks, or the caller's work overlapped with the stream, e.g. building the tokenizer)
-    const depth = Math.max(2, Math.ceil((opts.readAhead ?? DIRECT_READ_AHEAD) / CH));
+    const depth = Math.max(2, Math.ceil((opts.readAhead ?? (staged ? STAGED_READ_AHEAD : DIRECT_READ_AHEAD)) / CH));
     let pos = 0;
     let issued = 0;
     let lastProgress = 0;
-    const queue: { p: number; want: number; read: Promise<number> }[] = [];
+    const stageBufs: Uint8Array[] = [];
+    const queue: { p: number; want: number; read: Promise<number>; buf?: Uint8Array }[] = [];
     const issue = () => {
       while (queue.length < depth && issued < header.dataSize) {
         const p = issued, want = Math.min(CH, header.dataSize - p);
-        const read = readInto(dest, p, want, header.dataOffset + p);
+        let buf: Uint8Array | undefined;
+        if (staged) buf = stageBufs.pop() ?? new Uint8Array(CH);
+        const read = buf ? readInto(buf, 0, want, header.dataOffset + p) : readInto(dest, p, want, header.dataOffset + p);
         read.catch(() => { /* observed in order below, or dropped after a failure */ });
-        queue.push({ p, want, read });
+        queue.push({ p, want, read, buf });
         issued += want;
       }
     };
     try {
       issue();
       while (queue.length) {
-        const { p, want, read } = queue.shift()!;
+        const { p, want, read, buf } = queue.shift()!;
         const n = await read;
         if (signal?.aborted) throw abortError(name, signal);
         if (n < want) throw truncated(name, header.dataOffset + p + n, expected, `in the data section, tensor '${verifier.current() ?? '?'}'`);
         pos = p + n;
+        if (buf) { dest.set(buf.subarray(0, n), p); stageBufs.push(buf); }
         issue(); // the next reads run on the thread pool while this chunk is checked
         verifier.update(p, dest.subarray(p, p + n));
         consumed = header.dataOffset + pos;
