@@ -147,10 +147,9 @@ export class BpeModel {
       if (sp < 0) {
         throw new AetherError('tokenizer_error', `tokenizer data: merges[${r}] = ${JSON.stringify(m)} has no space separator`);
       }
-      const l = m.slice(0, sp), rt = m.slice(sp + 1);
-      const a = t2i.get(l);
-      const b = t2i.get(rt);
-      const ab = t2i.get(l + rt);
+      const a = t2i.getRanges(m, 0, sp, sp, sp);
+      const b = t2i.getRanges(m, sp + 1, m.length, 0, 0);
+      const ab = t2i.getRanges(m, 0, sp, sp + 1, m.length);
       if (a === undefined || b === undefined || ab === undefined) continue;
       left[r] = a; right[r] = b;
       this.mergeResult[r] = ab;

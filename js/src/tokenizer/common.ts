@@ -43,7 +43,7 @@ function strHash(s: string): number {
 }
 
 /**
- * text -> id over the vocabulary's own strings, in one Int32Array (open addressing, linear probing, load <= 0.5):
+ * text -> id over the vocabulary's own strings, in one Int32Array (open addressing, linear probing, load <= 2/3):
  * 4-8 bytes per token where a Map of 152k strings takes ~45 (7 MiB of JS heap for Qwen2.5's vocabulary).
  * The first id of a duplicated text wins. Read-only after construction; `get` / `has` as a Map's.
  */
@@ -52,7 +52,7 @@ export class TextIdMap {
   private readonly mask: number;
   constructor(private readonly texts: readonly string[], valid: (i: number) => boolean = () => true) {
     let cap = 16;
-    while (cap < texts.length * 2) cap *= 2;
+    while (cap < texts.length * 1.5) cap *= 2; // load <= 2/3
     this.slots = new Int32Array(cap).fill(-1);
     this.mask = cap - 1;
     for (let i = 0; i < texts.length; i++) {
@@ -73,6 +73,29 @@ export class TextIdMap {
       const id = this.slots[k];
       if (id < 0) return undefined;
       if (this.texts[id] === s) return id;
+      k = (k + 1) & this.mask;
+    }
+  }
+  /**
+   * Id of the text s[a0, a1) + s[b0, b1) (two ranges of one string, concatenated; b0 = b1 for one range) without
+   * building it: the BPE merges' halves and their concatenation, looked up without 450k temporary strings.
+   */
+  getRanges(s: string, a0: number, a1: number, b0: number, b1: number): number | undefined {
+    let h = 0x811c9dc5;
+    for (let i = a0; i < a1; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    for (let i = b0; i < b1; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    const len = a1 - a0 + b1 - b0, na = a1 - a0;
+    let k = (h >>> 0) & this.mask;
+    for (;;) {
+      const id = this.slots[k];
+      if (id < 0) return undefined;
+      const t = this.texts[id];
+      if (t.length === len) {
+        let same = true;
+        for (let i = 0; i < na && same; i++) same = t.charCodeAt(i) === s.charCodeAt(a0 + i);
+        for (let i = 0; i < len - na && same; i++) same = t.charCodeAt(na + i) === s.charCodeAt(b0 + i);
+        if (same) return id;
+      }
       k = (k + 1) & this.mask;
     }
   }
