@@ -16,6 +16,11 @@
 //   --all       the whole table of docs/PERFORMANCE.md in one command: every model at Q4_0, plus Q4_K_M and Q8_0 for
 //               SmolLM2-135M and Qwen2.5-0.5B, Node and Chromium (--browser), 1 and 2 threads; generates and converts
 //               the files that are missing. Prints the Markdown tables at the end (also to --md FILE).
+//               With --model / --quant it keeps only those rows of that set (to run the table model by model).
+//   --out FILE  the JSON report, rewritten after every model (a partial run keeps what it measured)
+//   --from-json A.json,B.json  no measuring: the Markdown tables of earlier --out reports merged (one table from
+//               a run done model by model)
+//   --help      this text
 //
 // Load is also split by CPU time (user / system of the child, worker threads and libuv's pool included) and
 // compared with two reads: `read` (fs stream into a reused 4 MiB buffer, data discarded: the issue's baseline)
@@ -30,6 +35,18 @@ import { spawnSync } from 'node:child_process';
 import { args, machine, median, repoRoot } from './lib/common.mjs';
 
 const a = args();
+if (a.has('--help') || a.has('-h')) {
+  // the usage is the header comment of this file
+  const src = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+  const end = src.findIndex((l) => !l.startsWith('//') && !l.startsWith('#!'));
+  console.log(src.slice(1, end).map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+  process.exit(0);
+}
+if (a.argv[0] !== '--child') {
+  const known = new Set(['--model', '--quant', '--ctx', '--prompt-tokens', '--gen-tokens', '--reps', '--threads', '--runs', '--browser', '--json', '--dir', '--md', '--out', '--all', '--from-json']);
+  const bad = a.argv.filter((x) => x.startsWith('--') && !known.has(x));
+  if (bad.length) { console.error(`unknown option ${bad.join(', ')} (see --help)`); process.exit(2); }
+}
 const dist = path.join(repoRoot, 'dist/src');
 
 function hwmKb() {
@@ -79,20 +96,25 @@ if (a.argv[0] === '--child') {
       let s = 12345;
       const prompt = [model.tokenizer.bosId ?? 1];
       while (prompt.length < P) { s = (s * 1103515245 + 12345) >>> 0; prompt.push(3 + (s % (c.vocab_size - 3))); }
-      const pre = [], dec = [];
+      const pre = [], dec = [], preCpu = [], decCpu = [];
       for (let r = 0; r < reps + 1; r++) {
-        const t1 = performance.now();
+        const u1 = process.cpuUsage(), t1 = performance.now();
         e.forward(prompt, 0);
-        const t2 = performance.now();
+        const u2 = process.cpuUsage(), t2 = performance.now();
         let tok = 3;
         for (let i = 0; i < G; i++) { e.forward([tok], P + i); tok = 3 + ((tok * 31 + 7) % (c.vocab_size - 3)); }
-        const t3 = performance.now();
+        const u3 = process.cpuUsage(), t3 = performance.now();
         if (r === 0 && reps > 0) continue;   // warm-up
+        // CPU time of the process (all threads) / wall time: 1.0 = one core busy the whole time; below the thread
+        // count = the threads waited (for each other, or for a core other processes held)
+        const us = (x, y) => (y.user - x.user + y.system - x.system) / 1000;
+        preCpu.push(us(u1, u2) / (t2 - t1)); decCpu.push(us(u2, u3) / (t3 - t2));
         pre.push((P / (t2 - t1)) * 1000);
         dec.push((G / (t3 - t2)) * 1000);
         try { out.logits_finite = e.logits().every((v) => Number.isFinite(v)); } catch (err) { out.logits_error = `${err.code ?? ''} ${err.message}`.slice(0, 300); }
       }
       out.prefill_tps = median(pre); out.decode_tps = median(dec); out.prefill_all = pre; out.decode_all = dec;
+      out.prefill_cpu_share = median(preCpu); out.decode_cpu_share = median(decCpu);
     }
     model.dispose();
   }
@@ -110,7 +132,7 @@ const ALL = a.has('--all');
 const ALL_PAIRS = [...Object.keys(MODELS).map((m) => [m, 'q4_0']), ...['smollm2-135m', 'qwen2.5-0.5b'].flatMap((m) => [[m, 'q4_K_M'], [m, 'q8_0']])];
 const models = a.opt('--model', 'all') === 'all' ? Object.keys(MODELS) : a.opt('--model').split(',');
 const quants = a.opt('--quant', 'all') === 'all' ? QUANTS : a.opt('--quant').split(',');
-const pairs = ALL ? ALL_PAIRS : models.flatMap((m) => quants.map((q) => [m, q]));
+const pairs = ALL ? ALL_PAIRS.filter(([m, q]) => models.includes(m) && quants.includes(q)) : models.flatMap((m) => quants.map((q) => [m, q]));
 for (const [m, q] of pairs) {
   if (!MODELS[m]) throw new Error(`unknown model ${m} (${Object.keys(MODELS).join(', ')})`);
   if (!QUANTS.includes(q)) throw new Error(`unknown quant ${q} (${QUANTS.join(', ')})`);
@@ -129,11 +151,13 @@ function child(mode, file, extra = []) {
   return JSON.parse(line);
 }
 
-const report = { machine: machine(), command: `node bench/real-shapes.mjs ${a.argv.join(' ')}`, results: [] };
+const FROM = a.opt('--from-json')?.split(',');
+let report = { machine: machine(), command: `node bench/real-shapes.mjs ${a.argv.join(' ')}`, results: [] };
+if (FROM) pairs.length = 0;
 log(`machine: ${JSON.stringify(report.machine)}`);
 // fixed cost of a load (compiling the wasm modules with TurboFan, instantiating): the shipped 17 MB model
 const tiny = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
-if (fs.existsSync(tiny)) {
+if (fs.existsSync(tiny) && !FROM) {
   const b = child('run', tiny, [...passOn.filter((x, i, arr) => arr[i - 1] !== '--ctx' && x !== '--ctx'), '--prompt-tokens', '0', '--ctx', '256']);
   report.baseline = { model: 'tiny-llama-a-q8_0.rknot', bytes: fs.statSync(tiny).size, load_ms: b.load_ms, load_cpu: b.load_cpu, error: b.error };
   log(`baseline load of ${report.baseline.model} (${(report.baseline.bytes / 2 ** 20).toFixed(0)} MiB): ${b.load_ms?.toFixed(0)} ms`);
@@ -182,6 +206,7 @@ for (const [name, quant] of pairs) {
     for (const t of threadsList) {
       const r = child('run', rk, [...passOn, '--threads', String(t)]);
       res.threads[t] = r.error ? { error: r.error } : { prefill_tps: r.prefill_tps, decode_tps: r.decode_tps, prefill_all: r.prefill_all, decode_all: r.decode_all,
+        prefill_cpu_share: r.prefill_cpu_share, decode_cpu_share: r.decode_cpu_share, loadavg: os.loadavg(),
         hwm_bytes: r.hwm_kb * 1024, logits_finite: r.logits_finite, logits_error: r.logits_error };
     }
     const peak = Math.max(res.load_hwm_bytes, ...Object.values(res.threads).map((x) => x.hwm_bytes ?? 0));
@@ -190,6 +215,7 @@ for (const [name, quant] of pairs) {
   }
   res.loadavg_end = os.loadavg();
   report.results.push(res);
+  if (a.opt('--out')) fs.writeFileSync(a.opt('--out'), JSON.stringify(report, null, 1));
   const MB = (b) => (b / 2 ** 20).toFixed(0);
   if (res.error) log(`${name} ${quant}: ERROR ${res.error}`);
   else {
@@ -202,12 +228,17 @@ for (const [name, quant] of pairs) {
       Object.entries(res.threads).map(([t, x]) => x.error ? `${t}T error ${x.error}` : `${t}T prefill ${x.prefill_tps.toFixed(1)} decode ${x.decode_tps.toFixed(2)} tok/s`).join('; '));
   }
 }
-if (a.has('--browser') || ALL) {
+if ((a.has('--browser') || ALL) && !FROM) {
   const { browserRuns } = await import('./lib/real-shapes-browser.mjs');
   report.browser = await browserRuns(report.results.filter((r) => !r.error).map((r) => ({ ...r, file: path.join(dir, `${r.model}-${r.quant}.rknot`) })),
     { threadsList, ctx: Number(a.opt('--ctx', '1024')), P: Number(a.opt('--prompt-tokens', '64')), G: Number(a.opt('--gen-tokens', '32')), log });
 }
 report.machine_end = machine();
+if (FROM) {
+  const reps = FROM.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
+  report = { command: reps.map((r) => r.command).join('`; `'), machine: reps[0].machine, machine_end: reps.at(-1).machine_end ?? reps.at(-1).machine,
+    results: reps.flatMap((r) => r.results), browser: reps.flatMap((r) => r.browser ?? []) };
+}
 
 /** The Markdown tables of docs/PERFORMANCE.md from a report. */
 function markdown(rep) {
@@ -226,22 +257,26 @@ function markdown(rep) {
       `${MiB(r.weights_bytes)} + ${MiB(r.kv_bytes)} (${r.kv_dtype}, ${r.n_ctx}) | ${f(r.rss_over_target, 2)} | ${MiB(r.plan_total_bytes)} | ${MiB(r.memory_bytes)} | ${r.loadavg_start[0].toFixed(1)}-${r.loadavg_end[0].toFixed(1)} |`);
   }
   out.push('', '| model | quant | ' + threadsList.map((t) => `Node ${t}T prefill | Node ${t}T decode`).join(' | ') + ' | ' +
-    threadsList.map((t) => `Chromium ${t}T load | Chromium ${t}T prefill | Chromium ${t}T decode | Chromium ${t}T peak PSS MiB`).join(' | ') + ' |');
-  out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|---|').join(''));
+    threadsList.map((t) => `Chromium ${t}T load | Chromium ${t}T prefill | Chromium ${t}T decode | Chromium ${t}T peak PSS MiB`).join(' | ') + ' | load avg (1 min) Node / Chromium |');
+  out.push('|---|---|' + threadsList.map(() => '---|---|').join('') + threadsList.map(() => '---|---|---|---|').join('') + '---|');
   for (const r of rep.results) {
     if (r.error) continue;
-    const node = threadsList.map((t) => { const x = r.threads[t]; return x?.error ? 'error | error' : `${f(x?.prefill_tps)} | ${f(x?.decode_tps, 2)}`; }).join(' | ');
+    const node = threadsList.map((t) => { const x = r.threads[t]; if (x?.error) return 'error | error';
+      const sh = (v) => (v === undefined ? '' : ` (${v.toFixed(2)})`);
+      return `${f(x?.prefill_tps)}${sh(x?.prefill_cpu_share)} | ${f(x?.decode_tps, 2)}${sh(x?.decode_cpu_share)}`; }).join(' | ');
     const br = threadsList.map((t) => {
       const x = (rep.browser ?? []).find((b) => b.model === r.model && b.quant === r.quant && b.threads === t);
       return !x ? '- | - | - | -' : x.error ? `error: ${x.error.slice(0, 60)} | - | - | -` : `${s(x.loadMs)} | ${f(x.prefillTps)} | ${f(x.decodeTps, 2)} | ${MiB(x.peakPss)}`;
     }).join(' | ');
-    out.push(`| ${label(r)} | ${node} | ${br} |`);
+    const bl = (rep.browser ?? []).filter((b) => b.model === r.model && b.quant === r.quant && b.loadavg_start);
+    const la = bl.length ? `${Math.min(...bl.map((b) => b.loadavg_start[0])).toFixed(1)}-${Math.max(...bl.map((b) => b.loadavg_end[0])).toFixed(1)}` : '-';
+    out.push(`| ${label(r)} | ${node} | ${br} | ${r.loadavg_start[0].toFixed(1)}-${r.loadavg_end[0].toFixed(1)} / ${la} |`);
   }
   return out.join('\n');
 }
 const md = markdown(report);
 if (a.has('--json')) process.stdout.write(JSON.stringify(report, null, 1) + '\n');
-else if (ALL || a.opt('--md')) console.log('\n' + md);
+else if (ALL || FROM || a.opt('--md')) console.log('\n' + md);
 if (a.opt('--md')) fs.writeFileSync(a.opt('--md'), md + '\n');
 const outFile = a.opt('--out');
 if (outFile) fs.writeFileSync(outFile, JSON.stringify(report, null, 1));

@@ -65,6 +65,7 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
         const ctxB = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
         let r;
         const sampler = pssSampler(dir);
+        const loadavgStart = os.loadavg();
         try {
           const page = ctxB.pages()[0] ?? await ctxB.newPage();
           await page.goto(`${server.url}/bench/lib/real-shapes.html`);
@@ -92,7 +93,7 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
           await ctxB.close().catch(() => {});
           fs.rmSync(dir, { recursive: true, force: true });
         }
-        const row = { model: it.model, quant: it.quant, threads, ...r };
+        const row = { model: it.model, quant: it.quant, threads, loadavg_start: loadavgStart, loadavg_end: os.loadavg(), ...r };
         out.push(row);
         log(`chromium ${it.model} ${it.quant} ${threads}T: ` + (r.error ? `ERROR ${r.error}` :
           `load ${r.loadMs.toFixed(0)} ms, prompt ${r.promptTokens} tok prefill ${r.prefillTps.toFixed(1)} tok/s, decode ${r.decodeTps.toFixed(2)} tok/s (threads ${r.threads}, isolated ${r.isolated}), ` +
