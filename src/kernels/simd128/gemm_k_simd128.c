@@ -5,8 +5,8 @@
  * dotted with each of the 4 tokens' q8_K values:
  *  - relaxed build: ae_rdot16 (i16x8.relaxed_dot_i8x16_i7x16_s, one pmaddubsw in V8 11.x) of the activation
  *    bytes with the weight bytes (the 7-bit operand: exact and host-independent), pair sums added in i16 where
- *    they share a scale (at most 4 products of |63 x 128| ... q6_K: 2 products), then i32x4.dot_i16x8 with the
- *    sub-block scale in every i16 lane: sc_j sum(q x) in i32 lanes without an i32 multiply;
+ *    they share a scale (q4_K / q5_K: 4 products of |31 x 128| per lane, q6_K: 2 of |63 x 128|, < 2^15), then
+ *    i32x4.dot_i16x8 with the sub-block scale in every i16 lane: sc_j sum(q x) in i32 lanes, no i32 multiply;
  *  - plain build: the weights are split into even / odd i16 lanes and multiplied by their sub-block scale in i16
  *    once per row (|q sc| <= 63 x 128 < 2^15), then i32x4.dot_i16x8 with each token's even / odd i16 activations
  *    (split once per column chunk for all rows of the chunk).
@@ -25,7 +25,6 @@
  * column chunks of GEMM_CB super-blocks (the 4 tokens' activations on the stack; partial sums cross chunks
  * through y, exactly). */
 #include "simd128_util.h"
-
 
 #define GEMM_ROWS 32
 #define GEMM_CB 8
