@@ -4,17 +4,12 @@
 // the dequantised cache, GQA groups, heads padded to whole blocks (head_dim 48 in q8_0), runs split in pieces.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits } from './helpers/kernels.mjs';
+import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits, sameBits, assertBitsEqual } from './helpers/kernels.mjs';
 
 const k = await loadKernels({ pages: 2048 });
 const X = k.x;
 const REF = 1, SIMD = 0;
 function withMark(fn) { const m = k.mark(); try { return fn(); } finally { k.release(m); } }
-function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
-function assertBitsEqual(a, b, what) {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} != ${b[i]}`);
-}
 const KV_TYPES = [T.F32, T.F16, T.Q8_0, T.Q4_0];
 const blockOf = (t) => DTYPE_ROWS.find((d) => d.ggmlId === t).blockSize;
 const padTo = (hd, t) => Math.ceil(hd / blockOf(t)) * blockOf(t);

@@ -5,18 +5,12 @@
 // bit for bit where the activation is quantised. Run: node --test tests/kernels-gemm.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { loadKernels, rng, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, f32bits, randomRow } from './helpers/kernels.mjs';
+import { loadKernels, rng, TYPE_NAMES, BLOCK, ROW, WEIGHT_TYPES, f32bits, sameBits, assertBitsEqual, randomRow } from './helpers/kernels.mjs';
 
 const k = await loadKernels({ pages: 4096 });
 const X = k.x;
 const REF = 1, SIMD = 0;
 
-function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
-function assertBitsEqual(a, b, what) {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++)
-    if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} (0x${f32bits(a[i]).toString(16)}) != ${b[i]} (0x${f32bits(b[i]).toString(16)})`);
-}
 function withMark(fn) { const m = k.mark(); try { return fn(); } finally { k.release(m); } }
 const vdt = (type) => X.kt_traits(type, 0, 2);
 

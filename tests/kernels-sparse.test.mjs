@@ -4,17 +4,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import * as TOL from './helpers/tolerances.mjs';
-import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits, randomRow } from './helpers/kernels.mjs';
+import { loadKernels, rng, T, TYPE_NAMES, DTYPE_ROWS, f32bits, sameBits, assertBitsEqual, randomRow } from './helpers/kernels.mjs';
 
 const k = await loadKernels({ pages: 1024 });
 const X = k.x;
 const REF = 1, SIMD = 0;
 function withMark(fn) { const m = k.mark(); try { return fn(); } finally { k.release(m); } }
-function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
-function assertBitsEqual(a, b, what) {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} != ${b[i]}`);
-}
 
 const AXPY_TYPES = [T.F32, T.F16, T.Q8_0, T.Q4_0];
 

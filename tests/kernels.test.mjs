@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as TOL from './helpers/tolerances.mjs';
 import {
   loadKernels, rng, T, TYPE_NAMES, BLOCK, ROW, DTYPE_ROWS, WEIGHT_TYPES, QUANT_TYPES, FLOAT_TYPES, ACT_TYPES,
-  f32bits, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
+  f32bits, sameBits, assertBitsEqual, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
 } from './helpers/kernels.mjs';
 import { decodeToF32, encodeFromF32 } from '../dist/src/formats/quantize.js';
 
@@ -20,12 +20,6 @@ const ELEMWISE_N = [1, 3, 4, 5, 7, 15, 16, 17, 31, 33, 97, 288, 4096 + 3];
 
 function ord(f) { const u = f32bits(f); return u & 0x80000000 ? -(u & 0x7fffffff) : u; }
 function ulps(a, b) { return Math.abs(ord(a) - ord(b)); }
-function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
-function assertBitsEqual(a, b, what) {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++)
-    if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} (0x${f32bits(a[i]).toString(16)}) != ${b[i]} (0x${f32bits(b[i]).toString(16)})`);
-}
 function blocksFor(type) { return BLOCK[type][0]; }
 function vdt(type) { return X.kt_traits(type, 0, 2); }
 // quantise (with the reference quantiser) an activation for weights of dtype `type`

@@ -12,28 +12,13 @@ import { parseKvPolicy } from '../dist/src/formats/kv-policy.js';
 import { writeWithSections } from '../dist/src/profile/write.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
+import { logitRuns, sameRunBits, maxRunDiff } from './helpers/logit-runs.mjs';
 
 const SHAPE = { n_heads: 8, n_kv_heads: 4 };   // 4 KV heads: stored and full heads interleave (slot mapping)
 const PROMPT = Array.from({ length: 45 }, (_, i) => 3 + ((i * 53) % 300));   // maxBatch 4: the rings wrap many times
 const DECODE = [280, 12, 99, 300, 4, 77, 150, 9];
+const { runEngine, runRef } = logitRuns(PROMPT, DECODE);
 
-function runEngine(model) {
-  const out = [];
-  model.engine.forward(PROMPT, 0);
-  out.push(model.engine.logits());
-  DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
-  return out;
-}
-function runRef(r) {
-  const out = [];
-  let last;
-  PROMPT.forEach((t, i) => { last = r.step(t, i); });
-  out.push(last);
-  DECODE.forEach((t, i) => out.push(r.step(t, PROMPT.length + i)));
-  return out;
-}
-const sameBits = (a, b) => a.length === b.length && a.every((x, s) => Buffer.from(x.buffer).equals(Buffer.from(b[s].buffer)));
-const maxDiff = (a, b) => { let m = 0; for (let s = 0; s < a.length; s++) for (let i = 0; i < a[s].length; i++) m = Math.max(m, Math.abs(a[s][i] - b[s][i])); return m; };
 const kvTotal = (m) => m.metrics().kvCache.byDtype.reduce((a, d) => a + d.bytes, 0);
 
 // every KV dtype, one and several segments, sinks inside one segment or across two, ring of the stored heads only
@@ -86,10 +71,10 @@ test('KV heads stored locally = local attention over the full cache bit for bit 
         assert.throws(() => m.engine.setKvLocal(0, 0, false), { code: 'unsupported' });
       } finally { m.dispose(); }
     }
-    assert.ok(sameBits(outs[0], attnOut), `${name(policy)}: stored locally = local attention over the full cache`);
-    assert.ok(sameBits(outs[0], outs[1]), `${name(policy)}: 1 vs 2 threads`);
+    assert.ok(sameRunBits(outs[0], attnOut), `${name(policy)}: stored locally = local attention over the full cache`);
+    assert.ok(sameRunBits(outs[0], outs[1]), `${name(policy)}: 1 vs 2 threads`);
     const p = typeof policy === 'string' ? parseKvPolicy(policy) : policy;
-    const d = maxDiff(outs[0], runRef(createRefModel(cfg, W, { kvPolicy: { ...p, local: (l, g) => STORED[l].includes(g) } })));
+    const d = maxRunDiff(outs[0], runRef(createRefModel(cfg, W, { kvPolicy: { ...p, local: (l, g) => STORED[l].includes(g) } })));
     const tol = /q[48]_0/.test(name(policy)) ? 6e-2 : 3e-3;   // as tests/kv-policy.test.mjs
     assert.ok(d < tol, `${name(policy)}: max |logit - ref| ${d} >= ${tol}`);
     console.log(`${name(policy)}: stored locally = local attention bit for bit; max |logit - ref| = ${d.toExponential(2)}`);
@@ -128,7 +113,7 @@ test('localHeads option: defaults, the file\'s attention_heads classes, errors n
       assert.deepEqual(f.approximations(), g.approximations());
       assert.deepEqual(f.approximations().map((a) => [a.kvPolicy, a.storedLocalKvHeads]),
         [['window=6:f16,0-1:f16,2-:f16', [1]], ['window=6:f16,0-1:f16,2-:f16', [2, 3]]]);
-      assert.ok(sameBits(runEngine(f), runEngine(g)), "'file' = the same heads given as a list");
+      assert.ok(sameRunBits(runEngine(f), runEngine(g)), "'file' = the same heads given as a list");
     } finally { f.dispose(); g.dispose(); }
     const h = await load(out, { maxBatch: 4, localHeads: { heads: 'file', window: 9 } });
     try { assert.equal(h.kvPolicy(0), 'window=9:f16,0-1:f16,2-:f16'); } finally { h.dispose(); }
@@ -149,7 +134,7 @@ test('run-time storage switches: store -> the stored model; back to full -> re-a
     // store heads 1, 3 of layer 0 and 0 of layer 1 locally: the cache is re-carved and the history recomputed
     assert.equal(m.setHeadMode('local', { layers: [0], heads: [1, 3], store: true }), history.length);
     assert.equal(m.setHeadMode('local', { layers: [1], heads: [0], store: true }), history.length);
-    assert.ok(sameBits([m.engine.logits()], logitsAfter(stored)), 'stored at run time = loaded stored, after the same history');
+    assert.ok(sameRunBits([m.engine.logits()], logitsAfter(stored)), 'stored at run time = loaded stored, after the same history');
     assert.equal(before - kvTotal(m), m.metrics().kvCache.localHeadsSavedBytes);
     assert.ok(m.metrics().kvCache.localHeadsSavedBytes > 0);
     // continuing the conversation reuses the recomputed cache
@@ -161,7 +146,7 @@ test('run-time storage switches: store -> the stored model; back to full -> re-a
     assert.equal(kvTotal(m), before);
     const hist2 = [...history, r.tokens.at(-1), ...more.tokens.slice(0, -1)];
     full.engine.forward(hist2, 0);
-    assert.ok(sameBits([m.engine.logits()], [full.engine.logits()]), 'rolled back = the full-storage model after the same history');
+    assert.ok(sameRunBits([m.engine.logits()], [full.engine.logits()]), 'rolled back = the full-storage model after the same history');
     const a = await m.complete([...hist2, more.tokens.at(-1)], { maxTokens: 4, greedy: true });
     const b = await full.complete([...hist2, more.tokens.at(-1)], { maxTokens: 4, greedy: true });
     assert.deepEqual(a.tokens, b.tokens);

@@ -46,29 +46,12 @@ test('parseKvPolicy / checkKvPolicy: errors name the part and what was expected'
 import { load } from '../dist/src/index.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
+import { logitRuns, sameRunBits, maxRunDiff } from './helpers/logit-runs.mjs';
 
 const PROMPT = Array.from({ length: 37 }, (_, i) => 3 + ((i * 53) % 300));   // prefill in batches of 4 (maxBatch 4)
 const DECODE = [280, 12, 99, 300, 4, 77];
 const STEPS = PROMPT.length + DECODE.length;
-
-/** Logits after the prompt and after each decode token, run through the engine. */
-function runEngine(model) {
-  const out = [];
-  model.engine.forward(PROMPT, 0);
-  out.push(model.engine.logits());
-  DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
-  return out;
-}
-function runRef(r) {
-  const out = [];
-  let last;
-  PROMPT.forEach((t, i) => { last = r.step(t, i); });
-  out.push(last);
-  DECODE.forEach((t, i) => out.push(r.step(t, PROMPT.length + i)));
-  return out;
-}
-const maxDiff = (a, b) => { let m = 0; for (let s = 0; s < a.length; s++) for (let i = 0; i < a[s].length; i++) m = Math.max(m, Math.abs(a[s][i] - b[s][i])); return m; };
-const sameBits = (a, b) => a.every((x, s) => Buffer.from(x.buffer).equals(Buffer.from(b[s].buffer)));
+const { runEngine, runRef } = logitRuns(PROMPT, DECODE);
 
 test('KV policies in the forward pass: = the scalar reference (mixed precision, window, local heads); 1 vs 2 threads bit-identical; identities', { timeout: 240_000 }, async () => {
   const { file, cfg, W } = await generateModel('llama', 'f32', 5);
@@ -94,10 +77,10 @@ test('KV policies in the forward pass: = the scalar reference (mixed precision, 
         runs.push(runEngine(m));
       } finally { m.dispose(); }
     }
-    assert.ok(sameBits(runs[0], runs[1]), `${spec}: 1 vs 2 threads differ`);
+    assert.ok(sameRunBits(runs[0], runs[1]), `${spec}: 1 vs 2 threads differ`);
     const p = parseKvPolicy(spec);
-    const d = maxDiff(runs[0], runRef(createRefModel(cfg, W, { kvPolicy: { ...p, local } })));
-    const off = maxDiff(runs[0], plainRef);
+    const d = maxRunDiff(runs[0], runRef(createRefModel(cfg, W, { kvPolicy: { ...p, local } })));
+    const off = maxRunDiff(runs[0], plainRef);
     assert.ok(d < tol, `${spec}${local ? ' + local heads' : ''}: max |logit - ref| ${d} >= ${tol}`);
     assert.ok(off > 2 * d, `${spec}: the plain-cache reference (${off}) should be further off than the policy's (${d})`);
     console.log(`${spec}${local ? ' + local heads' : ''}: max |logit - ref| = ${d.toExponential(2)} (plain-cache reference: ${off.toExponential(2)})`);
@@ -105,7 +88,7 @@ test('KV policies in the forward pass: = the scalar reference (mixed precision, 
   // identities: one f16 range, or f16 everywhere with an f16 window, is the plain f16 cache bit for bit
   for (const spec of ['0-:f16', 'sinks=2:f16,window=6:f16,rest=f16', 'window=3:f16,0-4:f16,5-:f16']) {
     const m = await open({ kvPolicy: spec });
-    try { assert.ok(sameBits(runEngine(m), plain), `${spec} = the plain f16 cache`); } finally { m.dispose(); }
+    try { assert.ok(sameRunBits(runEngine(m), plain), `${spec} = the plain f16 cache`); } finally { m.dispose(); }
   }
 });
 
@@ -127,18 +110,18 @@ test('KV policy at run time: setKvPolicy = loading with it; rollback restores th
     const plain = runEngine(m);
     m.setKvPolicy(spec);
     assert.equal(m.kvPolicy(0), 'window=6:f16,0-1:f16,2-:q4_0');
-    assert.ok(sameBits(runEngine(m), ref), 'switched at run time = loaded with the policy');
+    assert.ok(sameRunBits(runEngine(m), ref), 'switched at run time = loaded with the policy');
     m.engine.setKvLocal(1, 0, true);
     assert.deepEqual(m.approximations().map((a) => a.localKvHeads), [[], [0]]);
     const local = runEngine(m);
-    assert.ok(!sameBits(local, ref), 'a local head changes the result');
+    assert.ok(!sameRunBits(local, ref), 'a local head changes the result');
     m.rollback({ kinds: ['heads'] });
-    assert.ok(sameBits(runEngine(m), ref), 'heads rolled back: the policy alone again');
+    assert.ok(sameRunBits(runEngine(m), ref), 'heads rolled back: the policy alone again');
     m.setKvPolicy(null, [1]);
     assert.deepEqual(m.approximations().map((a) => a.kvPolicy), [spec.replace('sinks=2:f16,window=6:f16,rest=q4_0', 'window=6:f16,0-1:f16,2-:q4_0'), 'full']);
     m.rollback();
     assert.deepEqual(m.approximations().map((a) => a.kvPolicy), ['full', 'full']);
-    assert.ok(sameBits(runEngine(m), plain), 'rolled back: the exact model bit for bit');
+    assert.ok(sameRunBits(runEngine(m), plain), 'rolled back: the exact model bit for bit');
     assert.throws(() => m.engine.setKvLocal(0, 0, true), { code: 'unsupported', message: /no KV policy with a window/ });
     assert.throws(() => m.setKvPolicy('rest=q5_1'), { code: 'invalid_argument' });
     assert.throws(() => m.setHeadMode('local'), { message: /attention_heads section/ });

@@ -1,5 +1,6 @@
 // Test helpers of the kernel tests: the shared kernels-test harness (bench/lib/kernels.mjs) plus exact
 // JS fp16 references and random blocks of every registry dtype.
+import assert from 'node:assert/strict';
 import { encodeFromF32 } from '../../dist/src/formats/quantize.js';
 import { BLOCK, ROW, T, TYPE_NAMES } from '../../bench/lib/kernels.mjs';
 
@@ -8,6 +9,14 @@ export * from '../../bench/lib/kernels.mjs';
 // ---- fp16 helpers (JS reference, exact) ----
 const f32buf = new Float32Array(1), u32buf = new Uint32Array(f32buf.buffer);
 export function f32bits(f) { f32buf[0] = f; return u32buf[0]; }
+/** Same float32 bits (any NaN equals any NaN). */
+export function sameBits(a, b) { return (Number.isNaN(a) && Number.isNaN(b)) || f32bits(a) === f32bits(b); }
+/** Fails on the first element whose bits differ, naming it and both values (with their bits). */
+export function assertBitsEqual(a, b, what) {
+  assert.equal(a.length, b.length, `${what}: length`);
+  for (let i = 0; i < a.length; i++)
+    if (!sameBits(a[i], b[i])) assert.fail(`${what}: element ${i}: ${a[i]} (0x${f32bits(a[i]).toString(16)}) != ${b[i]} (0x${f32bits(b[i]).toString(16)})`);
+}
 export function bitsF32(u) { u32buf[0] = u; return f32buf[0]; }
 export function halfToFloat(h) {
   const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;

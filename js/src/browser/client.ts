@@ -18,37 +18,12 @@ import { DEFAULT_CACHE_NAME } from './cache.js';
 import * as openai from '../openai.js';
 import {
   PROTOCOL_VERSION, type Approximation, type FromWorker, type LoadEvent, type ModelInfo, type ToWorker, type Verb, type Verbs, type WireError,
-  type WireSource,
+  type WireLoadOptions, type WireSource,
 } from './protocol.js';
 
-import type { KvDtype, LocalHeadsSpec } from '../runtime/engine.js';
 export type BrowserModelSource = string | URL | Blob | ReadableStream<Uint8Array>;
 
-export interface BrowserLoadOptions {
-  /** Compute threads including the engine worker's own (default 1). One when the page is not cross-origin isolated. */
-  threads?: number;
-  /** Context length (default: the model's, at most 4096 and what fits in memory; see EngineOptions.nCtx). */
-  nCtx?: number;
-  /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */
-  kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
-  /** KV policy (compact syntax or structured; null / 'full' none; default: the file's kv_policy). */
-  kvPolicy?: string | KvPolicy | null;
-  /** KV heads stored locally (sinks + window only: memory saved), as LoadOptions.localHeads ('file' or head lists). */
-  localHeads?: LocalHeadsSpec | 'file' | { heads: 'file'; sinks?: number; window?: number };
-  /** Cap on the wasm memory in bytes (default 4 GiB). */
-  maxMemory?: number;
-  /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
-  addressOffset?: number;
-  maxBatch?: number;
-  spin?: number;
-  /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
-  modules?: string[];
-  /** Verify tensor checksums while loading (default true; always on for cached copies). */
-  verify?: boolean;
-  /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
-  simd?: 'auto' | 'relaxed' | 'plain';
-  /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
-  warmup?: boolean | number;
+export interface BrowserLoadOptions extends Omit<WireLoadOptions, 'cache' | 'wasmBaseUrl'> {
   /** Cache URL downloads (Cache API): true (default) / false / a cache name. */
   cache?: boolean | string;
   /** Progress: bytes read, and cache hits / misses / evictions. */

@@ -16,7 +16,7 @@
  */
 import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats, LoadOptions } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
-import type { KvDtype, MemoryPlan, ModelConfig } from '../runtime/engine.js';
+import type { KvDtype, LocalHeadsSpec, MemoryPlan, ModelConfig } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
@@ -45,22 +45,34 @@ export type CacheState = 'hit' | 'miss' | 'stored' | 'evicted' | 'error';
 /** A model source as it crosses to the worker: an absolute URL, a Blob/File, or a transferred stream. */
 export type WireSource = { kind: 'url'; url: string } | { kind: 'blob'; blob: Blob } | { kind: 'stream'; stream: ReadableStream<Uint8Array> };
 
+/** Load options as they cross to the worker: BrowserLoadOptions without the page-only members. */
 export interface WireLoadOptions {
+  /** Compute threads including the engine worker's own (default 1). One when the page is not cross-origin isolated. */
   threads?: number;
+  /** Context length (default: the model's, at most 4096 and what fits in memory; see EngineOptions.nCtx). */
   nCtx?: number;
+  /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */
   kvDtype?: KvDtype | { k: KvDtype; v: KvDtype };
-  maxMemory?: number;
-  addressOffset?: number;
-  maxBatch?: number;
-  spin?: number;
-  modules?: string[];
-  verify?: boolean;
-  simd?: 'auto' | 'relaxed' | 'plain';
-  warmup?: boolean | number;
-  /** KV policy (compact syntax or structured; null / 'full' none; absent: the file's). */
+  /** KV policy (compact syntax or structured; null / 'full' none; default: the file's kv_policy). */
   kvPolicy?: string | KvPolicy | null;
-  /** KV heads stored locally (LoadOptions.localHeads). */
-  localHeads?: LoadOptions['localHeads'];
+  /** KV heads stored locally (sinks + window only: memory saved), as LoadOptions.localHeads ('file' or head lists). */
+  localHeads?: LocalHeadsSpec | 'file' | { heads: 'file'; sinks?: number; window?: number };
+  /** Cap on the wasm memory in bytes (default 4 GiB). */
+  maxMemory?: number;
+  /** Testing: start the engine's memory this many bytes up (addresses above 2 GiB with a small model). */
+  addressOffset?: number;
+  /** Tokens per prefill batch (EngineOptions.maxBatch). */
+  maxBatch?: number;
+  /** Spin iterations before a thread waits (EngineOptions.spin). */
+  spin?: number;
+  /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
+  modules?: string[];
+  /** Verify tensor checksums while loading (default true; always on for cached copies). */
+  verify?: boolean;
+  /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
+  simd?: 'auto' | 'relaxed' | 'plain';
+  /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
+  warmup?: boolean | number;
   /** Cache name for URL sources, or false (no cache). */
   cache: string | false;
   /** Absolute base URL of the wasm modules (default: ../../../wasm/ from the worker script). */

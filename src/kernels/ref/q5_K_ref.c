@@ -25,35 +25,14 @@ void ae_to_float_q5_K_ref(const void *x, float *y, int n) {
   }
 }
 
-/* Simple (non-iterative) quantiser, as q4_K's: per 32-element sub-block offset = min(0, min x), scale =
- * (max - offset) / 31; d, dmin = largest scale / offset over 63. Not ggml's search-based make_qkx2_quants. */
+/* The simple scale choice of q4_K (ae_ref_k4_choose, qmax 31), then the 5-bit quants. */
 void ae_from_float_q5_K_ref(const float *x, void *y, int n) {
   ae_block_q5_K *b = (ae_block_q5_K *)y;
   for (int i = 0; i < n / AE_QK_K; i++) {
     const float *v = x + i * AE_QK_K;
-    float scale[8], mn[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; j++) {
-      float lo = 0.0f, hi = v[32 * j];
-      for (int l = 0; l < 32; l++) {
-        const float t = v[32 * j + l];
-        lo = t < lo ? t : lo;
-        hi = t > hi ? t : hi;
-      }
-      scale[j] = (hi - lo) / 31.0f;
-      mn[j] = -lo;
-      max_scale = scale[j] > max_scale ? scale[j] : max_scale;
-      max_min = mn[j] > max_min ? mn[j] : max_min;
-    }
-    b[i].d = ae_fp32_to_fp16(max_scale / 63.0f);
-    b[i].dmin = ae_fp32_to_fp16(max_min / 63.0f);
-    const float df = AE_FP16(b[i].d), dminf = AE_FP16(b[i].dmin);
     int sc[8], m[8];
-    for (int j = 0; j < 8; j++) {
-      const int s = df > 0.0f ? ae_ref_nearest(scale[j] / df) : 0;
-      const int mm = dminf > 0.0f ? ae_ref_nearest(mn[j] / dminf) : 0;
-      sc[j] = s < 0 ? 0 : s > 63 ? 63 : s;
-      m[j] = mm < 0 ? 0 : mm > 63 ? 63 : mm;
-    }
+    ae_ref_k4_choose(v, 31.0f, &b[i].d, &b[i].dmin, sc, m);
+    const float df = AE_FP16(b[i].d), dminf = AE_FP16(b[i].dmin);
     ae_ref_k4_pack(sc, m, b[i].scales);
     __builtin_memset(b[i].qh, 0, sizeof b[i].qh);
     __builtin_memset(b[i].qs, 0, sizeof b[i].qs);

@@ -8,6 +8,7 @@
  * products accumulate exact double products in double (near-exact specification; SIMD is compared
  * with a tolerance). */
 #include "kernels/kernels.h"
+#include "ref_util.h"
 
 #define FP16(h) ae_fp16_to_fp32(h)
 
@@ -172,22 +173,13 @@ void ae_from_float_q8_K_ref(const float *x, void *y, int n) {
 }
 
 /* ---- q4_K ---- */
-/* ggml get_scale_min_k4: 8 6-bit scales and 8 6-bit mins packed in 12 bytes. */
-static void q4_K_scales(const uint8_t *q, int sc[8], int m[8]) {
-  for (int j = 0; j < 4; j++) {
-    sc[j] = q[j] & 63;
-    m[j] = q[j + 4] & 63;
-    sc[j + 4] = (q[j + 8] & 0x0f) | ((q[j] >> 6) << 4);
-    m[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-  }
-}
 /* element 64g + l (l < 32) is the low nibble of qs[32g + l], element 64g + 32 + l the high nibble;
  * x = d * sc[e / 32] * q - dmin * m[e / 32]. */
 void ae_to_float_q4_K_ref(const void *x, float *y, int n) {
   const ae_block_q4_K *b = (const ae_block_q4_K *)x;
   for (int i = 0; i < n / AE_QK_K; i++) {
     int sc[8], m[8];
-    q4_K_scales(b[i].scales, sc, m);
+    ae_ref_k4_scales(b[i].scales, sc, m);
     const float d = FP16(b[i].d), dmin = FP16(b[i].dmin);
     for (int j = 0; j < 8; j++) {
       const float d1 = d * (float)sc[j], m1 = dmin * (float)m[j];
@@ -199,42 +191,16 @@ void ae_to_float_q4_K_ref(const void *x, float *y, int n) {
     }
   }
 }
-/* Simple (non-iterative) quantiser: per 32-element sub-block, offset = min(0, min x), scale =
- * (max - offset) / 15; super-block d, dmin = largest scale / offset over 63. Not ggml's
- * search-based make_qkx2_quants (weights normally come quantised from GGUF files). */
+/* Simple (non-iterative) quantiser (ae_ref_k4_choose, qmax 15), then the nibbles. Not ggml's search-based
+ * make_qkx2_quants (weights normally come quantised from GGUF files). */
 void ae_from_float_q4_K_ref(const float *x, void *y, int n) {
   ae_block_q4_K *b = (ae_block_q4_K *)y;
   for (int i = 0; i < n / AE_QK_K; i++) {
     const float *v = x + i * AE_QK_K;
-    float scale[8], mn[8], max_scale = 0.0f, max_min = 0.0f;
-    for (int j = 0; j < 8; j++) {
-      float lo = 0.0f, hi = v[32 * j];
-      for (int l = 0; l < 32; l++) {
-        const float t = v[32 * j + l];
-        lo = t < lo ? t : lo;
-        hi = t > hi ? t : hi;
-      }
-      scale[j] = (hi - lo) / 15.0f;
-      mn[j] = -lo;
-      max_scale = scale[j] > max_scale ? scale[j] : max_scale;
-      max_min = mn[j] > max_min ? mn[j] : max_min;
-    }
-    const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
-    b[i].d = ae_fp32_to_fp16(d);
-    b[i].dmin = ae_fp32_to_fp16(dmin);
-    const float df = FP16(b[i].d), dminf = FP16(b[i].dmin);
     int sc[8], m[8];
-    for (int j = 0; j < 8; j++) {
-      int s = df > 0.0f ? nearest_int(scale[j] / df) : 0;
-      int mm = dminf > 0.0f ? nearest_int(mn[j] / dminf) : 0;
-      sc[j] = s < 0 ? 0 : s > 63 ? 63 : s;
-      m[j] = mm < 0 ? 0 : mm > 63 ? 63 : mm;
-    }
-    for (int j = 0; j < 4; j++) {
-      b[i].scales[j] = (uint8_t)((sc[j] & 63) | ((sc[j + 4] >> 4) << 6));
-      b[i].scales[j + 4] = (uint8_t)((m[j] & 63) | ((m[j + 4] >> 4) << 6));
-      b[i].scales[j + 8] = (uint8_t)((sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4));
-    }
+    ae_ref_k4_choose(v, 15.0f, &b[i].d, &b[i].dmin, sc, m);
+    const float df = FP16(b[i].d), dminf = FP16(b[i].dmin);
+    ae_ref_k4_pack(sc, m, b[i].scales);
     uint8_t q[AE_QK_K];
     for (int j = 0; j < 8; j++) {
       const float d1 = df * (float)sc[j], m1 = dminf * (float)m[j];
@@ -253,7 +219,7 @@ void ae_vec_dot_q4_K_ref(int n, float *s, const void *w, const void *x) {
   float sum = 0.0f;
   for (int i = 0; i < n / AE_QK_K; i++) {
     int sc[8], m[8];
-    q4_K_scales(a[i].scales, sc, m);
+    ae_ref_k4_scales(a[i].scales, sc, m);
     int sumi_q = 0, sumi_m = 0;
     for (int j = 0; j < 8; j++) {
       int dot = 0, qsum = 0;
