@@ -16,24 +16,12 @@
 
 void ae_from_float_q4_K_simd128(const float *x, void *y, int n) { ae_from_float_q4_K_ref(x, y, n); }
 
-/* 12 packed bytes -> u8 lanes 0..7 = scales, 8..15 = mins. Reads 16 bytes (the 4 after the scales are
- * the first quants of the same block). */
-AE_INLINE v128 unpack_scales(const uint8_t *q) {
-  const v128 v = ae_load(q);
-  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
-  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
-                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
-  return wasm_v128_or(wasm_v128_or(a, b), c);
-}
 
 void ae_to_float_q4_K_simd128(const void *x, float *y, int n) {
   const ae_block_q4_K *b = (const ae_block_q4_K *)x;
   for (int i = 0; i < n / AE_QK_K; i++) {
     uint8_t sm[16];
-    ae_store(sm, unpack_scales(b[i].scales));
+    ae_store(sm, ae_k4_unpack_scales(b[i].scales));
     const float d = ae_h2f_s(b[i].d), dmin = ae_h2f_s(b[i].dmin);
     float *o = y + i * AE_QK_K;
     for (int j = 0; j < 8; j++) {
@@ -104,7 +92,7 @@ AE_INLINE void group_dot(v128 v0, v128 v1, const v128 *X, v128 *d0, v128 *d1) {
 
 /* One row's super-block: *q = sumi_q, *m = sumi_m. */
 AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t *m) {
-  const v128 sm = unpack_scales(w->scales);
+  const v128 sm = ae_k4_unpack_scales(w->scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
   const v128 sc_lo = wasm_u32x4_extend_low_u16x8(sc16), sc_hi = wasm_u32x4_extend_high_u16x8(sc16);
   *m = ae_hsum_i32(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp));
@@ -166,7 +154,7 @@ AE_INLINE v128 h2f4(ae_fp16 a, ae_fp16 b, ae_fp16 c, ae_fp16 d) {
   return wasm_f32x4_make(ae_h2f_s(a), ae_h2f_s(b), ae_h2f_s(c), ae_h2f_s(d));
 }
 AE_INLINE void row_sb16(const ae_block_q4_K *w, const ae_block_q8_K *x, v128 bsp, v128 *q, v128 *m) {
-  const v128 sm = unpack_scales(w->scales), f = wasm_i8x16_splat(0x0f);
+  const v128 sm = ae_k4_unpack_scales(w->scales), f = wasm_i8x16_splat(0x0f);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
   const v128 sc[2] = {wasm_i16x8_shuffle(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7)};
   *m = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), bsp);

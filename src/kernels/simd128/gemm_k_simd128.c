@@ -76,18 +76,6 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 }
 
 
-/* 12 packed bytes -> u8 lanes 0..7 = scales, 8..15 = mins (as dot_q4_K_simd128.c; reads 16 bytes, the 4
- * after the scales belong to the same block). */
-AE_INLINE v128 unpack_scales(const uint8_t *q) {
-  const v128 v = ae_load(q);
-  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
-  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
-                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
-  return wasm_v128_or(wasm_v128_or(a, b), c);
-}
 
 AE_INLINE v128 lane32(v128 v, int j) {
   switch (j & 3) {
@@ -119,7 +107,7 @@ AE_INLINE void sb_bytes(int kind, const uint8_t *qs, const uint8_t *qh, int g, i
 /* q4_K / q5_K super-block: q[g] = [sumi_q of tokens 4g .. 4g + 3], m[g] likewise sumi_m. */
 AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128 *m) {
   const uint8_t *scales = blk + 4, *qs = kind == K_Q4 ? blk + 16 : blk + 48, *qh = blk + 16;
-  const v128 sm = unpack_scales(scales);
+  const v128 sm = ae_k4_unpack_scales(scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm), mn16 = wasm_u16x8_extend_high_u8x16(sm);
 #pragma clang loop unroll(full)
   for (int g = 0; g < NG; g++)
