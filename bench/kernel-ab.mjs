@@ -2,7 +2,10 @@
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
 //   node bench/kernel-ab.mjs [--type q4_0|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
-//                            [--revs HEAD~1,work] [--rounds 9]
+//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N]
+// --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
+//   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
+//   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.
 // Each revision's src/kernels/simd128/dot_<type>_simd128.c (+ its simd128_util.h and kernels.h, from `git show`;
 // 'work' = the working tree) is compiled into a standalone module (clang; --relaxed: -mrelaxed-simd with the
 // newest clang-N >= 16, as the CMake build) with renamed entry points, next to the working tree's scalar
@@ -21,10 +24,15 @@ v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has, opt } = args();
 const type = opt('--type', 'q4_0');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
-const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q6_K: [210, 256, 'q8_K', [208]] };
+const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
+  q6_K: [210, 256, 'q8_K', [208]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []] };
+const GEMM_FILE = { q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
+const ALL_TYPES = ['f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
+const NV = Number(opt('--tokens', 1));
 if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
 const [bs, QK, act, scaleOffs] = TYPES[type];
-const actBytes = act === 'q8_0' ? 34 : 292;
+const actBytes = act === 'q8_0' ? 34 : act === 'q8_K' ? 292 : 4 * QK;
+const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : null;
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');
 const relaxed = has('--relaxed');
@@ -61,49 +69,82 @@ AE_EXPORT int kab_probe(const void *p, int bytes) {
   for (int i = 0; i < bytes / 16; i += 4) { a = wasm_v128_xor(a, v[i]); b = wasm_v128_xor(b, v[i + 1]); c = wasm_v128_xor(c, v[i + 2]); d = wasm_v128_xor(d, v[i + 3]); }
   return wasm_i32x4_extract_lane(wasm_v128_xor(wasm_v128_xor(a, b), wasm_v128_xor(c, d)), 0);
 }`, 'ref', path.join(repoRoot, 'src'));
-for (const f of ['quants_ref.c', 'fp16_ref.c']) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8'), f.replace('.c', ''), path.join(repoRoot, 'src'));
+for (const f of ['quants_ref.c', 'fp16_ref.c', ...(refFile ? [refFile] : [])]) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8').replace('#include "ref_util.h"', '#include "kernels/ref/ref_util.h"'), f.replace('.c', ''), path.join(repoRoot, 'src'));
 revs.forEach((rev, i) => {
   const inc = path.join(tmp, `rev${i}`);
   for (const p of ['src/kernels/kernels.h', 'src/kernels/dtypes.inc', 'src/core/common.h', 'src/kernels/simd128/simd128_util.h']) {
     fs.mkdirSync(path.dirname(path.join(inc, p)), { recursive: true });
     fs.writeFileSync(path.join(inc, p), show(rev, p));
   }
-  const k = show(rev, `src/kernels/simd128/dot_${type}_simd128.c`).replace('#include "simd128_util.h"', '#include "kernels/simd128/simd128_util.h"');
-  const ren = ['matvec_rows', 'vec_dot', 'from_float', 'to_float'].map((f) => `#define ae_${f}_${type}_simd128 kab${i}_${f}`).join('\n');
-  compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
+  const fix = (src) => src.replace('#include "simd128_util.h"', '#include "kernels/simd128/simd128_util.h"');
+  const k = fix(show(rev, `src/kernels/simd128/dot_${type}_simd128.c`));
+  // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
+  const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`)).join('\n');
+  compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows_${type}(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
+  if (NV > 1) {
+    let g = null;
+    try { g = fix(show(rev, `src/kernels/simd128/${GEMM_FILE[type]}_simd128.c`)); } catch { /* no GEMM file at this revision */ }
+    if (g && !g.includes(`ae_matmul_rows_${type}_simd128(`)) g = null;
+    const body = g ? `kab${i}_matmul_rows_${type}(W, c, x, xs, nv, y, ys, a, b);`
+      : `for (int rc = a; rc < b; rc += 16) for (int t = 0; t < nv; t++) kab${i}_matvec_rows_${type}(W, c, (const char *)x + (size_t)t * xs, y + (size_t)t * ys, rc, rc + 16 < b ? rc + 16 : b);`;
+    compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'));
+    if (!g) process.stderr.write(`${rev}: no ae_matmul_rows_${type}_simd128, timing the matvec per token over 16-row chunks\n`);
+  }
 });
 const wasm = path.join(tmp, 'kab.wasm');
-execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory',
+execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory', '-Wl,--allow-undefined',
   '-Wl,--max-memory=4294967296', '-Wl,-z,stack-size=1048576', ...objs, '-o', wasm], { stdio: 'inherit' });
 
 const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });
-const X = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(wasm)), { env: { memory: mem } }).exports;
+const mod = new WebAssembly.Module(fs.readFileSync(wasm));
+const imports = { env: { memory: mem } };
+for (const im of WebAssembly.Module.imports(mod)) if (im.kind === 'function') (imports[im.module] ??= {})[im.name] = () => { throw new Error(`kernel-ab: ${im.name} called (not linked)`); };
+const X = new WebAssembly.Instance(mod, imports).exports;
 fs.rmSync(tmp, { recursive: true, force: true });
-const nb = cols / QK, matBytes = rows * nb * bs;
+const nb = cols / QK, matBytes = rows * nb * bs, NT = Math.max(1, NV);
 const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(256 * 2 ** 20 / matBytes));
-const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + nb * actBytes + 64, y1 = y0 + rows * 4 + 64;
-const W = (y1 + rows * 4 + 4095) & ~4095;
+const xStride = Math.ceil(nb * actBytes / 16) * 16;
+const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
+const W = (y1 + NT * rows * 4 + 4095) & ~4095;
 if (W + copies * matBytes > mem.buffer.byteLength) mem.grow(Math.ceil((W + copies * matBytes - mem.buffer.byteLength) / 65536));
-const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer);
+const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer), fv = new DataView(new ArrayBuffer(4));
 let s = 12345;
 const rnd = () => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return (s >>> 0) / 4294967296; };
 const xs = new Float32Array(mem.buffer, xf, cols);
-for (let i = 0; i < cols; i++) xs[i] = (rnd() - 0.5) * 4;
-X.kab_quant(xf, xq, cols);
+for (let t = 0; t < NT; t++) {
+  for (let i = 0; i < cols; i++) xs[i] = (rnd() - 0.5) * 4;
+  X.kab_quant(xf, xq + t * xStride, cols);
+}
 for (let c = 0; c < copies; c++) {
   const o = W + c * matBytes;
+  if (QK === 1) {   // f32 / bf16: random floats in [-1, 1) (random bytes would give NaN and subnormal weights)
+    for (let i = 0; i < rows * cols; i++) {
+      fv.setFloat32(0, rnd() * 2 - 1, true);
+      if (bs === 4) dv.setUint32(o + 4 * i, fv.getUint32(0, true), true); else dv.setUint16(o + 2 * i, fv.getUint16(2, true), true);
+    }
+    continue;
+  }
   for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
   for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
 }
-X.kab_ref(W, cols, xq, y0, 0, rows);
-const ref = new Uint32Array(mem.buffer, y0, rows).slice();
-const fns = revs.map((rev, i) => [rev, X[`kab_mv${i}`]]);
-for (const [rev, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) {
-  new Uint32Array(mem.buffer, y1, rows).fill(0xdeadbeef);
-  f(W, cols, xq, y1, a, b);
-  const got = new Uint32Array(mem.buffer, y1, rows);
-  for (let r = a; r < b; r++) if (got[r] !== ref[r]) throw new Error(`${rev}: row ${r} (rows ${a}..${b}) differs from the reference`);
+// f32 / bf16: the SIMD kernels sum in another order than the scalar reference (close to it, not bit-identical), so
+// the reference is the first revision's matvec per token, which every revision's kernel must equal bit for bit
+for (let t = 0; t < NT; t++) {
+  if (QK === 1) X.kab_mv0(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
+  else X.kab_ref(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
 }
+const ref = new Uint32Array(mem.buffer, y0, NT * rows).slice();
+const check = (rev, f, a, b) => {
+  new Uint32Array(mem.buffer, y1, NT * rows).fill(0xdeadbeef);
+  f(a, b);
+  const got = new Uint32Array(mem.buffer, y1, NT * rows);
+  for (let t = 0; t < NT; t++) for (let r = a; r < b; r++)
+    if (got[t * rows + r] !== ref[t * rows + r]) throw new Error(`${rev}: token ${t} row ${r} (rows ${a}..${b}) differs from the reference`);
+};
+const fns = revs.map((rev, i) => [rev, NV > 1
+  ? (w, a, b) => X[`kab_mm${i}`](w, cols, xq, xStride, NV, y1, rows, a, b)
+  : (w, a, b) => X[`kab_mv${i}`](w, cols, xq, y1, a, b)]);
+for (const [rev, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) check(rev, (a, b) => f(W, a, b), a, b);
 if (mode !== 'hot') fns.push(['read probe', (w) => X.kab_probe(w, matBytes)]);
 const best = new Map();
 let ci = 0;
@@ -111,8 +152,11 @@ for (let r = 0; r < rounds; r++) for (const [name, f] of fns) {
   const c0 = process.cpuUsage();
   const cpu = () => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
   let k = 0;
-  while (cpu() < 40) { f(W + (ci++ % copies) * matBytes, cols, xq, y1, 0, rows); k++; }
+  while (cpu() < 40) { f(W + (ci++ % copies) * matBytes, 0, rows); k++; }
   best.set(name, Math.min(best.get(name) ?? Infinity, cpu() / k));
 }
-console.log(`${type} ${rows}x${cols} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the reference`);
-for (const [name] of fns) console.log(`  ${name.padEnd(12)} ${best.get(name).toFixed(3)} ms  ${(matBytes / best.get(name) / 1e6).toFixed(1)} GB/s`);
+console.log(`${type} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
+for (const [name] of fns) {
+  const ms = best.get(name);
+  console.log(`  ${name.padEnd(12)} ${ms.toFixed(3)} ms  ${(matBytes / ms / 1e6).toFixed(1)} GB/s${name !== 'read probe' ? `  ${(rows * cols * NT / ms / 1e6).toFixed(2)} GMAC/s` : ''}`);
+}

@@ -10,7 +10,7 @@ import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { repoRoot, tiny } from './helpers/paths.mjs';
 import { Q8, loadTiny, runLogits, bitDiff, randomRows } from './helpers/ffn.mjs';
 import { mat, matmul, singularValues, lowRank, whitening, symmetricFromUpper, accumulateGram, powerLawAlpha, spearman, energyKept, transpose } from '../dist/src/compress/linalg.js';
-import { calibrate, calibrationWindows } from '../dist/src/compress/calib.js';
+import { calibrate, calibrationWindows, blockMoments } from "../dist/src/compress/calib.js";
 import { selectDocs } from '../dist/src/profile/text.js';
 import { openRknot } from '../dist/src/formats/rknot-node.js';
 
@@ -92,7 +92,25 @@ test('calibration capture does not change the forward; moments identical with 1 
       eng.setCapture(L, 0);
       const h = eng.heap.f32(area + eng.captureOffset(3) * 4, 16 * H);
       assert.equal(bitDiff(h, eng.modelBuf(2, 16 * H)), 0, 'captured h == hb');
-      res.push(cal.layers.map((x) => [x.blocks.ffn.xx, x.blocks.down.sum]));
+      const NL = model.config.n_layers;
+      res.push(Array.from({ length: NL }, (_, l) => cal.layer(l)).map((x) => [x.blocks.ffn.xx, x.blocks.down.sum]));
+      if (threads === 1) {
+        // streamed (per-layer files of captured rows, what large models use): the same statistics bit for bit
+        const st = await calibrate(model, wins, { mode: 'streamed' });
+        try {
+          assert.equal(st.mode, 'streamed');
+          for (let l = 0; l < NL; l++) {
+            const a = cal.layer(l), b = st.layer(l);
+            for (const blk of ['attn', 'wo', 'ffn', 'down']) {
+              assert.equal(b.blocks[blk].X.length, 300 * b.blocks[blk].d);
+              assert.deepEqual(blockMoments(b.blocks[blk]), a.blocks[blk].xx, `layer ${l} ${blk}: moments from the streamed rows`);
+              assert.deepEqual(b.blocks[blk].sum, a.blocks[blk].sum);
+              assert.deepEqual(b.blocks[blk].sq, a.blocks[blk].sq);
+            }
+          }
+        } finally { st.dispose(); }
+        assert.throws(() => st.layer(0), /disposed/);
+      }
     } finally { model.dispose(); }
   }
   for (let l = 0; l < res[0].length; l++) for (let j = 0; j < 2; j++) assert.deepEqual(res[0][l][j], res[1][l][j]);

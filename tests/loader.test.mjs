@@ -156,6 +156,33 @@ test('checksum mismatch (checksum_error naming the tensor) and NaN scales (forma
   }
 });
 
+test('direct path read variants (chunk size, reads in flight, staged copies) give the same bytes and the same errors', async () => {
+  const variants = [{}, { directChunk: 65536, readAhead: 0 }, { directChunk: 65536, readAhead: 1 << 20 }, { directStaged: true }, { directStaged: true, directChunk: 65536, readAhead: 0 }];
+  const { meta, data } = splitRknot(q8Bytes);
+  const t = meta.tensors.find((x) => x.name === 'blk.4.ffn_up.weight');
+  const bad = Buffer.from(data); bad[t.offset + 1000] ^= 0x40;
+  const f = path.join(tmp, 'crc-variants.rknot');
+  fs.writeFileSync(f, rawRknot(meta, bad));
+  const short = path.join(tmp, 'short-variants.rknot');
+  fs.writeFileSync(short, q8Bytes.subarray(0, q8Bytes.length - 100000));
+  for (const v of variants) {
+    const st = wasmPlan();
+    const events = [];
+    const r = await loadRknotStreamDetailed(q8, { plan: st.plan, onProgress: (e) => events.push(e), ...v });
+    assert.equal(r.bytes, q8Bytes.length, JSON.stringify(v));
+    assert.equal(events.at(-1).loaded, q8Bytes.length, JSON.stringify(v));
+    await checkAllTensors(q8, r.dest, r.meta);
+    const e = await assertAetherError(loadRknotStream(f, { plan: (m, h) => ({ dest: new Uint8Array(h.dataSize) }), ...v }), 'checksum_error', ["'blk.4.ffn_up.weight'", 'checksum mismatch']);
+    assert.equal(e.details.tensor, 'blk.4.ffn_up.weight');
+    await assertAetherError(loadRknotStream(short, { plan: (m, h) => ({ dest: new Uint8Array(h.dataSize) }), ...v }), 'format_error', ['truncated']);
+    // an abort while reads are in flight: AbortError, the file closed after they settle
+    const ac = new AbortController();
+    let n = 0;
+    await assertAetherError(loadRknotStream(q8, { plan: (m, h) => ({ dest: new Uint8Array(h.dataSize) }), signal: ac.signal,
+      onProgress: () => { if (++n === 2) ac.abort(); }, ...v, directChunk: 65536 }), 'aborted');
+  }
+});
+
 test('metadata is validated before plan() is called; plan() results are checked', async () => {
   const { meta, data } = splitRknot(q8Bytes);
   const m = structuredClone(meta);

@@ -101,22 +101,26 @@ for (const m of built) {
     // dtypes whose dot kernels have relaxed variants (#if AE_RELAXED in their dot_*_simd128.c); the others compile
     // their plain code in the relaxed builds too
     // (f32 / f16 / q8_0 compile their plain code there: the same bits, measured as fast; docs/DESIGN.md "Relaxed SIMD")
-    const RELAXED_KERNELS = ['q4_0', 'q4_K', 'q6_K'];
+    const RELAXED_KERNELS = ['q4_0', 'q4_K', 'q5_K', 'q6_K'];
     const FLOAT_OPS = ['f32x4.mul', 'f32x4.add', 'v128.load'];
     const QUANT_OPS = relaxed ? ['i32x4.dot_i8x16_i7x16_add_s', 'v128.load'] : ['i32x4.dot_i16x8_s', 'v128.load'];
-    // q4_0 uses the i16 form (i16x8.relaxed_dot_i8x16_i7x16_s: one pmaddubsw on x64), also in its prefill GEMM
-    const RELAXED_I16 = { q4_0: ['i16x8.dot_i8x16_i7x16_s', 'v128.load'] };
+    // q4_0 and the k-quants use the i16 form (i16x8.relaxed_dot_i8x16_i7x16_s: one pmaddubsw on x64), also in their
+    // prefill GEMMs; the k-quants apply their sub-block scales with i32x4.dot_i16x8
+    const I16 = ['i16x8.dot_i8x16_i7x16_s', 'v128.load'], I16K = [...I16, 'i32x4.dot_i16x8_s'];
+    const RELAXED_I16 = { q4_0: I16, q4_K: I16K, q5_K: I16K, q6_K: I16K };
     const EXTRA_OPS = {   // what the current kernels are known to use besides the generic set
       'matvec q8_0': ['f32x4.mul'], 'matvec q4_0': ['f32x4.mul'],
-      'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'], 'vec_dot q6_K': ['i32x4.mul'], 'matvec q6_K': ['i32x4.mul'],
+      ...(relaxed ? {} : { 'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'], 'vec_dot q6_K': ['i32x4.mul'], 'matvec q6_K': ['i32x4.mul'] }),
+      // the plain k-quant GEMM multiplies the weights by their sub-block scales in i16
+      ...(relaxed ? {} : { 'matmul q4_K': ['i16x8.mul'], 'matmul q5_K': ['i16x8.mul'], 'matmul q6_K': ['i16x8.mul'] }),
     };
     const KERNELS = [];
     for (const d of DTYPE_ROWS.filter((d) => d.kind !== 'A')) {
       ['vec_dot', 'matvec', ...(d.kind === 'WM' ? ['matmul'] : [])].forEach((k, which) => {
         const what = `${k} ${d.name}`;
-        // the prefill GEMMs (gemm_q8act_simd128.c, gemm_f16_simd128.c) have a relaxed variant for q4_0 only: the
-        // plain instructions for the others
-        const rel = relaxed && (k !== 'matmul' || d.name === 'q4_0') && RELAXED_KERNELS.includes(d.name);
+        // the prefill GEMMs have a relaxed variant for q4_0 and the k-quants (gemm_q8act_simd128.c, gemm_k_simd128.c):
+        // the plain instructions for the others
+        const rel = relaxed && (k !== 'matmul' || ['q4_0', 'q4_K', 'q5_K', 'q6_K'].includes(d.name)) && RELAXED_KERNELS.includes(d.name);
         const base = d.act === 'f32' ? (rel ? FLOAT_OPS : ['f32x4.mul', 'f32x4.add', 'v128.load'])
           : (rel ? (RELAXED_I16[d.name] ?? QUANT_OPS) : ['i32x4.dot_i16x8_s', 'v128.load']);
         KERNELS.push([what, [...base, ...(EXTRA_OPS[what] ?? [])], inst.exports.kt_dtype_fn(d.ggmlId, which)]);

@@ -44,6 +44,12 @@ export interface LoadOptions extends EngineOptions {
    * aether CLI sets, has the same effect without the warm-up's cost).
    */
   warmup?: boolean | number;
+  /**
+   * Node file paths: how the data section is read into wasm memory (docs/PERFORMANCE.md, "Load"). `chunk`: bytes per
+   * read (default 4 MiB); `readAhead`: bytes of reads in flight ahead of the checks (default 64 MiB); `staged`: read into
+   * small reused buffers and copy each into memory (default false: straight into memory).
+   */
+  read?: { chunk?: number; readAhead?: number; staged?: boolean };
 }
 
 export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topLogprobs'> {
@@ -685,6 +691,12 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
   if (o.repack !== undefined && typeof o.repack !== 'boolean' && o.repack !== 'auto') throw new AetherError('invalid_argument', `repack: expected true, false or 'auto', got ${String(o.repack)}`);
+  if (o.read !== undefined) {
+    const r = optionsObject('read', o.read) as NonNullable<LoadOptions['read']>;
+    optInt('read.chunk', r.chunk, 65536, 1 << 30);
+    optInt('read.readAhead', r.readAhead, 0, 1 << 30);
+    optBool('read.staged', r.staged);
+  }
   optSignal('signal', o.signal);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new AetherError('invalid_argument', 'onProgress: expected a function');
   if (o.modules !== undefined && (!Array.isArray(o.modules) || !o.modules.every((m) => typeof m === 'string'))) throw new AetherError('invalid_argument', 'modules: expected an array of module names');
@@ -744,23 +756,37 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     throw new AetherError('invalid_argument', `source: expected a path or URL string, a URL, a Blob or a ReadableStream, got ${source === null ? 'null' : typeof source}`);
   }
   throwIfAborted(opts.signal);
-  if (isNode && typeof source === 'string') {
-    const { resolveNodeSource } = await import('./node/convert-on-load.js');
-    source = await resolveNodeSource(source, opts.signal);
-  }
   const modules = new Set(opts.modules ?? []);
-  const prep = await Engine.prepare({ ...opts, modules: [...modules] });
+  // Overlap: the wasm modules compile (V8's background threads) while the source is opened, converted (GGUF) and its
+  // header and metadata are read; the plan awaits them.
+  const prepP = Engine.prepare({ ...opts, modules: [...modules] });
+  prepP.catch(() => { /* observed by the plan, or below */ });
   let engine: Engine | null = null;
+  let tokenizerP: Promise<Tokenizer> | undefined;
   try {
+    if (isNode && typeof source === 'string') {
+      const { resolveNodeSource } = await import('./node/convert-on-load.js');
+      source = await resolveNodeSource(source, opts.signal);
+    }
     const meta = await loadRknotStream(source as any, {
       signal: opts.signal,
       verify: opts.verify ?? true,
       onProgress: opts.onProgress,
-      plan: (m: RknotMetadata, header: { dataSize: number }) => {
+      directChunk: opts.read?.chunk, readAhead: opts.read?.readAhead, directStaged: opts.read?.staged,
+      plan: async (m: RknotMetadata, header: { dataSize: number }) => {
+        const prep = await prepP;
         const { engine: e, dest } = Engine.create(prep, m.config as ModelConfig, m.tensors as TensorInfo[], header.dataSize,
           { ...opts, kvDtype: opts.kvDtype ?? fileKvDtype(m), kvPolicy: opts.kvPolicy !== undefined ? opts.kvPolicy : fileKvPolicy(m),
             localHeads: fileLocalHeads(opts.localHeads, m) });
         engine = e;
+        // Overlap: the tokenizer is built on this thread while the data section streams in (the loader has its reads
+        // in flight by the time this macrotask runs); its result or error is taken after the stream.
+        if (m.tokenizer) {
+          tokenizerP = new Promise<Tokenizer>((resolve, reject) => {
+            setTimeout(() => { try { resolve(createTokenizer(m.tokenizer as TokenizerData)); } catch (err) { reject(err); } }, 0);
+          });
+          tokenizerP.catch(() => { /* observed after the stream */ });
+        }
         return { dest };
       },
     });
@@ -769,8 +795,8 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     throwIfAborted(opts.signal);
     await eng.finishLoad();
     throwIfAborted(opts.signal); // an abort while the workers started (threads > 1) is honoured too
-    if (!meta.tokenizer) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
-    const tokenizer = createTokenizer(meta.tokenizer as TokenizerData);
+    if (!meta.tokenizer || !tokenizerP) throw new AetherError('format_error', 'the model file has no tokenizer metadata');
+    const tokenizer = await tokenizerP;
     throwIfAborted(opts.signal);
     const model = new AetherModel(eng, tokenizer, meta);
     const warm = opts.warmup ?? !isNode;
@@ -785,7 +811,9 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     return model;
   } catch (e) {
     (engine as Engine | null)?.dispose();
-    throw e;
+    // an option or module error is reported as before the overlap (it came first): it wins over the source's
+    const prepError = await prepP.then(() => undefined, (x: unknown) => x);
+    throw prepError ?? e;
   }
 }
 

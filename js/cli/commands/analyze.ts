@@ -5,8 +5,8 @@ import { parseArgs } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
-import { analyzeModel } from '../../src/compress/analyze.js';
-import { calibrate, calibrationWindows } from '../../src/compress/calib.js';
+import { analyzeModel, useFast, type LinalgMode } from '../../src/compress/analyze.js';
+import { calibrate, calibrationWindows, type Calibration } from '../../src/compress/calib.js';
 import { atlasSvg } from '../../src/compress/chart.js';
 import { readTextArg } from '../text-options.js';
 import { copyRknot } from '../../src/compress/write.js';
@@ -23,6 +23,10 @@ export const usage = `usage: aether analyze MODEL [options]
   --layers L             comma list of layers (default all)
   -o, --out OUT.rknot    write the model with the atlas in its metadata (compression.atlas; tensors copied)
   --chart OUT.svg        draw the scores by layer
+  --linalg M             auto (default) | exact | fast: exact spectra (ml-matrix, float64) or the wasm fast path
+                         (stochastic Lanczos quadrature; auto: fast for matrices whose smaller side > 1024);
+                         the fast path streams the calibration rows to one temporary file per layer
+  --probes P, --steps S  fast path: SLQ probe vectors (default 8) and Lanczos steps (default 48) per spectrum
   --json                 print { matrices, atlas } as JSON instead of the table
   -t, --threads T        compute threads for the calibration forward (default 1)`;
 
@@ -33,17 +37,20 @@ function f(v: number | undefined, d = 3): string {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { calib: 'string', docs: 'string', 'max-tokens': 'number', window: 'number', keep: 'number', layers: 'string', out: 'string', chart: 'string', json: 'boolean', threads: 'number', progress: 'boolean' },
+    options: { calib: 'string', docs: 'string', 'max-tokens': 'number', window: 'number', keep: 'number', layers: 'string', out: 'string', chart: 'string', json: 'boolean', threads: 'number', progress: 'boolean', linalg: 'string', probes: 'number', steps: 'number' },
     aliases: { o: 'out', t: 'threads' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL\n${usage}`);
   if (v.docs && !v.calib) throw new AetherError('invalid_argument', '--docs needs --calib');
   const keep = (v.keep as number) ?? 0.9;
+  const linalgMode = ((v.linalg as string) ?? 'auto') as LinalgMode;
+  if (!['auto', 'exact', 'fast'].includes(linalgMode)) throw new AetherError('invalid_argument', '--linalg must be auto, exact or fast');
   if (!(keep > 0 && keep <= 1)) throw new AetherError('invalid_argument', '--keep must be in (0, 1]');
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
   const window = (v.window as number) ?? 256;
   const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: Math.min(window, 64) });
+  let calibration: Calibration | undefined;
   try {
     const NL = model.config.n_layers;
     let layers: number[] | undefined;
@@ -51,20 +58,22 @@ export async function run(argv: string[]): Promise<number> {
       layers = String(v.layers).split(',').map((x) => Number(x.trim()));
       if (layers.some((l) => !Number.isInteger(l) || l < 0 || l >= NL)) throw new AetherError('invalid_argument', `--layers: layers are 0..${NL - 1}`);
     }
-    let calibration, calibrationInfo: Record<string, unknown> | undefined;
+    let calibrationInfo: Record<string, unknown> | undefined;
     if (v.calib) {
       const arg = readTextArg(v, 'calib');
       const text = arg.text;
       calibrationInfo = arg.info as Record<string, unknown>;
       const wins = calibrationWindows(model, text, Math.min(window, model.nCtx), (v['max-tokens'] as number) ?? 8192);
       const bar = createProgress({ title: 'calibration', force: !!v.progress, unit: 'items' });
-      calibration = await calibrate(model, wins, { onProgress: (d, t) => bar.update(d, t, 'windows') });
+      const cfg = model.config;
+      const fast = useFast(linalgMode, cfg.dim, cfg.hidden_dim) || useFast(linalgMode, cfg.dim, cfg.dim);
+      calibration = await calibrate(model, wins, { mode: fast ? 'streamed' : 'auto', onProgress: (d, t) => bar.update(d, t, 'windows') });
       bar.done();
       Object.assign(calibrationInfo, { tokens: calibration.tokens, windows: calibration.windows });
     }
     const bar = createProgress({ title: 'analyze', force: !!v.progress, unit: 'items' });
     const t0 = Date.now();
-    const { matrices, atlas } = await analyzeModel(model, { calibration, calibrationInfo, keep, layers, onProgress: (d, t, label) => bar.update(d, t, label) });
+    const { matrices, atlas } = await analyzeModel(model, { calibration, calibrationInfo, keep, layers, linalg: linalgMode, slq: { probes: v.probes as number | undefined, steps: v.steps as number | undefined }, onProgress: (d, t, label) => bar.update(d, t, label) });
     bar.done();
     const seconds = (Date.now() - t0) / 1000;
     let written: number | undefined;
@@ -86,6 +95,7 @@ export async function run(argv: string[]): Promise<number> {
     if (v.chart) process.stdout.write(`wrote ${v.chart}\n`);
     return 0;
   } finally {
+    calibration?.dispose();
     model.dispose();
   }
 }

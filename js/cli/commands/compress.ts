@@ -4,9 +4,9 @@ import { parseArgs } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
-import { calibrate, calibrationWindows } from '../../src/compress/calib.js';
+import { calibrate, calibrationWindows, type Calibration } from '../../src/compress/calib.js';
 import { compressFfn, ratiosFromAtlas, COMPRESS_METHODS, type CompressMethod } from '../../src/compress/compress.js';
-import type { Atlas } from '../../src/compress/analyze.js';
+import { useFast, type Atlas, type LinalgMode } from '../../src/compress/analyze.js';
 import { readTextArg } from '../text-options.js';
 import { copyRknot } from '../../src/compress/write.js';
 
@@ -22,12 +22,16 @@ export const usage = `usage: aether compress MODEL --ffn-width R --calib TEXT -o
   --max-tokens N         calibration tokens at most (default 8192)
   --keep-dense           keep the dense FFN weights too: per-layer rollback at run time (model.setCompression)
   -o, --out OUT.rknot    output file
+  --linalg M             auto (default) | exact | fast: low-rank factors from an exact eigendecomposition
+                         (ml-matrix) or a randomised range finder in wasm (auto: fast when min(dim, FFN) > 1024);
+                         the fast path streams the calibration rows to one temporary file per layer
+  --power-iters Q        fast path: power iterations of the range finder (default 1)
   --json                 print a JSON summary
   -t, --threads T        compute threads for the calibration forward (default 1)`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'ffn-width': 'number', 'from-atlas': 'boolean', method: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', 'keep-dense': 'boolean', out: 'string', json: 'boolean', threads: 'number', progress: 'boolean' },
+    options: { 'ffn-width': 'number', 'from-atlas': 'boolean', method: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', 'keep-dense': 'boolean', out: 'string', json: 'boolean', threads: 'number', progress: 'boolean', linalg: 'string', 'power-iters': 'number' },
     aliases: { o: 'out', t: 'threads' },
   });
   if (positionals.length !== 1 || !v.out) throw new AetherError('invalid_argument', `expected MODEL and -o OUT.rknot\n${usage}`);
@@ -36,10 +40,13 @@ export async function run(argv: string[]): Promise<number> {
   const ratio = v['ffn-width'] as number | undefined;
   if (!v['from-atlas'] && ratio === undefined) throw new AetherError('invalid_argument', `--ffn-width R (or --from-atlas) is required\n${usage}`);
   if (ratio !== undefined && !(ratio > 0 && ratio < 1)) throw new AetherError('invalid_argument', '--ffn-width must be in (0, 1)');
+  const linalgMode = ((v.linalg as string) ?? 'auto') as LinalgMode;
+  if (!['auto', 'exact', 'fast'].includes(linalgMode)) throw new AetherError('invalid_argument', '--linalg must be auto, exact or fast');
   if (method !== 'svd' && !v.calib) throw new AetherError('invalid_argument', `--method ${method} needs --calib TEXT`);
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
   const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: 64 });
+  let calibration: Calibration | undefined;
   try {
     const NL = model.config.n_layers;
     if (model.config.post_norms) throw new AetherError('unsupported', 'FFN compression of models with post-FFN norms (Gemma 2/3) is not supported');
@@ -50,20 +57,21 @@ export async function run(argv: string[]): Promise<number> {
       if (!meta.compression?.atlas) throw new AetherError('invalid_argument', `${positionals[0]} has no atlas: run aether analyze MODEL --calib TEXT -o OUT.rknot first`);
       ratios = ratiosFromAtlas(meta.compression.atlas, NL);
     } else ratios = Array(NL).fill(ratio);
-    let calibration, calibrationInfo: Record<string, unknown> | undefined;
+    let calibrationInfo: Record<string, unknown> | undefined;
     if (v.calib) {
       const arg = readTextArg(v, 'calib');
       const text = arg.text;
       calibrationInfo = arg.info as Record<string, unknown>;
       const wins = calibrationWindows(model, text, Math.min(256, model.nCtx), (v['max-tokens'] as number) ?? 8192);
       const bar = createProgress({ title: 'calibration', force: !!v.progress, unit: 'items' });
-      calibration = await calibrate(model, wins, { blocks: ['ffn', 'down'], onProgress: (d, t) => bar.update(d, t, 'windows') });
+      const fast = method !== 'prune' && useFast(linalgMode, model.config.dim, model.config.hidden_dim);
+      calibration = await calibrate(model, wins, { blocks: method === 'prune' ? [] : ['ffn', 'down'], mode: fast ? 'streamed' : 'auto', onProgress: (d, t) => bar.update(d, t, 'windows') });
       bar.done();
       Object.assign(calibrationInfo, { tokens: calibration.tokens, windows: calibration.windows });
     }
     const bar = createProgress({ title: 'compress', force: !!v.progress, unit: 'items' });
     const t0 = Date.now();
-    const { tensors, layers } = await compressFfn(model, { method, ratios, calibration, onProgress: (d, t, label) => bar.update(d, t, label) });
+    const { tensors, layers } = await compressFfn(model, { method, ratios, calibration, linalg: linalgMode, powerIters: v['power-iters'] as number | undefined, onProgress: (d, t, label) => bar.update(d, t, label) });
     bar.done();
     const drop = new Set<string>();
     if (!v['keep-dense']) for (const L of layers) for (const n of ['ffn_gate', 'ffn_up', 'ffn_down']) drop.add(`blk.${L.layer}.${n}.weight`);
@@ -83,6 +91,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   } finally {
+    calibration?.dispose();
     model.dispose();
   }
 }

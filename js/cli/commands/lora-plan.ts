@@ -58,7 +58,9 @@ export async function run(argv: string[]): Promise<number> {
         bar.done();
       }
       const bar = createProgress({ title: 'analyze', force: !!v.progress, unit: 'items' });
-      atlas = (await analyzeModel(model, { calibration, calibrationInfo, keep: v.keep as number | undefined, onProgress: (d, t, label) => bar.update(d, t, label) })).atlas;
+      try {
+        atlas = (await analyzeModel(model, { calibration, calibrationInfo, keep: v.keep as number | undefined, onProgress: (d, t, label) => bar.update(d, t, label) })).atlas;
+      } finally { calibration?.dispose(); }
       bar.done();
       computed = true;
     } finally { model.dispose(); }

@@ -13,8 +13,73 @@ import type { AetherModel } from '../aether.js';
 import { decodeToF32 } from '../formats/quantize.js';
 import type { SourceDType } from '../formats/quantize.js';
 import { AetherError } from '../errors.js';
-import { type Calibration, type CapBlock } from './calib.js';
+import { blockMoments, type Calibration, type CapBlock } from './calib.js';
 import { energyKept, mat, matmul, powerLawAlpha, singularValues, symmetricFromUpper, whitening, type Mat } from './linalg.js';
+import { linalg, measureStats, slq, WeightOps, type LinAlg } from './fast.js';
+
+/**
+ * Which implementation handles a matrix: 'exact' (ml-matrix, float64: every singular value), 'fast' (wasm SIMD
+ * products, stochastic Lanczos quadrature for the spectra: see matrixScoresFast), 'auto' (default): fast when the
+ * smaller side exceeds `exactMax` (1024: an exact spectrum of a 3072 x 8192 matrix takes minutes in JS).
+ */
+export type LinalgMode = 'auto' | 'exact' | 'fast';
+export function useFast(mode: LinalgMode | undefined, rows: number, cols: number, exactMax = 1024): boolean {
+  return mode === 'fast' || ((mode ?? 'auto') === 'auto' && Math.min(rows, cols) > exactMax);
+}
+
+/** A layer tensor decoded to a row-major (rows = ne1, cols = ne0) float32 array (through the engine's tensor reader). */
+export function weightF32(model: AetherModel, name: string): { w: Float32Array; rows: number; cols: number } {
+  const info = model.engine.tensorInfo(name);
+  if (!info) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
+  const cols = info.shape[0], rows = info.shape[1] ?? 1;
+  return { w: decodeToF32(info.dtype as SourceDType, model.engine.tensorBytes(name), rows * cols), rows, cols };
+}
+
+/** SLQ settings of the fast path: probe vectors and Lanczos steps per spectrum. */
+export interface SlqOptions { probes?: number; steps?: number }
+
+/** Ridge of the activation-aware operator: eps x the mean variance of the inputs (as whitening()'s first try). */
+export function calibRidge(sq: Float64Array, tokens: number, eps = 1e-6): number {
+  let t = 0;
+  for (const v of sq) t += v;
+  return t > 0 ? eps * t / (tokens * sq.length) : eps;
+}
+
+/**
+ * The scores of matrixScores for a large matrix, approximately: sigma1, sigma2 from the two largest Ritz values,
+ * the energies at 75% / 50% rank and the power-law alpha from the stochastic-Lanczos-quadrature measure of the
+ * spectrum of W^T W (or W W^T, the smaller side) and, with calibration rows X, of W C' W^T (C' = X^T X / N + ridge:
+ * the squared singular values of W S); alpha is fitted on quantiles of the measure. The stable rank uses the exact
+ * ||W||_F^2. Error against the exact path: docs/QUALITY.md ("Fast path").
+ */
+export async function matrixScoresFast(la: LinAlg, w: Float32Array, rows: number, cols: number, layer: number, name: string,
+  calib?: { X: Float32Array; ridge: number }, opt: SlqOptions = {}): Promise<MatrixScores> {
+  const probes = opt.probes ?? 8, steps = opt.steps ?? 48;
+  const m0 = la.mark();
+  try {
+    const ops = new WeightOps(la, w, rows, cols, calib?.X, calib?.ridge ?? 0);
+    const full = Math.min(rows, cols);
+    const r75 = Math.max(1, Math.round(0.75 * full)), r50 = Math.max(1, Math.round(0.5 * full));
+    const plainOp = cols <= rows ? (V: any) => ops.wT(ops.w(V)) : (V: any) => ops.w(ops.wT(V));
+    const sp = await slq(la, full, plainOp, probes, steps, 1000 * layer + name.length);
+    const fro = ops.frob2();
+    const st = measureStats(sp.nodes, sp.mass, [r75, r50], full);
+    const pl = powerLawAlpha(st.pseudo);
+    const s1 = Math.sqrt(sp.top[0]), s2 = Math.sqrt(sp.top[1]);
+    const out: MatrixScores = {
+      layer, name, rows, cols,
+      sigma1: s1, sigma2: s2, cliff: s2 > 0 ? s1 / s2 : Infinity, stable_rank: s1 > 0 ? fro / (s1 * s1) : 0,
+      alpha: pl.alpha, alpha_xmin: pl.xmin, alpha_tail: pl.n, alpha_ks: pl.ks,
+      energy75: st.energy[0], energy50: st.energy[1],
+    };
+    if (calib) {
+      const aa = await slq(la, rows, (V: any) => ops.w(ops.applyC(ops.wT(V))), probes, steps, 7000 + 1000 * layer + name.length);
+      const e = measureStats(aa.nodes, aa.mass, [r75, r50], 0).energy;
+      out.aa_energy75 = e[0]; out.aa_energy50 = e[1];
+    }
+    return out;
+  } finally { la.release(m0); }
+}
 
 /** Per-layer weight matrices (name after blk.N.) and the capture block that holds their input. */
 export const MATRIX_INPUT: Record<string, CapBlock> = {
@@ -60,9 +125,8 @@ export function weightMatrix(model: AetherModel, name: string): Mat {
 
 /** Whitening S of the second moment E[x x^T] of a capture block (cached per layer and block by the caller). */
 export function blockWhitening(cal: Calibration, layer: number, block: CapBlock): Mat {
-  const b = cal.layers[layer].blocks[block];
-  if (b.xx.length === 0) throw new AetherError('invalid_argument', `no second moments for block ${block}`);
-  return whitening(symmetricFromUpper(b.xx, b.d, 1 / cal.tokens)).S;
+  const b = cal.layer(layer).blocks[block];
+  return whitening(symmetricFromUpper(blockMoments(b), b.d, 1 / cal.tokens)).S;
 }
 
 export function matrixScores(W: Mat, layer: number, name: string, S?: Mat): MatrixScores {
@@ -113,6 +177,9 @@ export interface AnalyzeOptions {
   keep?: number;
   /** layers to analyse (default all) */
   layers?: number[];
+  /** implementation per matrix (see LinalgMode) */
+  linalg?: LinalgMode;
+  slq?: SlqOptions;
   onProgress?: (done: number, total: number, label: string) => void;
 }
 
@@ -125,9 +192,26 @@ export async function analyzeModel(model: AetherModel, opts: AnalyzeOptions = {}
   for (const l of layers) for (const name of Object.keys(MATRIX_INPUT)) if (model.engine.tensorInfo(`blk.${l}.${name}.weight`)) jobs.push({ l, name });
   const matrices: MatrixScores[] = [];
   const cache = new Map<string, Mat>();
+  let la: LinAlg | undefined;
+  let layerStats: { l: number; stats: ReturnType<Calibration['layer']> } | undefined;
   for (let i = 0; i < jobs.length; i++) {
     const { l, name } = jobs[i];
     opts.onProgress?.(i, jobs.length, `blk.${l}.${name}`);
+    const info = model.engine.tensorInfo(`blk.${l}.${name}.weight`)!;
+    if (useFast(opts.linalg, info.shape[1] ?? 1, info.shape[0])) {
+      la ??= await linalg();
+      const { w, rows, cols } = weightF32(model, `blk.${l}.${name}.weight`);
+      let calib: { X: Float32Array; ridge: number } | undefined;
+      if (opts.calibration) {
+        if (layerStats?.l !== l) { layerStats = undefined; layerStats = { l, stats: opts.calibration.layer(l) }; }
+        const blk = layerStats.stats.blocks[MATRIX_INPUT[name]];
+        if (!blk.X) throw new AetherError('invalid_argument', `the fast path needs the captured rows of block ${MATRIX_INPUT[name]} (calibrate with mode 'streamed')`);
+        calib = { X: blk.X, ridge: calibRidge(blk.sq, opts.calibration.tokens) };
+      }
+      matrices.push(await matrixScoresFast(la, w, rows, cols, l, name, calib, opts.slq));
+      await new Promise((r) => setTimeout(r, 0));
+      continue;
+    }
     let S: Mat | undefined;
     if (opts.calibration) {
       const key = `${l}.${MATRIX_INPUT[name]}`;

@@ -19,7 +19,8 @@ import { AetherError } from '../errors.js';
 import { DTYPES, rowBytes, type DTypeName } from '../formats/dtypes.js';
 import { encodeFromF32 } from '../formats/quantize.js';
 import type { Calibration } from './calib.js';
-import { blockWhitening, weightMatrix, type Atlas } from './analyze.js';
+import { blockWhitening, calibRidge, useFast, weightF32, weightMatrix, type Atlas, type LinalgMode } from './analyze.js';
+import { linalg, lowRankFast, WeightOps } from './fast.js';
 import { lowRank, type Mat } from './linalg.js';
 import type { NewTensor } from './write.js';
 
@@ -63,6 +64,10 @@ export interface CompressOptions {
   ratios?: (number | null)[];
   calibration?: Calibration;
   onProgress?: (done: number, total: number, label: string) => void;
+  /** low-rank factors: exact (ml-matrix eigendecomposition) or fast (randomised range finder in wasm; LinalgMode) */
+  linalg?: LinalgMode;
+  /** fast path: power iterations of the range finder (default 1) */
+  powerIters?: number;
 }
 
 /** Width ratio per layer from the atlas: '50' -> 0.5, '75' -> 0.75, 'preserve' -> null (dense). */
@@ -93,13 +98,13 @@ export async function compressFfn(model: AetherModel, opts: CompressOptions): Pr
     const srcType = model.engine.tensorInfo(p + 'ffn_gate.weight')!.dtype;
     const dense = 3 * D * H;
     if (opts.method === 'prune') {
-      const cal = opts.calibration!.layers[l].blocks.down, N = opts.calibration!.tokens;
+      const cal = opts.calibration!.layer(l).blocks.down, N = opts.calibration!.tokens;
       const down = weightMatrix(model, p + 'ffn_down.weight');  // D x H
       const score = new Float64Array(H), mean = new Float64Array(H);
       let total = 0;
       for (let j = 0; j < H; j++) {
         mean[j] = cal.sum[j] / N;
-        const v = Math.max(0, cal.xx[j * H + j] / N - mean[j] * mean[j]);
+        const v = Math.max(0, cal.sq[j] / N - mean[j] * mean[j]);
         let n2 = 0;
         for (let d = 0; d < D; d++) n2 += down.data[d * H + j] ** 2;
         score[j] = v * n2; total += score[j];
@@ -136,6 +141,31 @@ export async function compressFfn(model: AetherModel, opts: CompressOptions): Pr
       const q = Math.max(DTYPES[dt].blockSize, 32);
       const k = roundTo((r * D * H) / (D + H), q, Math.min(D, H));
       const kdt = dtypeFor(srcType, k);
+      const fast = useFast(opts.linalg, H, D);
+      if (fast) {
+        // randomised range finder on W C' W^T (fast.ts lowRankFast), C' from the captured rows of the layer
+        const la = await linalg();
+        const stats = opts.method === 'aa-svd' ? opts.calibration!.layer(l) : undefined;
+        for (const [name, block] of [['ffn_gate', 'ffn'], ['ffn_up', 'ffn'], ['ffn_down', 'down']] as const) {
+          opts.onProgress?.(i + (name === 'ffn_gate' ? 0 : name === 'ffn_up' ? 1 / 3 : 2 / 3), todo.length, `layer ${l} ${name}`);
+          const { w, rows, cols } = weightF32(model, p + name + '.weight');
+          let X: Float32Array | undefined, ridge = 0;
+          if (stats) {
+            const blk = stats.blocks[block];
+            if (!blk.X) throw new AetherError('invalid_argument', `the fast path needs the captured rows of block ${block} (calibrate with mode 'streamed')`);
+            X = blk.X; ridge = calibRidge(blk.sq, opts.calibration!.tokens);
+          }
+          const m0 = la.mark();
+          let A: Float32Array, B: Float32Array;
+          try {
+            ({ A, B } = lowRankFast(new WeightOps(la, w, rows, cols, X, ridge), k, opts.powerIters ?? 1, 1 + l));
+          } finally { la.release(m0); }
+          const adt = dtypeFor(srcType, cols);
+          tensors.push({ name: p + name + '_a.weight', dtype: adt, shape: [cols, k], data: encodeFromF32(adt, A).slice() });
+          tensors.push({ name: p + name + '_b.weight', dtype: kdt, shape: [k, rows], data: encodeFromF32(kdt, B).slice() });
+          await new Promise((res) => setTimeout(res, 0));
+        }
+      } else {
       const S = (block: 'ffn' | 'down') => (opts.method === 'aa-svd' ? blockWhitening(opts.calibration!, l, block) : undefined);
       const Sffn = S('ffn');
       for (const [name, block] of [['ffn_gate', 'ffn'], ['ffn_up', 'ffn'], ['ffn_down', 'down']] as const) {
@@ -145,6 +175,7 @@ export async function compressFfn(model: AetherModel, opts: CompressOptions): Pr
         tensors.push({ name: p + name + '_a.weight', dtype: dtypeFor(srcType, W.cols), shape: [W.cols, k], data: encodeMat(A, dtypeFor(srcType, W.cols)) });
         tensors.push({ name: p + name + '_b.weight', dtype: kdt, shape: [k, W.rows], data: encodeMat(B, kdt) });
         await new Promise((res) => setTimeout(res, 0));
+      }
       }
       layers.push({ layer: l, method: opts.method, width_ratio: r, width: H, rank: k, dtype: kdt, params: 3 * k * (D + H), params_dense: dense });
     }

@@ -7,7 +7,7 @@
  * and the values of f32 / f16 tensors (NaN/Inf -> format_error; `checkScales`, default true) as blocks complete.
  *
  * Node file paths take a faster route by default (`direct`): positional reads straight into `dest`
- * (no intermediate chunk buffers, no copy), double-buffered so the next read runs while the current
+ * (no intermediate chunk buffers, no copy), up to `readAhead` bytes of reads in flight while each arrived
  * chunk is checksummed.
  *
  * Abort -> AetherError 'aborted' (name 'AbortError'); the source / file is closed. A stream that ends early
@@ -48,6 +48,13 @@ export interface LoadRknotOptions {
   direct?: boolean;
   /** read size for the direct path (default 4 MiB) */
   directChunk?: number;
+  /** direct path: bytes of reads kept in flight ahead of the checks (default 64 MiB; at least 2 reads) */
+  readAhead?: number;
+  /**
+   * direct path: read into small reused buffers (then default chunk 1 MiB, readAhead 4 MiB) and copy each into dest
+   * (default false: read straight into dest). Measured: docs/PERFORMANCE.md "Load".
+   */
+  directStaged?: boolean;
   /** options for openSource (name, highWaterMark, fetchInit, size) */
   source?: OpenSourceOptions;
 }
@@ -259,7 +266,12 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
   }
 }
 
-/** Node file path: positional reads straight into dest, double-buffered with the checks. */
+const DIRECT_CHUNK = 4 << 20;
+const DIRECT_READ_AHEAD = 64 << 20;
+const STAGED_CHUNK = 1 << 20;
+const STAGED_READ_AHEAD = 4 << 20;
+
+/** Node file path: positional reads straight into dest, up to readAhead bytes ahead of the checks. */
 async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRknotResult> {
   const t0 = performance.now();
   const name = opts.source?.name ?? path;
@@ -298,25 +310,48 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     const dest = await makeDest(opts, meta, header, name);
     const verifier = new DataVerifier(meta, header, dest, name, opts.verify !== false, opts.checkScales !== false);
     verifier.update(0, new Uint8Array(0));
-    const CH = opts.directChunk ?? 4 << 20;
+    // staged (option): reads into a ring of small reused buffers, each copied into dest and checked while in cache
+    const staged = opts.directStaged ?? false;
+    const CH = Math.max(64 << 10, opts.directChunk ?? (staged ? STAGED_CHUNK : DIRECT_CHUNK));
+    // reads in flight: up to readAhead bytes ahead of the checks (at least 2 chunks), so the thread pool keeps reading
+    // while this thread is busy (checks, or the caller's work overlapped with the stream, e.g. building the tokenizer)
+    const depth = Math.max(2, Math.ceil((opts.readAhead ?? (staged ? STAGED_READ_AHEAD : DIRECT_READ_AHEAD)) / CH));
     let pos = 0;
+    let issued = 0;
     let lastProgress = 0;
-    const issue = (p: number) => (p < header.dataSize ? readInto(dest, p, Math.min(CH, header.dataSize - p), header.dataOffset + p) : undefined);
-    let pending = issue(0);
-    while (pending) {
-      const n = await pending;
-      if (signal?.aborted) throw abortError(name, signal);
-      const want = Math.min(CH, header.dataSize - pos);
-      if (n < want) throw truncated(name, header.dataOffset + pos + n, expected, `in the data section, tensor '${verifier.current() ?? '?'}'`);
-      const p = pos;
-      pos += n;
-      pending = issue(pos); // next read runs on the thread pool while this chunk is checked
-      verifier.update(p, dest.subarray(p, p + n));
-      consumed = header.dataOffset + pos;
-      if (opts.onProgress && (consumed - lastProgress >= (1 << 20) || pos === header.dataSize)) {
-        lastProgress = consumed;
-        opts.onProgress({ type: 'progress', loaded: consumed, total: size });
+    const stageBufs: Uint8Array[] = [];
+    const queue: { p: number; want: number; read: Promise<number>; buf?: Uint8Array }[] = [];
+    const issue = () => {
+      while (queue.length < depth && issued < header.dataSize) {
+        const p = issued, want = Math.min(CH, header.dataSize - p);
+        let buf: Uint8Array | undefined;
+        if (staged) buf = stageBufs.pop() ?? new Uint8Array(CH);
+        const read = buf ? readInto(buf, 0, want, header.dataOffset + p) : readInto(dest, p, want, header.dataOffset + p);
+        read.catch(() => { /* observed in order below, or dropped after a failure */ });
+        queue.push({ p, want, read, buf });
+        issued += want;
       }
+    };
+    try {
+      issue();
+      while (queue.length) {
+        const { p, want, read, buf } = queue.shift()!;
+        const n = await read;
+        if (signal?.aborted) throw abortError(name, signal);
+        if (n < want) throw truncated(name, header.dataOffset + p + n, expected, `in the data section, tensor '${verifier.current() ?? '?'}'`);
+        pos = p + n;
+        if (buf) { dest.set(buf.subarray(0, n), p); stageBufs.push(buf); }
+        issue(); // the next reads run on the thread pool while this chunk is checked
+        verifier.update(p, dest.subarray(p, p + n));
+        consumed = header.dataOffset + pos;
+        if (opts.onProgress && (consumed - lastProgress >= (1 << 20) || pos === header.dataSize)) {
+          lastProgress = consumed;
+          opts.onProgress({ type: 'progress', loaded: consumed, total: size });
+        }
+      }
+    } finally {
+      // never close the file under reads still in flight (a failed check or an abort leaves some)
+      if (queue.length) await Promise.allSettled(queue.map((q) => q.read));
     }
     if (header.dataSize === 0) opts.onProgress?.({ type: 'progress', loaded: consumed, total: size });
     return { name, header, meta, dest, bytes: consumed, seconds: (performance.now() - t0) / 1000 };

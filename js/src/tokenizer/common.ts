@@ -35,11 +35,78 @@ export const KNOWN_EOG_TEXTS: readonly string[] = [
 
 export const utf8Encoder = new TextEncoder();
 
+/** Hash of a string's UTF-16 code units (FNV-1a, 32 bits). */
+function strHash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * text -> id over the vocabulary's own strings, in one Int32Array (open addressing, linear probing, load <= 2/3):
+ * 4-8 bytes per token where a Map of 152k strings takes ~45 (7 MiB of JS heap for Qwen2.5's vocabulary).
+ * The first id of a duplicated text wins. Read-only after construction; `get` / `has` as a Map's.
+ */
+export class TextIdMap {
+  private readonly slots: Int32Array;
+  private readonly mask: number;
+  constructor(private readonly texts: readonly string[], valid: (i: number) => boolean = () => true) {
+    let cap = 16;
+    while (cap < texts.length * 1.5) cap *= 2; // load <= 2/3
+    this.slots = new Int32Array(cap).fill(-1);
+    this.mask = cap - 1;
+    for (let i = 0; i < texts.length; i++) {
+      if (!valid(i)) continue;
+      const t = texts[i];
+      let k = strHash(t) & this.mask;
+      for (;;) {
+        const id = this.slots[k];
+        if (id < 0) { this.slots[k] = i; break; }
+        if (texts[id] === t) break; // duplicate text: the first id stays
+        k = (k + 1) & this.mask;
+      }
+    }
+  }
+  get(s: string): number | undefined {
+    let k = strHash(s) & this.mask;
+    for (;;) {
+      const id = this.slots[k];
+      if (id < 0) return undefined;
+      if (this.texts[id] === s) return id;
+      k = (k + 1) & this.mask;
+    }
+  }
+  /**
+   * Id of the text s[a0, a1) + s[b0, b1) (two ranges of one string, concatenated; b0 = b1 for one range) without
+   * building it: the BPE merges' halves and their concatenation, looked up without 450k temporary strings.
+   */
+  getRanges(s: string, a0: number, a1: number, b0: number, b1: number): number | undefined {
+    let h = 0x811c9dc5;
+    for (let i = a0; i < a1; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    for (let i = b0; i < b1; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+    const len = a1 - a0 + b1 - b0, na = a1 - a0;
+    let k = (h >>> 0) & this.mask;
+    for (;;) {
+      const id = this.slots[k];
+      if (id < 0) return undefined;
+      const t = this.texts[id];
+      if (t.length === len) {
+        let same = true;
+        for (let i = 0; i < na && same; i++) same = t.charCodeAt(i) === s.charCodeAt(a0 + i);
+        for (let i = 0; i < len - na && same; i++) same = t.charCodeAt(na + i) === s.charCodeAt(b0 + i);
+        if (same) return id;
+      }
+      k = (k + 1) & this.mask;
+    }
+  }
+  has(s: string): boolean { return this.get(s) !== undefined; }
+}
+
 /** Index over a vocabulary: text -> id (first id wins on duplicates) and per-id types. */
 export class Vocab {
   readonly tokens: readonly string[];
   readonly types: Uint8Array;
-  readonly textToId: Map<string, number>;
+  readonly textToId: TextIdMap;
 
   constructor(data: TokenizerData) {
     const tokens = data.tokens;
@@ -55,7 +122,6 @@ export class Vocab {
     }
     this.tokens = tokens;
     this.types = new Uint8Array(n);
-    this.textToId = new Map();
     for (let i = 0; i < n; i++) {
       const t = tokens[i];
       if (typeof t !== 'string') {
@@ -63,8 +129,8 @@ export class Vocab {
       }
       const ty = data.token_type ? Number(data.token_type[i]) : TokenType.NORMAL;
       this.types[i] = ty >= 1 && ty <= 6 ? ty : TokenType.NORMAL;
-      if (!this.textToId.has(t)) this.textToId.set(t, i);
     }
+    this.textToId = new TextIdMap(tokens);
   }
 
   get size(): number {

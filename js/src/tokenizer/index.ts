@@ -88,8 +88,8 @@ class TokenizerImpl implements Tokenizer {
   private readonly defaultAddBos: boolean;
   private readonly defaultAddEos: boolean;
   private readonly normalize?: 'NFC' | 'NFD' | 'NFKC' | 'NFKD';
-  /** Cached bytes per id for the normal (not first-piece) case. */
-  private readonly pieceCache: Array<Uint8Array | undefined>;
+  /** Cached bytes per id for the normal (not first-piece) case (a Map: only the ids met, not a slot per token). */
+  private readonly pieceCache = new Map<number, Uint8Array>();
 
   constructor(data: TokenizerData) {
     if (data === null || typeof data !== 'object') {
@@ -142,7 +142,6 @@ class TokenizerImpl implements Tokenizer {
       }
     }
     this.eogIds = eog;
-    this.pieceCache = new Array(v.size);
   }
 
   encode(text: string, opts: EncodeOptions = {}): number[] {
@@ -224,17 +223,17 @@ class TokenizerImpl implements Tokenizer {
       if (first && this.addSpacePrefix && tok.startsWith(SPM_SPACE)) {
         return utf8Encoder.encode(tok.slice(1).replaceAll(SPM_SPACE, ' '));
       }
-      let c = this.pieceCache[id];
+      let c = this.pieceCache.get(id);
       if (c === undefined) {
         c = utf8Encoder.encode(tok.replaceAll(SPM_SPACE, ' '));
-        this.pieceCache[id] = c;
+        this.pieceCache.set(id, c);
       }
       return c;
     }
-    let c = this.pieceCache[id];
+    let c = this.pieceCache.get(id);
     if (c === undefined) {
       c = bpePieceBytes(tok, ty);
-      this.pieceCache[id] = c;
+      this.pieceCache.set(id, c);
     }
     return c;
   }

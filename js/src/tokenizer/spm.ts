@@ -147,7 +147,7 @@ export class SpmModel {
         if (left < 0 || right < 0) return;
         const s = start[left];
         const n = size[left] + size[right];
-        const id = textToId.get(text.substring(s, s + n));
+        const id = textToId.getRanges(text, s, s + n, 0, 0); // no substring allocated per candidate
         if (id === undefined || this.mergeable[id] === 0) return;
         // min-heap: negate the score so the highest score pops first; ties -> smallest left index.
         heap.push(-this.scores[id], left, right, n);
@@ -171,13 +171,12 @@ export class SpmModel {
     }
 
     for (let i = b; i >= 0; i = next[i]) {
-      const piece = text.substring(start[i], start[i] + size[i]);
-      const id = textToId.get(piece);
+      const id = textToId.getRanges(text, start[i], start[i] + size[i], 0, 0);
       if (id !== undefined && (size[i] > 1 || this.mergeable[id] === 1)) {
         out.push(id);
         continue;
       }
-      this.fallback(piece, out);
+      this.fallback(text.substring(start[i], start[i] + size[i]), out);
     }
   }
 

@@ -10,24 +10,12 @@
 
 void ae_from_float_q5_K_simd128(const float *x, void *y, int n) { ae_from_float_q5_K_ref(x, y, n); }
 
-/* 12 packed bytes -> u8 lanes 0..7 = scales, 8..15 = mins. Reads 16 bytes (the 4 after the scales are
- * the first qh bytes of the same block). */
-AE_INLINE v128 unpack_scales(const uint8_t *q) {
-  const v128 v = ae_load(q);
-  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
-  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
-                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
-  return wasm_v128_or(wasm_v128_or(a, b), c);
-}
 
 void ae_to_float_q5_K_simd128(const void *x, float *y, int n) {
   const ae_block_q5_K *b = (const ae_block_q5_K *)x;
   for (int i = 0; i < n / AE_QK_K; i++) {
     uint8_t sm[16];
-    ae_store(sm, unpack_scales(b[i].scales));
+    ae_store(sm, ae_k4_unpack_scales(b[i].scales));
     const float d = ae_h2f_s(b[i].d), dmin = ae_h2f_s(b[i].dmin);
     float *o = y + i * AE_QK_K;
     for (int j = 0; j < 8; j++) {
@@ -78,12 +66,12 @@ AE_INLINE v128 dot16(v128 wb, const v128 *X) {
                         wasm_i32x4_dot_i16x8(wasm_u16x8_shr(wb, 8), X[1]));
 }
 
-/* One row's super-block: *q = sumi_q, *m = sumi_m. */
-AE_INLINE void row_sb(const ae_block_q5_K *w, const xk *xs, int32_t *q, int32_t *m) {
-  const v128 sm = unpack_scales(w->scales);
+/* One row's super-block: *q, *m = i32x4 lanes summing to sumi_q, sumi_m. */
+AE_INLINE void row_sbv(const ae_block_q5_K *w, const xk *xs, v128 *q, v128 *m) {
+  const v128 sm = ae_k4_unpack_scales(w->scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
   const v128 sc_lo = wasm_u32x4_extend_low_u16x8(sc16), sc_hi = wasm_u32x4_extend_high_u16x8(sc16);
-  *m = ae_hsum_i32(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp));
+  *m = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), xs->bsp);
   const v128 hq0 = ae_load(w->qh), hq1 = ae_load(w->qh + 16);
   const v128 f = wasm_i16x8_splat(0x0f0f);
   volatile v128 part[4];   /* one store per 64 elements orders V8's schedule (no spills), no chain */
@@ -103,7 +91,13 @@ AE_INLINE void row_sb(const ae_block_q5_K *w, const xk *xs, int32_t *q, int32_t 
     else { s0 = wasm_i32x4_shuffle(scv, scv, 2, 2, 2, 2); s1 = wasm_i32x4_shuffle(scv, scv, 3, 3, 3, 3); }
     part[g] = wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1));
   }
-  *q = ae_hsum_i32(wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3])));
+  *q = wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3]));
+}
+AE_INLINE void row_sb(const ae_block_q5_K *w, const xk *xs, int32_t *q, int32_t *m) {
+  v128 qv, mv;
+  row_sbv(w, xs, &qv, &mv);
+  *q = ae_hsum_i32(qv);
+  *m = ae_hsum_i32(mv);
 }
 
 /* Few rows (vec_dot, short row runs): super-block outer, the activation split one super-block at a time;
@@ -125,9 +119,76 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
   for (int r = r0; r < r1; r++) y[r] = acc[r - r0];
 }
 
+#if AE_RELAXED
+/* Relaxed build, 4 rows at a time with the rows in lanes (as dot_q4_K_simd128.c's rows4_relaxed): per row and
+ * sub-block j two ae_rdot16 of the activation bytes with the 5-bit values (the 7-bit operand: host-independent),
+ * added in i16 (4 products of |31 x 128| per lane, < 2^15), then i32x4.dot_i16x8 with sc_j in every i16 lane;
+ * the 4 rows' sums reduced together and the reference's float step per lane. */
+AE_INLINE v128 pair_splat(const v128 *scp, int j) {
+  const v128 v = scp[j >> 2];
+  switch (j & 3) {
+    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
+    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
+    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
+    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
+  }
+}
+AE_INLINE void row_sb16(const ae_block_q5_K *w, const ae_block_q8_K *x, v128 bsp, v128 *q, v128 *m) {
+  const v128 sm = ae_k4_unpack_scales(w->scales);
+  const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
+  const v128 scp[2] = {wasm_i16x8_shuffle(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7)};
+  *m = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), bsp);
+  const v128 hq0 = ae_load(w->qh), hq1 = ae_load(w->qh + 16);
+  const v128 f = wasm_i16x8_splat(0x0f0f);
+  volatile v128 part[4];   /* one store per 64 elements: pins the arithmetic before the next loads (no spills) */
+#pragma clang loop unroll(full)
+  for (int g = 0; g < 4; g++) {
+    const v128 v0 = ae_load(w->qs + 32 * g), v1 = ae_load(w->qs + 32 * g + 16);
+    const v128 a0 = wasm_v128_or(wasm_v128_and(v0, f), hbits(hq0, 2 * g));
+    const v128 a1 = wasm_v128_or(wasm_v128_and(v1, f), hbits(hq1, 2 * g));
+    const v128 b0 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), hbits(hq0, 2 * g + 1));
+    const v128 b1 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), hbits(hq1, 2 * g + 1));
+    const v128 p0 = wasm_i16x8_add(ae_rdot16(ae_load(x->qs + 64 * g), a0), ae_rdot16(ae_load(x->qs + 64 * g + 16), a1));
+    const v128 p1 = wasm_i16x8_add(ae_rdot16(ae_load(x->qs + 64 * g + 32), b0), ae_rdot16(ae_load(x->qs + 64 * g + 48), b1));
+    part[g] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, pair_splat(scp, 2 * g)), wasm_i32x4_dot_i16x8(p1, pair_splat(scp, 2 * g + 1)));
+  }
+  *q = wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3]));
+}
+AE_INLINE v128 h2f4(ae_fp16 a, ae_fp16 b, ae_fp16 c, ae_fp16 d) {
+  return wasm_f32x4_make(ae_h2f_s(a), ae_h2f_s(b), ae_h2f_s(c), ae_h2f_s(d));
+}
+static void rows4_relaxed(const void *W, int nb, const ae_block_q8_K *x, float *y, int r) {
+  const ae_block_q5_K *w0 = (const ae_block_q5_K *)W + (size_t)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  v128 sum = wasm_f32x4_splat(0.0f);
+  for (int i = 0; i < nb; i++) {
+    const v128 b0 = ae_load(x[i].bsums), b1 = ae_load(x[i].bsums + 8);
+    const v128 bsp = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
+                                    wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
+    v128 q0, q1, q2, q3, m0, m1, m2, m3;
+    row_sb16(&w0[i], &x[i], bsp, &q0, &m0);
+    row_sb16(&w1[i], &x[i], bsp, &q1, &m1);
+    row_sb16(&w2[i], &x[i], bsp, &q2, &m2);
+    row_sb16(&w3[i], &x[i], bsp, &q3, &m3);
+    const v128 q = ae_reduce4_i32(q0, q1, q2, q3), m = ae_reduce4_i32(m0, m1, m2, m3);
+    const v128 dx = wasm_f32x4_splat(x[i].d);
+    const v128 dall = wasm_f32x4_mul(h2f4(w0[i].d, w1[i].d, w2[i].d, w3[i].d), dx);
+    const v128 dmin = wasm_f32x4_mul(h2f4(w0[i].dmin, w1[i].dmin, w2[i].dmin, w3[i].dmin), dx);
+    sum = wasm_f32x4_add(sum, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(q)),
+                                             wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(m))));
+  }
+  ae_store(y + r, sum);
+}
+#endif
+
 void ae_matvec_rows_q5_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+#if AE_RELAXED
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) rows4_relaxed(W, nb, x, y, r);
+  if (r < r1) rows_sb_outer(W, nb, x, y, r, r1);
+  return;
+#endif
   if (r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
   xk xs[AE_QK_CHUNK];
   for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {

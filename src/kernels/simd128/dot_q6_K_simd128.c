@@ -3,7 +3,8 @@
  * 16 (q unsigned 0..63, the -32 offset folded through the activation's bsums); then in float
  *   acc += (d_w d_x) (float)sumi                              (exactly ae_vec_dot_q6_K_ref)
  * 6-bit values are assembled as bytes from ql nibbles and qh bit pairs (i16 shifts, byte masks) and split
- * into even / odd i16 lanes. The activation is split once per column chunk (on the stack) and shared by
+ * into even / odd i16 lanes (relaxed build: the bytes go straight into ae_rdot16, and the sub-block scale is
+ * applied by i32x4.dot_i16x8 with sc in every i16 lane). The activation is split once per column chunk (on the stack) and shared by
  * all rows; rows longer than one chunk, and calls on fewer than 4 rows, go super-block outer instead
  * (split one super-block at a time, 8 rows inner). Every path uses the reference's scalar float
  * sequence per row: bit-exact for any row range. Each 32 elements' partial sum is stored to its own
@@ -107,13 +108,23 @@ AE_INLINE v128 lane_splat(v128 v, int j) {
   }
 }
 
-/* The super-block's sumi */
-AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) {
+/* i16 pairs (sc_c, sc_c) in i32 lanes of scp[c >> 2]: lane c & 3 splatted gives sc_c in all 8 i16 lanes */
+AE_INLINE v128 pair_splat(const v128 *scp, int c) { return lane_splat(scp[c >> 2], c); }
+
+/* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
+ * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
+ * dots times sc_c (i32x4.mul). */
+AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
   const v128 sc8 = ae_load(w->scales);
   const v128 sc16_lo = wasm_i16x8_extend_low_i8x16(sc8), sc16_hi = wasm_i16x8_extend_high_i8x16(sc8);
   const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc16_lo, xs->bs0), wasm_i32x4_dot_i16x8(sc16_hi, xs->bs1));
+#if AE_RELAXED
+  const v128 scp[4] = {wasm_i16x8_shuffle(sc16_lo, sc16_lo, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_lo, sc16_lo, 4, 4, 5, 5, 6, 6, 7, 7),
+                       wasm_i16x8_shuffle(sc16_hi, sc16_hi, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_hi, sc16_hi, 4, 4, 5, 5, 6, 6, 7, 7)};
+#else
   const v128 sc32[4] = {wasm_i32x4_extend_low_i16x8(sc16_lo), wasm_i32x4_extend_high_i16x8(sc16_lo),
                         wasm_i32x4_extend_low_i16x8(sc16_hi), wasm_i32x4_extend_high_i16x8(sc16_hi)};
+#endif
   /* 8 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
    * store-to-load dependency chain */
   volatile v128 part[8];
@@ -127,32 +138,35 @@ AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) {
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;   /* 16-element chunk = scale index */
+#if AE_RELAXED
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c], decode_q(l0, l1, hb, k)), pair_splat(scp, c)));
+#else
         const v128 d = chunk_dot(l0, l1, hb, k, xs, c);
         acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, lane_splat(sc32[c >> 2], c)));
+#endif
         if (k & 1) { part[4 * h + 2 * p + (k >> 1)] = acc; acc = wasm_i32x4_splat(0); }
       }
     }
   v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(off, 5));
   for (int j = 0; j < 8; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
-  return ae_hsum_i32(acc_v);
+  return acc_v;
 }
+AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) { return ae_hsum_i32(row_sbv(w, xs)); }
 
 /* Rows longer than one chunk: rows in groups of 8; for each super-block the activation is split once
- * (0.5 KiB) and used by the 8 rows, each keeping its float sum in block order (same arithmetic as the
- * chunked path). Measured on 3072x8192: 2.1 ms against 4.8 ms for two chunk passes. */
+ * (0.5 KiB) and used by the 8 rows, each keeping its float sum in block order (same
+ * arithmetic as the chunked path). Measured on 3072x8192: 2.1 ms against 4.8 ms for two chunk passes. */
 #define AE_KQ_ROWS 8
 static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1) {
   xk xs[1];
   for (int rg = r0; rg < r1; rg += AE_KQ_ROWS) {
     const int nr = r1 - rg < AE_KQ_ROWS ? r1 - rg : AE_KQ_ROWS;
+    const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)rg * nb;
     float acc[AE_KQ_ROWS] = {0};
     for (int i = 0; i < nb; i++) {
       prep(x + i, 1, xs);
       const float dx = x[i].d;
-      for (int j = 0; j < nr; j++) {
-        const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)(rg + j) * nb;
-        acc[j] += (ae_h2f_s(w[i].d) * dx) * (float)row_sb(&w[i], &xs[0]);
-      }
+      for (int j = 0; j < nr; j++) acc[j] += (ae_h2f_s(w[(size_t)j * nb + i].d) * dx) * (float)row_sb(&w[(size_t)j * nb + i], &xs[0]);
     }
     for (int j = 0; j < nr; j++) y[rg + j] = acc[j];
   }

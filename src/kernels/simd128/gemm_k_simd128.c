@@ -1,11 +1,17 @@
 /* Prefill GEMM for the k-quants (q4_K, q5_K, q6_K weights x q8_K activations): ae_matmul_rows_<t>_simd128.
  *
- * Relaxed build: tile of one weight row x 4 tokens. Per super-block the weight values are unpacked once
- * (q4_K nibbles, q5_K 5-bit values, q6_K 6-bit values: all in [0, 63], so they are relaxed_dot_i8x16_i7x16's
- * 7-bit operand and the result does not depend on the host) and dotted (ae_rdot) with each of the 4 tokens'
- * q8_K bytes; per sub-block (q4_K / q5_K: 32 values, q6_K: 16) the i32x4 partial sums are multiplied by the
- * sub-block scale and added up per token, then the 4 tokens are reduced together (ae_reduce4_i32). These are
- * the exact integers the matvec forms in another order (no partial sum reaches 2^31):
+ * Tile: one weight row x 4 tokens (both builds). Per super-block the weight values are unpacked once (q4_K
+ * nibbles, q5_K 5-bit values, q6_K 6-bit values: all in [0, 63]), together with the sub-block scales, and
+ * dotted with each of the 4 tokens' q8_K values:
+ *  - relaxed build: ae_rdot16 (i16x8.relaxed_dot_i8x16_i7x16_s, one pmaddubsw in V8 11.x) of the activation
+ *    bytes with the weight bytes (the 7-bit operand: exact and host-independent), pair sums added in i16 where
+ *    they share a scale (q4_K / q5_K: 4 products of |31 x 128| per lane, q6_K: 2 of |63 x 128|, < 2^15), then
+ *    i32x4.dot_i16x8 with the sub-block scale in every i16 lane: sc_j sum(q x) in i32 lanes, no i32 multiply;
+ *  - plain build: the weights are split into even / odd i16 lanes and multiplied by their sub-block scale in i16
+ *    once per row (|q sc| <= 63 x 128 < 2^15), then i32x4.dot_i16x8 with each token's even / odd i16 activations
+ *    (split once per column chunk for all rows of the chunk).
+ * The 4 tokens' i32x4 partial sums are reduced together (ae_reduce4_i32). These are the exact integers the
+ * matvec forms in another order (no partial sum reaches 2^31):
  *   q4_K / q5_K: sumi_q = sum_j sc_j sum(q x),  sumi_m = sum_j m_j (bsums[2j] + bsums[2j+1])
  *   q6_K:        sumi   = sum_j sc_j sum(q x) - 32 sum_j sc_j bsums[j]
  * and then per token, in float, the matvec's sequence (dot_q4_K/q5_K/q6_K_simd128.c, ae_vec_dot_<t>_ref),
@@ -13,19 +19,12 @@
  *   q4_K / q5_K: acc = acc + ((d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m)
  *   q6_K:        acc = acc + (d_w d_x) (float)sumi                          (super-block order)
  * so every y[b][r] equals ae_matvec on token b (and the reference) bit for bit. Shared by the 4 tokens: the
- * weight loads and unpacking, the scale unpacking, the f16 scale conversions. Loops: rows in chunks of
- * GEMM_ROWS (kept in cache while every token group passes), token groups of 4 (a last group of 1-3 tokens
- * repeats its last token in the spare lanes and stores only the real ones), column chunks of GEMM_CB
- * super-blocks (the 4 tokens' activations on the stack; partial sums cross chunks through y, exactly).
- *
- * Plain build: the row kernel over row chunks (what ae_matmul does without a batched kernel). A plain tile
- * (weights pre-multiplied by their scales in i16, i32x4.dot_i16x8 with 4 tokens' even / odd activations)
- * was measured at 0.86-1.0x of that (bench/gemm.mjs, 64 tokens, phi3 and s15m shapes; 8 tokens per tile no
- * better): both are bound by the 2 activation loads + 2 dots + 2 adds per (row, token, 16 values), which a
- * tile cannot share, and the k-quant matvecs already share the activation split across rows. */
+ * weight loads and unpacking, the scale unpacking and (plain) the multiplication by the scales, the f16 scale
+ * conversions. Loops: rows in chunks of GEMM_ROWS (kept in cache while every token group passes), token groups
+ * of 4 (a last group of 1-3 tokens repeats its last token in the spare lanes and stores only the real ones),
+ * column chunks of GEMM_CB super-blocks (the 4 tokens' activations on the stack; partial sums cross chunks
+ * through y, exactly). */
 #include "simd128_util.h"
-
-#if AE_RELAXED
 
 #define GEMM_ROWS 32
 #define GEMM_CB 8
@@ -34,15 +33,35 @@
 
 enum { K_Q4, K_Q5, K_Q6 };
 
-/* One super-block of 4 tokens: X[c][t] = token t's x[16c .. 16c + 16) (bytes, ae_rdot's i8 operand); bs[t]: q4_K / q5_K:
- * bs[t][0] lanes j = bsums[2j] + bsums[2j+1]; q6_K: bs[t][0], bs[t][1] = bsums[0..8), bsums[8..16). */
-typedef struct { v128 X[16][GEMM_T]; v128 bs[GEMM_T][2]; } xk4;
+/* Scheduling: V8's TurboFan keeps loads in program order on its effect chain but schedules pure arithmetic as
+ * late as possible, so a super-block's activation loads end up long before their use and most of them are
+ * spilled (16 SIMD registers on x64). Storing the accumulators to a volatile slot after each step (SCHED)
+ * pins the step's arithmetic before the next step's loads. */
+#define SCHED() do { for (int t_ = 0; t_ < GEMM_T; t_++) sink[t_] = a[t_]; } while (0)
+
+/* One super-block of 4 tokens. Relaxed: X[c][t] = token t's x[16c .. 16c + 16) (bytes, ae_rdot16's i8 operand);
+ * plain: X[2c][t], X[2c + 1][t] = its even / odd bytes as i16 lanes. bs[t]: q4_K / q5_K: bs[t][0] lanes j =
+ * bsums[2j] + bsums[2j+1]; q6_K: bs[t][0], bs[t][1] = bsums[0..8), bsums[8..16). */
+#if AE_RELAXED
+#define XV 16
+#else
+#define XV 32
+#endif
+typedef struct { v128 X[XV][GEMM_T]; v128 bs[GEMM_T][2]; } xk4;
 
 AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xk4 *xs, float *dx) {
   for (int t = 0; t < GEMM_T; t++) {
     const ae_block_q8_K *xb = (const ae_block_q8_K *)(x + (size_t)(t < nt ? t : nt - 1) * stride) + c0;
     for (int i = 0; i < n; i++) {
-      for (int c = 0; c < 16; c++) xs[i].X[c][t] = ae_load(xb[i].qs + 16 * c);
+      for (int c = 0; c < 16; c++) {
+        const v128 v = ae_load(xb[i].qs + 16 * c);
+#if AE_RELAXED
+        xs[i].X[c][t] = v;
+#else
+        xs[i].X[2 * c][t] = ae_i8_even(v);
+        xs[i].X[2 * c + 1][t] = ae_i8_odd(v);
+#endif
+      }
       const v128 b0 = ae_load(xb[i].bsums), b1 = ae_load(xb[i].bsums + 8);
       if (kind == K_Q6) {
         xs[i].bs[t][0] = b0;
@@ -57,18 +76,6 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 }
 
 
-/* 12 packed bytes -> u8 lanes 0..7 = scales, 8..15 = mins (as dot_q4_K_simd128.c; reads 16 bytes, the 4
- * after the scales belong to the same block). */
-AE_INLINE v128 unpack_scales(const uint8_t *q) {
-  const v128 v = ae_load(q);
-  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
-  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
-  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
-  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
-                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
-  return wasm_v128_or(wasm_v128_or(a, b), c);
-}
 
 AE_INLINE v128 lane32(v128 v, int j) {
   switch (j & 3) {
@@ -100,30 +107,58 @@ AE_INLINE void sb_bytes(int kind, const uint8_t *qs, const uint8_t *qh, int g, i
 /* q4_K / q5_K super-block: q[g] = [sumi_q of tokens 4g .. 4g + 3], m[g] likewise sumi_m. */
 AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128 *m) {
   const uint8_t *scales = blk + 4, *qs = kind == K_Q4 ? blk + 16 : blk + 48, *qh = blk + 16;
-  const v128 sm = unpack_scales(scales);
+  const v128 sm = ae_k4_unpack_scales(scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm), mn16 = wasm_u16x8_extend_high_u8x16(sm);
 #pragma clang loop unroll(full)
   for (int g = 0; g < NG; g++)
     m[g] = ae_reduce4_i32(wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g][0]), wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 1][0]),
                           wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 2][0]), wasm_i32x4_dot_i16x8(mn16, xs->bs[4 * g + 3][0]));
   v128 a[GEMM_T];
+  volatile v128 sink[GEMM_T];
 #pragma clang loop unroll(full)
   for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
-  /* relaxed build: per sub-block j and token, d = ae_rdot over its 32 values (bytes <= 31, the 7-bit operand:
-   * host-independent), then a += d * sc_j (i32) */
-  const v128 sc32[2] = {wasm_u32x4_extend_low_u16x8(sc16), wasm_u32x4_extend_high_u16x8(sc16)}, z = wasm_i32x4_splat(0);
+  /* per sub-block j and token: two ae_rdot16 (one pmaddubsw each in V8 11.x) over its 32 values (bytes <= 31,
+   * the 7-bit operand: host-independent) added in i16 (4 products of |31 x 128| per lane, < 2^15), then
+   * i32x4.dot_i16x8 with sc_j in every i16 lane: sc_j sum(q x) in i32 lanes, no i32 multiply */
+  const v128 scp[2] = {wasm_i16x8_shuffle(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7)};
 #pragma clang loop unroll(full)
   for (int g = 0; g < 4; g++) {
-    const v128 s0 = lane32(sc32[g >> 1], 2 * g), s1 = lane32(sc32[g >> 1], 2 * g + 1);
+    const v128 s0 = lane32(scp[g >> 1], 2 * g), s1 = lane32(scp[g >> 1], 2 * g + 1);
+#if AE_RELAXED
     v128 b0[2], b1[2];
 #pragma clang loop unroll(full)
     for (int h = 0; h < 2; h++) sb_bytes(kind, qs, qh, g, h, &b0[h], &b1[h]);
 #pragma clang loop unroll(full)
-    for (int t = 0; t < GEMM_T; t++) {
-      const v128 d0 = ae_rdot(xs->X[4 * g + 1][t], b0[1], ae_rdot(xs->X[4 * g][t], b0[0], z));
-      const v128 d1 = ae_rdot(xs->X[4 * g + 3][t], b1[1], ae_rdot(xs->X[4 * g + 2][t], b1[0], z));
-      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_mul(d0, s0), wasm_i32x4_mul(d1, s1)));
+    for (int t = 0; t < GEMM_T; t++)
+      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(wasm_i16x8_add(ae_rdot16(xs->X[4 * g][t], b0[0]),
+                                                                      ae_rdot16(xs->X[4 * g + 1][t], b0[1])), s0));
+    SCHED();
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++)
+      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(wasm_i16x8_add(ae_rdot16(xs->X[4 * g + 2][t], b1[0]),
+                                                                      ae_rdot16(xs->X[4 * g + 3][t], b1[1])), s1));
+    SCHED();
+#else
+    /* plain: per half h, the 16 + 16 values of sub-blocks 2g / 2g + 1 as even / odd i16 times their scale
+     * (|q sc| <= 31 x 63), dotted with each token's even / odd i16 activations */
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; h++) {
+      v128 b0, b1;
+      sb_bytes(kind, qs, qh, g, h, &b0, &b1);
+      const v128 m8 = wasm_i16x8_splat(0x00ff);
+      const v128 w0e = wasm_i16x8_mul(wasm_v128_and(b0, m8), s0), w0o = wasm_i16x8_mul(wasm_u16x8_shr(b0, 8), s0);
+      const v128 w1e = wasm_i16x8_mul(wasm_v128_and(b1, m8), s1), w1o = wasm_i16x8_mul(wasm_u16x8_shr(b1, 8), s1);
+      const int c0 = 4 * g + h, c1 = 4 * g + 2 + h;   /* 16-value chunks of b0 / b1 */
+#pragma clang loop unroll(full)
+      for (int t = 0; t < GEMM_T; t++)
+        a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(w0e, xs->X[2 * c0][t]), wasm_i32x4_dot_i16x8(w0o, xs->X[2 * c0 + 1][t])));
+      SCHED();
+#pragma clang loop unroll(full)
+      for (int t = 0; t < GEMM_T; t++)
+        a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(w1e, xs->X[2 * c1][t]), wasm_i32x4_dot_i16x8(w1o, xs->X[2 * c1 + 1][t])));
+      SCHED();
     }
+#endif
   }
 #pragma clang loop unroll(full)
   for (int g = 0; g < NG; g++) q[g] = ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
@@ -135,11 +170,13 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
   const v128 sc8 = ae_load(w->scales);
   const v128 sc_lo = wasm_i16x8_extend_low_i8x16(sc8), sc_hi = wasm_i16x8_extend_high_i8x16(sc8);
   v128 a[GEMM_T];
+  volatile v128 sink[GEMM_T];
 #pragma clang loop unroll(full)
   for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
   const v128 f = wasm_i8x16_splat(0x0f), th = wasm_i8x16_splat(0x30);
-  const v128 sc32[4] = {wasm_i32x4_extend_low_i16x8(sc_lo), wasm_i32x4_extend_high_i16x8(sc_lo),
-                        wasm_i32x4_extend_low_i16x8(sc_hi), wasm_i32x4_extend_high_i16x8(sc_hi)};
+  /* i16 pairs (sc_c, sc_c) in the i32 lanes: lane32 gives sc_c in all 8 i16 lanes */
+  const v128 scp[4] = {wasm_i16x8_shuffle(sc_lo, sc_lo, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc_lo, sc_lo, 4, 4, 5, 5, 6, 6, 7, 7),
+                       wasm_i16x8_shuffle(sc_hi, sc_hi, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc_hi, sc_hi, 4, 4, 5, 5, 6, 6, 7, 7)};
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
@@ -156,9 +193,19 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
           case 2: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, th)); break;
           default: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), th));
         }
-        const v128 sc = lane32(sc32[c >> 2], c), z = wasm_i32x4_splat(0);
+        const v128 sc = lane32(scp[c >> 2], c);
+#if AE_RELAXED
+        /* ae_rdot16: pair sums of |63 x 128| (< 2^15), then sc_c times them in i32 lanes (i32x4.dot_i16x8) */
 #pragma clang loop unroll(full)
-        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_mul(ae_rdot(xs->X[c][t], qv, z), sc));
+        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], qv), sc));
+#else
+        /* plain: even / odd values times sc_c in i16 (|q sc| <= 63 x 128 < 2^15), dotted with the i16 activations */
+        const v128 we = wasm_i16x8_mul(wasm_v128_and(qv, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(qv, 8), sc);
+#pragma clang loop unroll(full)
+        for (int t = 0; t < GEMM_T; t++)
+          a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
+#endif
+        SCHED();
       }
     }
 #pragma clang loop unroll(full)
@@ -235,25 +282,7 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
   }
 }
 
-#endif
-
-#if AE_RELAXED
 #define GEMM(kind, ...) gemm(kind, __VA_ARGS__)
-#else
-/* plain build: the row kernel over row chunks (what ae_matmul does for a dtype without a batched kernel) */
-#define GEMM_PLAIN_ROWS 16
-#define GEMM(kind, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1)                                          \
-  do {                                                                                                          \
-    for (int rc = r0; rc < r1; rc += GEMM_PLAIN_ROWS) {                                                         \
-      const int re = rc + GEMM_PLAIN_ROWS < r1 ? rc + GEMM_PLAIN_ROWS : r1;                                     \
-      for (int b = 0; b < nvec; b++)                                                                            \
-        MATVEC_##kind(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, rc, re); \
-    }                                                                                                           \
-  } while (0)
-#define MATVEC_K_Q4 ae_matvec_rows_q4_K_simd128
-#define MATVEC_K_Q5 ae_matvec_rows_q5_K_simd128
-#define MATVEC_K_Q6 ae_matvec_rows_q6_K_simd128
-#endif
 
 void ae_matmul_rows_q4_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                  int y_stride, int r0, int r1) {

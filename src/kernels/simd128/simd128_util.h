@@ -160,4 +160,17 @@ AE_INLINE v128 ae_v_exp(v128 x) {
   return wasm_f32x4_mul(wasm_f32x4_mul(p, s1), s2);
 }
 
+/* q4_K / q5_K: 12 packed bytes of 6-bit scales and mins -> u8 lanes 0..7 = scales, 8..15 = mins. Reads 16 bytes
+ * (the 4 after the scales belong to the same block: the first quants of q4_K, the first qh bytes of q5_K). */
+AE_INLINE v128 ae_k4_unpack_scales(const uint8_t *q) {
+  const v128 v = ae_load(q);
+  const v128 s1 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11);
+  const v128 s2 = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
+  const v128 a = wasm_v128_and(s1, wasm_i8x16_const(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const v128 b = wasm_v128_and(wasm_u16x8_shr(s1, 4), wasm_i8x16_const(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const v128 c = wasm_v128_and(wasm_u16x8_shr(s2, 2),
+                               wasm_i8x16_const(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48));
+  return wasm_v128_or(wasm_v128_or(a, b), c);
+}
+
 #endif

@@ -1,0 +1,148 @@
+// The compression tools' fast path (src/linalg/linalg.c in wasm/linalg-st.wasm, js/src/compress/fast.ts) against
+// the ml-matrix implementation (js/src/compress/linalg.ts) on small matrices: products, Cholesky, triangular inverse,
+// symmetric eigenvalues, the randomised low-rank factors (error vs the optimum) and the SLQ spectra.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { Matrix, EigenvalueDecomposition, CholeskyDecomposition } from 'ml-matrix';
+import { LinAlg, ACCUMULATE, UPPER, rng, WeightOps, lowRankFast, slq, measureStats } from '../dist/src/compress/fast.js';
+import { mat, matmul, transpose, lowRank, singularValues, energyKept, whitening, symmetricFromUpper, accumulateGram } from '../dist/src/compress/linalg.js';
+
+const la = await LinAlg.create();
+const R = rng(42);
+const randn = (n, s = 1) => Float32Array.from({ length: n }, () => s * R.normal());
+const relErr = (a, b) => { let n = 0, d = 0; for (let i = 0; i < a.length; i++) { n += (a[i] - b[i]) ** 2; d += b[i] ** 2; } return Math.sqrt(n / d); };
+
+test('gemmNT (SIMD tiles, edges, K blocks, accumulate, upper) == the scalar reference and float64 products', () => {
+  for (const [M, N, K] of [[1, 1, 4], [5, 3, 12], [37, 29, 1030], [64, 130, 516], [9, 9, 7]]) {
+    const A = la.matF32(M, K, randn(M * K)), B = la.matF32(N, K, randn(N * K));
+    const C = la.matF32(M, N), Cr = la.matF32(M, N);
+    la.gemmNT(A, B, C); la.gemmNT(A, B, Cr, 0, true);
+    const a = la.f32(A), b = la.f32(B), exact = new Float64Array(M * N);
+    for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) { let s = 0; for (let p = 0; p < K; p++) s += a[i * K + p] * b[j * K + p]; exact[i * N + j] = s; }
+    assert.ok(relErr(la.f32(C), exact) < 1e-5, `${M}x${N}x${K}: SIMD vs float64 ${relErr(la.f32(C), exact)}`);
+    assert.ok(relErr(la.f32(Cr), exact) < 1e-5, `${M}x${N}x${K}: reference vs float64`);
+    const before = Float32Array.from(la.f32(C));
+    la.gemmNT(A, B, C, ACCUMULATE);
+    assert.ok(relErr(la.f32(C), before.map((x) => 2 * x)) < 1e-5, 'accumulate adds');
+    if (M === N || K === 7) {
+      const G = la.matF32(M, M);
+      la.f32(G).fill(-7);
+      la.gemmNT(A, A, G, UPPER);
+      la.mirrorUpper(G);
+      const Gf = la.matF32(M, M); la.gemmNT(A, A, Gf);
+      assert.ok(relErr(la.f32(G), la.f32(Gf)) < 1e-6, 'upper + mirror == full');
+    }
+  }
+  assert.throws(() => la.gemmNT(la.matF32(2, 3), la.matF32(2, 4), la.matF32(2, 2)), (e) => e.code === 'invalid_argument');
+});
+
+test('Cholesky, triangular inverse and symmetric eigenvalues == ml-matrix', () => {
+  for (const n of [1, 2, 7, 40, 129]) {
+    const X = randn(n * (n + 5)), G = new Float64Array(n * n);
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { let s = 0; for (let p = 0; p < n + 5; p++) s += X[i * (n + 5) + p] * X[j * (n + 5) + p]; G[i * n + j] = s; }
+    const ref = new CholeskyDecomposition(new Matrix(Array.from({ length: n }, (_, i) => Array.from(G.subarray(i * n, (i + 1) * n))))).lowerTriangularMatrix;
+    const L = la.matF64(n, n, G);
+    assert.equal(la.chol(L), 0);
+    const l = la.f64(L);
+    let md = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) md = Math.max(md, Math.abs(l[i * n + j] - ref.get(i, j)));
+    assert.ok(md < 1e-9 * Math.sqrt(G[0] + 1), `chol ${n}: ${md}`);
+    la.trinvLower(L);
+    // L^-1 L == I
+    const inv = la.f64(L);
+    let me = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) { let s = 0; for (let k = 0; k < n; k++) s += inv[i * n + k] * ref.get(k, j); me = Math.max(me, Math.abs(s - (i === j ? 1 : 0))); }
+    assert.ok(me < 1e-8, `trinv ${n}: ${me}`);
+    const ev = la.symEigvals(la.matF64(n, n, G));
+    const er = new EigenvalueDecomposition(new Matrix(Array.from({ length: n }, (_, i) => Array.from(G.subarray(i * n, (i + 1) * n)))), { assumeSymmetric: true }).realEigenvalues.sort((a, b) => b - a);
+    for (let i = 0; i < n; i++) assert.ok(Math.abs(ev[i] - er[i]) < 1e-9 * er[0], `eig ${n}[${i}] ${ev[i]} vs ${er[i]}`);
+  }
+  // not positive definite: the failing column
+  const bad = la.matF64(2, 2, [1, 2, 2, 1]);
+  assert.equal(la.chol(bad), 2);
+});
+
+/** ||(W - B A) S||_F^2 with S S^T = C (via trace((W - BA) C (W - BA)^T)). */
+function aaError(W, Bm, Am, C) {
+  const D = mat(W.rows, W.cols, W.data);
+  const BA = matmul(Bm, Am);
+  for (let i = 0; i < D.data.length; i++) D.data[i] -= BA.data[i];
+  const DC = matmul(D, C);
+  let s = 0;
+  for (let i = 0; i < D.data.length; i++) s += DC.data[i] * D.data[i];
+  return s;
+}
+
+test('lowRankFast: activation-aware error within 10% (2 power iterations) / 20% (1) of the exact optimum (tall and wide), plain without rows', () => {
+  for (const [out, inp, N, k] of [[96, 48, 200, 16], [48, 96, 300, 20]]) {
+    // a spectrum that decays (as real weights do) and correlated inputs
+    const U = randn(out * inp), w = new Float32Array(out * inp);
+    for (let i = 0; i < out; i++) for (let j = 0; j < inp; j++) w[i * inp + j] = U[i * inp + j] / (1 + j) ** 0.7;
+    const mix = randn(inp * inp, 1 / Math.sqrt(inp)), z = randn(N * inp), x = new Float32Array(N * inp);
+    for (let t = 0; t < N; t++) for (let j = 0; j < inp; j++) { let s = 0; for (let p = 0; p < inp; p++) s += z[t * inp + p] * mix[p * inp + j] * (p < 8 ? 5 : 1); x[t * inp + j] = s; }
+    const xx = new Float64Array(inp * inp); accumulateGram(xx, inp, x, N);
+    const ridge = 1e-6;
+    const C = symmetricFromUpper(xx, inp, 1 / N);
+    for (let i = 0; i < inp; i++) C.data[i * inp + i] += ridge;
+    const W = mat(out, inp, w);
+    const ex = lowRank(W, k, whitening(symmetricFromUpper(xx, inp, 1 / N)).S);
+    const eOpt = aaError(W, ex.B, ex.A, C);
+    const m = la.mark();
+    const ratio = [0, 1, 2].map((q) => {
+      const f = lowRankFast(new WeightOps(la, w, out, inp, x, ridge), k, q, 3);
+      la.release(m);
+      const eFast = aaError(W, mat(out, k, f.B), mat(k, inp, f.A), C);
+      assert.ok(eFast >= eOpt * (1 - 1e-6), 'no better than the optimum');
+      return eFast / eOpt;
+    });
+    console.log(`# ${out}x${inp} rank ${k}: error / optimum with 0, 1, 2 power iterations: ${ratio.map((r) => r.toFixed(4)).join(', ')}`);
+    assert.ok(ratio[2] <= 1.1 && ratio[1] <= 1.2, `${out}x${inp} rank ${k}: ${ratio}`);
+    assert.ok(ratio[2] <= ratio[0], 'power iterations help');
+    // plain (no rows): the error of the best rank-k approximation in Frobenius norm
+    const I = mat(inp, inp); for (let i = 0; i < inp; i++) I.data[i * inp + i] = 1;
+    const p = lowRankFast(new WeightOps(la, w, out, inp), k, 2, 5);
+    la.release(m);
+    const sv = singularValues(W);
+    let tail = 0; for (let i = k; i < sv.length; i++) tail += sv[i] ** 2;
+    const eP = aaError(W, mat(out, k, p.B), mat(k, inp, p.A), I);
+    console.log(`# plain ${out}x${inp} rank ${k}, 2 power iterations: error / optimum ${(eP / tail).toFixed(4)}`);
+    assert.ok(eP <= tail * 1.15 && eP >= tail * (1 - 1e-4), `plain: ${eP} vs optimum ${tail}`);
+  }
+});
+
+test('SLQ spectra: top singular values exact, energies at 75% / 50% rank within 0.01 of the exact ones', async () => {
+  const out = 300, inp = 200, U = randn(out * inp), w = new Float32Array(out * inp);
+  for (let i = 0; i < out; i++) for (let j = 0; j < inp; j++) w[i * inp + j] = U[i * inp + j] * (j < 3 ? 6 : 1) / (1 + j) ** 0.4;
+  const m = la.mark();
+  const ops = new WeightOps(la, w, out, inp);
+  const sp = await slq(la, inp, (V) => ops.wT(ops.w(V)), 8, 48, 11);
+  const st = measureStats(sp.nodes, sp.mass, [150, 100], inp);
+  la.release(m);
+  const sv = singularValues(mat(out, inp, w));
+  assert.ok(Math.abs(Math.sqrt(sp.top[0]) - sv[0]) < 1e-4 * sv[0], `sigma1 ${Math.sqrt(sp.top[0])} vs ${sv[0]}`);
+  assert.ok(Math.abs(Math.sqrt(sp.top[1]) - sv[1]) < 1e-3 * sv[1], `sigma2 ${Math.sqrt(sp.top[1])} vs ${sv[1]}`);
+  assert.ok(Math.abs(st.energy[0] - energyKept(sv, 150)) < 0.01, `energy75 ${st.energy[0]} vs ${energyKept(sv, 150)}`);
+  assert.ok(Math.abs(st.energy[1] - energyKept(sv, 100)) < 0.01, `energy50 ${st.energy[1]} vs ${energyKept(sv, 100)}`);
+  assert.equal(st.pseudo.length, inp);
+  for (let i = 1; i < inp; i++) assert.ok(st.pseudo[i] <= st.pseudo[i - 1]);
+});
+
+test('wasm/linalg-st.wasm: imports only env.memory (non-shared), SIMD128 products', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { spawnSync } = await import('node:child_process');
+  const path = new URL('../wasm/linalg-st.wasm', import.meta.url);
+  const mod = new WebAssembly.Module(readFileSync(path));
+  assert.deepEqual(WebAssembly.Module.imports(mod).map((i) => `${i.kind} ${i.module}.${i.name}`), ['memory env.memory']);
+  const r = spawnSync('wasm-objdump', ['-d', path.pathname], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  assert.equal(r.status, 0, r.stderr);
+  for (const op of ['f32x4.mul', 'f32x4.add', 'f64x2.mul']) assert.ok(r.stdout.includes(op), `no ${op}`);
+});
+
+test('a matrix made from a view of the module memory survives the memory growing', async () => {
+  const l2 = await LinAlg.create();
+  const A = l2.matF32(4, 4, Float32Array.from({ length: 16 }, (_, i) => i));
+  const before = l2.memory.buffer.byteLength;
+  const B = l2.matF32(4096, 1024, l2.f32(A));   // 16 MiB: grows the memory while the source view is pending
+  assert.ok(l2.memory.buffer.byteLength > before, 'the memory grew');
+  assert.deepEqual(Array.from(l2.f32(B).subarray(0, 16)), Array.from({ length: 16 }, (_, i) => i));
+});
