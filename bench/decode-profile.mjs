@@ -3,6 +3,7 @@
 // the sampler, and the JS of generate() around them, with the bytes each op class streams and its GB/s.
 //   node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens 48] [--rounds 3] [--threads 1] [--ctx 512]
 //                                 [--repack on,off] [--spin 20000,200000]   (--threads and --spin: comma lists too)
+//                                 [--prefill 64]   (also: CPU and wall time of one P-token prompt forward, per round)
 // Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
@@ -18,7 +19,7 @@ const file = argv[0];
 if (!file || file.startsWith('--')) throw new Error('usage: node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens N] [--rounds R]');
 const simds = String(opt('--simd', 'relaxed,plain')).split(',');
 const repacks = String(opt('--repack', 'on')).split(',');
-const N = Number(opt('--tokens', 48)), rounds = Number(opt('--rounds', 3));
+const N = Number(opt('--tokens', 48)), rounds = Number(opt('--rounds', 3)), P = Number(opt('--prefill', 0));
 const threadsList = String(opt('--threads', 1)).split(',').map(Number), nCtx = Number(opt('--ctx', 512));
 const spins = opt('--spin') ? String(opt('--spin')).split(',').map(Number) : [undefined];
 const threads = threadsList.join(',');
@@ -47,6 +48,16 @@ const outType = (e0.tensorInfo('output.weight') ?? e0.tensorInfo('token_embd.wei
 
 function measure(model) {
   const e = model.engine;
+  let pre;
+  if (P > 0) {   // one P-token prompt forward from position 0 (the prefill GEMM path), CPU and wall time
+    const ids = Array.from({ length: P }, (_, i) => 100 + ((i * 7919) % 20000));
+    model.reset();
+    const c = process.cpuUsage(), t = performance.now();
+    e.forward(ids, 0);
+    const w = performance.now() - t, cu = process.cpuUsage(c);
+    pre = { cpu: (cu.user + cu.system) / 1000, wall: w };
+    model.reset();
+  }
   const prompt = [1, 450, 3681, 1044, 338, 263, 1243, 9508];
   e.forward(prompt, 0);
   let pos = prompt.length;
@@ -69,7 +80,7 @@ function measure(model) {
   ot.ops.forEach((op, k) => { ops[op] = (ot.layers.reduce((a, r) => a + r[k], 0) + ot.global[k]) / N; });
   const fsum = fwd.reduce((a, b) => a + b, 0) / N;
   model.reset();
-  return { forward: median(fwd), forwardMean: fsum, sample: median(smp), ops, cpu: (cu.user + cu.system) / 1000 / N };
+  return { forward: median(fwd), forwardMean: fsum, sample: median(smp), ops, cpu: (cu.user + cu.system) / 1000 / N, pre };
 }
 async function genMs(model) {
   model.reset();
@@ -102,6 +113,10 @@ row('Engine.forward (median)', (x) => x.forward);
 row('Engine.sample (greedy)', (x) => x.sample);
 row('CPU time per token (forward + sample; 1 thread: robust to other processes)', (x) => x.cpu);
 row('generate() per token', (x) => x.generate);
+if (P > 0) {
+  row(`prefill: CPU ms of one ${P}-token prompt forward`, (x) => x.pre.cpu);
+  row(`prefill: wall ms of one ${P}-token prompt forward`, (x) => x.pre.wall);
+}
 console.log(`\n| GB/s (weights streamed / op time) | ${variants.map((v) => v.name).join(' | ')} |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|`);
 for (const op of Object.keys(bytes)) console.log(`| ${op} | ${variants.map((v) => (bytes[op] / 1e6 / median(v.res.map((x) => x.ops[op]))).toFixed(1)).join(' | ')} |`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The load-time repacked q4_0 layout (AE_Q4_0_R4, docs/DESIGN.md "Repacked weights") against the file layout, in ONE
 // process on the same weights and activations: matvec (decode) and, with --gemm, the 4-token prefill GEMM per token.
-//   node bench/repack-ab.mjs [--relaxed] [--shape ROWSxCOLS] [--mode cold|hot] [--rounds 5] [--gemm]
+//   node bench/repack-ab.mjs [--relaxed] [--shape ROWSxCOLS] [--mode cold|hot] [--rounds 5] [--gemm] [--tokens 4]
+// (--tokens N: the GEMM's token count; prefill runs 64-token batches, where the GEMM is compute-bound)
 // Compiles the working tree's q4_0 kernels (dot_q4_0_simd128.c, gemm_q8act_simd128.c) and the R4 ones
 // (dot_q4_0_r4_simd128.c) with the references into one module (clang; --relaxed: the newest clang-N >= 16 with -mrelaxed-simd, as the
 // build), checks bit for bit: SIMD repack == scalar repack, unpack == original, R4 matvec / GEMM (misaligned row
@@ -52,7 +53,7 @@ const nb = cols / 32, rs = nb * 18, mat = rows * rs;
 let seed = 1; const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32 - 0.5; };
 const fx = alloc(cols * 4 * 8), W = alloc(mat), T = alloc(4 * rs);
 { const f = new Float32Array(mem.buffer, fx, cols); for (let r = 0; r < rows; r++) { for (let i = 0; i < cols; i++) f[i] = rnd() * (1 + (r % 7)); X.x_q4(fx, W + r * rs, cols); } }
-const NV = 7, xq = alloc(NV * nb * 34);
+const GT = +opt('--tokens', 4), NV = Math.max(7, GT), xq = alloc(NV * nb * 34);
 { const f = new Float32Array(mem.buffer, fx, cols); for (let t = 0; t < NV; t++) { for (let i = 0; i < cols; i++) f[i] = rnd() * 4; X.x_q8(fx, xq + t * nb * 34, cols); } }
 const R = alloc(mat), R2 = alloc(mat);
 new Uint8Array(mem.buffer).copyWithin(R, W, W + mat); new Uint8Array(mem.buffer).copyWithin(R2, W, W + mat);
@@ -68,7 +69,7 @@ X.x_ref(W, cols, xq, y0, 0, rows); X.x_mv(W, cols, xq, y1, 0, rows); same(y0, y1
 f32(y1, rows).fill(NaN); X.x_r4mv(R, cols, xq, y1, 0, rows); same(y0, y1, rows, 'r4 matvec vs ref');
 f32(y2, rows).fill(NaN); X.x_r4ref(R, cols, xq, y2, 0, rows); same(y0, y2, rows, 'r4 ref vs ref');
 for (const [a, b] of [[1, 3], [2, 9], [5, 6], [3, 17], [0, 5], [7, 8], [rows - 5, rows], [6, rows - 1]]) { f32(y1, rows).fill(NaN); f32(y0, rows).fill(NaN); X.x_ref(W, cols, xq, y0, a, b); X.x_r4mv(R, cols, xq, y1, a, b); same(y0 + 4 * a, y1 + 4 * a, b - a, `r4 matvec rows ${a}..${b}`); const Y1 = f32(y1, rows); if (a > 0 && !Number.isNaN(Y1[a - 1])) throw new Error('wrote below r0'); if (b < rows && !Number.isNaN(Y1[b])) throw new Error('wrote past r1'); }
-for (const nv of [1, 2, 4, 5, 7]) for (const [a, b] of [[0, rows], [2, Math.min(70, rows)], [4, 8], [1, 3]]) {
+for (const nv of [...new Set([1, 2, 4, 5, 7, GT])]) for (const [a, b] of [[0, rows], [2, Math.min(70, rows)], [4, 8], [1, 3]]) {
   f32(y1, rows * NV).fill(NaN); f32(y0, rows * NV).fill(NaN);
   for (let t = 0; t < nv; t++) X.x_ref(W, cols, xq + t * nb * 34, y0 + t * rows * 4, a, b);
   X.x_r4mm(R, cols, xq, nb * 34, nv, y1, rows, a, b);
@@ -86,8 +87,8 @@ for (let r = 0; r < rounds; r++) {
   res.q4_0.push(time((i) => X.x_mv(Wc[i], cols, xq, y1, 0, rows)));
   res.r4.push(time((i) => X.x_r4mv(Rc[i], cols, xq, y1, 0, rows)));
   if (mode === 'cold') res.probe.push(time((i) => X.x_probe(Wc[i], mat)));
-  if (argv.includes('--gemm')) { res.q4_0_mm.push(time((i) => X.x_mm(Wc[i], cols, xq, nb * 34, 4, y1, rows, 0, rows)) / 4); res.r4_mm.push(time((i) => X.x_r4mm(Rc[i], cols, xq, nb * 34, 4, y1, rows, 0, rows)) / 4); }
+  if (argv.includes('--gemm')) { res.q4_0_mm.push(time((i) => X.x_mm(Wc[i], cols, xq, nb * 34, GT, y1, rows, 0, rows)) / GT); res.r4_mm.push(time((i) => X.x_r4mm(Rc[i], cols, xq, nb * 34, GT, y1, rows, 0, rows)) / GT); }
 }
 const best = (a) => Math.min(...a); const gbs = (ms) => (mat / 1e6 / ms).toFixed(1);
-console.log(`${relaxed ? 'relaxed' : 'plain'} ${rows}x${cols} ${mode}: q4_0 ${best(res.q4_0).toFixed(3)} ms (${gbs(best(res.q4_0))} GB/s), r4 ${best(res.r4).toFixed(3)} ms (${gbs(best(res.r4))} GB/s), r4/q4_0 speed ${(best(res.q4_0) / best(res.r4)).toFixed(2)}x` + (res.probe.length ? `, probe ${gbs(best(res.probe))} GB/s` : '') + (res.r4_mm.length ? `; gemm per token q4_0 ${best(res.q4_0_mm).toFixed(3)} r4 ${best(res.r4_mm).toFixed(3)} ms (${(best(res.q4_0_mm) / best(res.r4_mm)).toFixed(2)}x)` : '') + `; load ${os.loadavg()[0].toFixed(1)}`);
+console.log(`${relaxed ? 'relaxed' : 'plain'} ${rows}x${cols} ${mode}: q4_0 ${best(res.q4_0).toFixed(3)} ms (${gbs(best(res.q4_0))} GB/s), r4 ${best(res.r4).toFixed(3)} ms (${gbs(best(res.r4))} GB/s), r4/q4_0 speed ${(best(res.q4_0) / best(res.r4)).toFixed(2)}x` + (res.probe.length ? `, probe ${gbs(best(res.probe))} GB/s` : '') + (res.r4_mm.length ? `; gemm (${GT} tokens) per token q4_0 ${best(res.q4_0_mm).toFixed(3)} r4 ${best(res.r4_mm).toFixed(3)} ms (${(best(res.q4_0_mm) / best(res.r4_mm)).toFixed(2)}x)` : '') + `; load ${os.loadavg()[0].toFixed(1)}`);
 fs.rmSync(tmp, { recursive: true, force: true });

@@ -178,16 +178,98 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   }
 }
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
+/* ---- prefill GEMM ---- */
+#define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
+#if AE_RELAXED
+/* Relaxed: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' activations are copied to one
+ * stack array (xt4: per block the 4 tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the
+ * tile is a load at a constant offset from one pointer. Per record the chunks are loaded and their nibbles unpacked
+ * once for the 4 tokens; per token 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as
+ * the matvec). Scheduling (docs/DESIGN.md "Relaxed SIMD", V8 code generation): the 4 tokens' i16 sums are stored
+ * to a volatile slot after each chunk, which keeps TurboFan from hoisting the next chunk's loads above this
+ * chunk's arithmetic (16 SIMD registers on x64). Per (row, token) the matvec's float sequence: bit-identical. */
+#define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
+typedef struct { int8_t q[4][32]; int32_t nsum[4]; float dxs[4]; } xt4;
+
+AE_INLINE void prep_t4(const ae_block_q8_0 *const xb[4], int n, xt4 *o) {
+  for (int b = 0; b < n; b++)
+    for (int t = 0; t < 4; t++) {
+      xaux a;
+      prep_aux(xb[t] + b, &a);
+      __builtin_memcpy(o[b].q[t], xb[t][b].qs, 32);
+      o[b].nsum[t] = a.nsum; o[b].dxs[t] = a.dxs;
+    }
+}
+
+#define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
+AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, v128 acc[4]) {
+  volatile v128 sink[4];
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const v128 m = wasm_i8x16_splat(0x0f);
+  for (int b = 0; b < n; b++, rec += AE_R4_REC, x++) {
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+      s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(R4_SPL(0, 8 * j), lo), ae_rdot16(R4_SPL(0, 8 * j + 4), hi)));
+      s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(R4_SPL(1, 8 * j), lo), ae_rdot16(R4_SPL(1, 8 * j + 4), hi)));
+      s2 = wasm_i16x8_add(s2, wasm_i16x8_add(ae_rdot16(R4_SPL(2, 8 * j), lo), ae_rdot16(R4_SPL(2, 8 * j + 4), hi)));
+      s3 = wasm_i16x8_add(s3, wasm_i16x8_add(ae_rdot16(R4_SPL(3, 8 * j), lo), ae_rdot16(R4_SPL(3, 8 * j + 4), hi)));
+      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+    }
+    const v128 dw = rec_scales(rec);
+#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add( \
+        wasm_i32x4_extadd_pairwise_i16x8(S), wasm_v128_load32_splat(&x->nsum[t]))), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
+    R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
+#undef R4_F
+    sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+#undef R4_SPL
+
+void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  if (r0 >= r1 || nvec <= 0) return;
+  /* rows outside whole groups: the matvec per token (it handles partial groups) */
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
+  if (a0 >= a1) {
+    for (int t = 0; t < nvec; t++) ae_matvec_rows_q4_0_r4_simd128(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+    return;
+  }
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, r0, a0);
+    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, a1, r1);
+  }
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  xt4 xs[R4_GEMM_CB];
+  for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
+    const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;   /* a last group of 1-3 tokens repeats its last token */
+      for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB) {
+        const int n = nb - c0 < R4_GEMM_CB ? nb - c0 : R4_GEMM_CB;
+        const ae_block_q8_0 *xb[4];
+        for (int t = 0; t < 4; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        prep_t4(xb, n, xs);
+        for (int r = rc; r < re; r += 4) {
+          v128 acc[4];
+          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          gemm_tile4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xs, acc);
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        }
+      }
+    }
+  }
+}
+#else
+/* plain: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
  * unpacked once for the 2 tokens (a 4-token tile keeps 4 i16 sums + 4 accumulators + the nibbles live and spilled on
  * x64: 0.75-1.37x the file-layout tile, the 2-token one 1.05-1.22x; bench/repack-ab.mjs --gemm). Per (row, token)
  * the matvec's sequence, so each y equals ae_matvec bit for bit. */
-#define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
-#if AE_RELAXED
-#define R4_GEMM_CB 256
-#else
-#define R4_GEMM_CB 32     /* 4 tokens x (64 + 8) B per block: 9 KiB */
-#endif
+#define R4_GEMM_CB 32     /* 2 tokens x (64 + 8) B per block, sized for 4: 9 KiB */
 
 /* 2 tokens at a time (acc of 2 tokens + 2 i16 sums live: no spills on x64's 16 registers); the record's chunks are
  * loaded and unpacked once per token pair */
@@ -196,19 +278,6 @@ AE_INLINE void gemm_tile2(const uint8_t *rec, int n, const ae_block_q8_0 *x0, co
   v128 a0 = *acc0, a1 = *acc1;
   for (int b = 0; b < n; b++, rec += AE_R4_REC) {
     const v128 dw = rec_scales(rec);
-#if AE_RELAXED
-    (void)xs;
-    const v128 m = wasm_i8x16_splat(0x0f);
-    v128 s0 = wasm_i32x4_splat(0), s1 = s0;
-    for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j);
-      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
-      s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(x0[b].qs + 8 * j), lo), ae_rdot16(wasm_v128_load32_splat(x0[b].qs + 8 * j + 4), hi)));
-      s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(x1[b].qs + 8 * j), lo), ae_rdot16(wasm_v128_load32_splat(x1[b].qs + 8 * j + 4), hi)));
-    }
-    a0 = fma_rec(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + 2 * b, dw);
-    a1 = fma_rec(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + 2 * b + 1, dw);
-#else
     (void)x0; (void)x1;
     v128 s0 = wasm_i32x4_splat(0), s1 = s0;
     for (int j = 0; j < 4; j++) {
@@ -226,7 +295,6 @@ AE_INLINE void gemm_tile2(const uint8_t *rec, int n, const ae_block_q8_0 *x0, co
     }
     a0 = fma_rec(a0, s0, xa + 2 * b, dw);
     a1 = fma_rec(a1, s1, xa + 2 * b + 1, dw);
-#endif
   }
   *acc0 = a0; *acc1 = a1;
 }
@@ -248,7 +316,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   xaux xa[4 * R4_GEMM_CB];
-  xsplat xs[AE_RELAXED ? 1 : 4 * R4_GEMM_CB];
+  xsplat xs[4 * R4_GEMM_CB];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
     for (int t0 = 0; t0 < nvec; t0 += 2) {
@@ -259,7 +327,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
         const ae_block_q8_0 *x1 = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + nt - 1) * xq_stride) + c0;
         for (int b = 0; b < n; b++) {
           prep_aux(x0 + b, xa + 2 * b); prep_aux(x1 + b, xa + 2 * b + 1);
-          if (!AE_RELAXED) { prep_splats(x0 + b, xs + 2 * b); prep_splats(x1 + b, xs + 2 * b + 1); }
+          prep_splats(x0 + b, xs + 2 * b); prep_splats(x1 + b, xs + 2 * b + 1);
         }
         for (int r = rc; r < re; r += 4) {
           float *y0 = y + (size_t)t0 * y_stride + r, *y1 = y + (size_t)(t0 + 1) * y_stride + r;
@@ -272,3 +340,5 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
     }
   }
 }
+
+#endif
