@@ -18,20 +18,8 @@
 
 void ae_from_float_q6_K_simd128(const float *x, void *y, int n) { ae_from_float_q6_K_ref(x, y, n); }
 
-/* 6-bit values of elements 128h + 32k + 16p + [0, 16) as even/odd i16 lanes, from l0 = ql[64h + 16p ..],
- * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..]: first the 16 values as bytes (i16 shifts, byte
- * masks), then even bytes (& 0x00ff) and odd bytes (>> 8). */
-AE_INLINE v128 decode_q(v128 l0, v128 l1, v128 hb, int k) {
-  const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
-  switch (k) {
-    case 0: return wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
-    case 1: return wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
-    case 2: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
-    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
-  }
-}
 AE_INLINE void decode_k(v128 l0, v128 l1, v128 hb, int k, v128 *e, v128 *o) {
-  const v128 q = decode_q(l0, l1, hb, k);
+  const v128 q = ae_q6_decode(l0, l1, hb, k);
   *e = wasm_v128_and(q, wasm_i16x8_splat(0x00ff));
   *o = wasm_u16x8_shr(q, 8);
 }
@@ -101,22 +89,10 @@ AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) 
 }
 #endif
 
-AE_INLINE v128 lane_splat(v128 v, int j) {
-  switch (j & 3) {
-    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
-    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
-    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
-    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
-  }
-}
-
 /* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 */
 AE_INLINE v128 scale_pair(v128 sp, int i) {
   return i ? wasm_i32x4_shuffle(sp, sp, 1, 1, 3, 3) : wasm_i32x4_shuffle(sp, sp, 0, 0, 2, 2);
 }
-
-/* i16 pairs (sc_c, sc_c) in i32 lanes of scp[c >> 2]: lane c & 3 splatted gives sc_c in all 8 i16 lanes */
-AE_INLINE v128 pair_splat(const v128 *scp, int c) { return lane_splat(scp[c >> 2], c); }
 
 /* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
  * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
@@ -126,8 +102,8 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
   const v128 sc8 = ae_load(w->scales);
   const v128 sc16_lo = wasm_i16x8_extend_low_i8x16(sc8), sc16_hi = wasm_i16x8_extend_high_i8x16(sc8);
   const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc16_lo, xk_bs(xs, 0)), wasm_i32x4_dot_i16x8(sc16_hi, xk_bs(xs, 1)));
-  const v128 scp[4] = {wasm_i16x8_shuffle(sc16_lo, sc16_lo, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_lo, sc16_lo, 4, 4, 5, 5, 6, 6, 7, 7),
-                       wasm_i16x8_shuffle(sc16_hi, sc16_hi, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_hi, sc16_hi, 4, 4, 5, 5, 6, 6, 7, 7)};
+  v128 scp[4];
+  ae_q6_scale_pairs(sc16_lo, sc16_hi, scp);
   /* 4 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
    * store-to-load dependency chain */
   volatile v128 part[4];
@@ -142,7 +118,7 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;   /* 16-element chunk = scale index */
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(ae_load(xs->qs + 16 * c), decode_q(l0, l1, hb, k)), pair_splat(scp, c)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(ae_load(xs->qs + 16 * c), ae_q6_decode(l0, l1, hb, k)), ae_lane_splat32(scp[c >> 2], c)));
       }
       part[2 * h + p] = acc;
 #else

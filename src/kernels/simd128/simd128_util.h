@@ -179,4 +179,35 @@ AE_INLINE v128 ae_k4_unpack_scales(const uint8_t *q) {
   return wasm_v128_or(wasm_v128_or(a, b), c);
 }
 
+/* ---- lanes / q6_K helpers shared by the q6_K matvec (dot_q6_K_simd128.c) and the k-quant GEMM (gemm_k) ---- */
+/* i32 lane j & 3 of v in all 4 lanes */
+AE_INLINE v128 ae_lane_splat32(v128 v, int j) {
+  switch (j & 3) {
+    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
+    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
+    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
+    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
+  }
+}
+/* q6_K: the 6-bit values of elements 128h + 32k + 16p + [0, 16) as bytes (0..63), from l0 = ql[64h + 16p ..],
+ * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..] (i16 shifts, byte masks). That is chunk (sub-block)
+ * c = 8h + 2k + p. */
+AE_INLINE v128 ae_q6_decode(v128 l0, v128 l1, v128 hb, int k) {
+  const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
+  switch (k) {
+    case 0: return wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
+    case 1: return wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
+    case 2: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
+    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
+  }
+}
+/* q6_K sub-block scales sign-extended to i16 (sc_lo = scales 0..7, sc_hi = 8..15) -> i16 pairs (sc_c, sc_c) in
+ * the i32 lanes of scp[c >> 2]: ae_lane_splat32(scp[c >> 2], c) is sc_c in all 8 i16 lanes. */
+AE_INLINE void ae_q6_scale_pairs(v128 sc_lo, v128 sc_hi, v128 scp[4]) {
+  scp[0] = wasm_i16x8_shuffle(sc_lo, sc_lo, 0, 0, 1, 1, 2, 2, 3, 3);
+  scp[1] = wasm_i16x8_shuffle(sc_lo, sc_lo, 4, 4, 5, 5, 6, 6, 7, 7);
+  scp[2] = wasm_i16x8_shuffle(sc_hi, sc_hi, 0, 0, 1, 1, 2, 2, 3, 3);
+  scp[3] = wasm_i16x8_shuffle(sc_hi, sc_hi, 4, 4, 5, 5, 6, 6, 7, 7);
+}
+
 #endif
