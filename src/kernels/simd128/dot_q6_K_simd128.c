@@ -106,7 +106,8 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
   ae_q6_scale_pairs(sc16_lo, sc16_hi, scp);
   /* 4 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
    * store-to-load dependency chain */
-  volatile v128 part[4];
+  volatile v128 part[5];
+  part[4] = wasm_i32x4_shl(off, 5);   /* stored first: the bsums are used as soon as they are loaded (no spill) */
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
@@ -129,7 +130,7 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
           wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(chunk_dot(l0, l1, hb, 2, xs, 8 * h + 4 + p), chunk_dot(l0, l1, hb, 3, xs, 8 * h + 6 + p)), scale_pair(scp[2 * h + 1], p)));
 #endif
     }
-  v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(off, 5));
+  v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), part[4]);
   for (int j = 0; j < 4; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
   return acc_v;
 }
