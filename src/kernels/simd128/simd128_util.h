@@ -179,6 +179,54 @@ AE_INLINE v128 ae_k4_unpack_scales(const uint8_t *q) {
   return wasm_v128_or(wasm_v128_or(a, b), c);
 }
 
+/* ---- 32-element blocks of signed bytes (q8_0, q8_1) --------------------------------------------------
+ * ggml's q8_0 / q8_1 quantisation of one block: d = amax / 127 (f32), q = roundf(x * (1 / d)) (half away from
+ * zero); writes the 32 bytes to qs and returns d; qsum (if not NULL) gets i32 lanes summing to sum(q). */
+AE_INLINE v128 ae_round_half_away(v128 v) {
+  const v128 t = wasm_f32x4_trunc(v);
+  const v128 d = wasm_f32x4_sub(v, t);   /* exact */
+  const v128 one = wasm_f32x4_splat(1.0f);
+  const v128 up = wasm_v128_and(wasm_f32x4_ge(d, wasm_f32x4_splat(0.5f)), one);
+  const v128 dn = wasm_v128_and(wasm_f32x4_le(d, wasm_f32x4_splat(-0.5f)), one);
+  return wasm_f32x4_sub(wasm_f32x4_add(t, up), dn);
+}
+AE_INLINE float ae_q8_block_quant(const float *v, int8_t *qs, v128 *qsum) {
+  v128 f[8];
+  v128 am = wasm_f32x4_splat(0.0f);
+  for (int j = 0; j < 8; j++) {
+    f[j] = ae_load(v + 4 * j);
+    am = wasm_f32x4_pmax(am, wasm_f32x4_abs(f[j]));
+  }
+  am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 2, 3, 0, 1));
+  am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 1, 0, 3, 2));
+  const float d = wasm_f32x4_extract_lane(am, 0) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const v128 idv = wasm_f32x4_splat(id);
+  v128 q[8], sum = wasm_i32x4_splat(0);
+  for (int j = 0; j < 8; j++) {
+    q[j] = wasm_i32x4_trunc_sat_f32x4(ae_round_half_away(wasm_f32x4_mul(f[j], idv)));
+    sum = wasm_i32x4_add(sum, q[j]);
+  }
+  const v128 h0 = wasm_i16x8_narrow_i32x4(q[0], q[1]), h1 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
+  const v128 h2 = wasm_i16x8_narrow_i32x4(q[4], q[5]), h3 = wasm_i16x8_narrow_i32x4(q[6], q[7]);
+  ae_store(qs, wasm_i8x16_narrow_i16x8(h0, h1));
+  ae_store(qs + 16, wasm_i8x16_narrow_i16x8(h2, h3));
+  if (qsum) *qsum = sum;
+  return d;
+}
+/* o[0..32) = d * qs[0..32) (dequantise one q8_0 / q8_1 block) */
+AE_INLINE void ae_q8_block_dequant(const int8_t *qs, float d, float *o) {
+  const v128 dv = wasm_f32x4_splat(d);
+  for (int h = 0; h < 2; h++) {
+    const v128 q = ae_load(qs + 16 * h);
+    const v128 lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
+    ae_store(o + 16 * h + 0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), dv));
+    ae_store(o + 16 * h + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), dv));
+    ae_store(o + 16 * h + 8, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), dv));
+    ae_store(o + 16 * h + 12, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), dv));
+  }
+}
+
 /* ---- lanes / q6_K helpers shared by the q6_K matvec (dot_q6_K_simd128.c) and the k-quant GEMM (gemm_k) ---- */
 /* i32 lane j & 3 of v in all 4 lanes */
 AE_INLINE v128 ae_lane_splat32(v128 v, int j) {
