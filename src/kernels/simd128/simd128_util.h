@@ -227,6 +227,19 @@ AE_INLINE void ae_q8_block_dequant(const int8_t *qs, float d, float *o) {
   }
 }
 
+/* ---- prefill GEMM tiles (gemm_q32, gemm_q8act): one row's y of up to 4 tokens (token t at yt[t y_stride + r]) in
+ * the lanes of an f32x4: loaded (zeros for the first column chunk, c0 == 0) and stored back; lanes >= nt unused. */
+AE_INLINE v128 ae_gemm_load_y(const float *yt, int y_stride, int nt, int r, int c0) {
+  float a[4] = {0, 0, 0, 0};
+  if (c0) for (int t = 0; t < nt; t++) a[t] = yt[(size_t)t * y_stride + r];
+  return ae_load(a);
+}
+AE_INLINE void ae_gemm_store_y(float *yt, int y_stride, int nt, int r, v128 acc) {
+  float a[4];
+  ae_store(a, acc);
+  for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
+}
+
 /* ---- lanes / q6_K helpers shared by the q6_K matvec (dot_q6_K_simd128.c) and the k-quant GEMM (gemm_k) ---- */
 /* i32 lane j & 3 of v in all 4 lanes */
 AE_INLINE v128 ae_lane_splat32(v128 v, int j) {
