@@ -72,11 +72,15 @@ AE_EXPORT int kab_probe(const void *p, int bytes) {
 for (const f of ['quants_ref.c', 'fp16_ref.c', ...(refFile ? [refFile] : [])]) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8').replace('#include "ref_util.h"', '#include "kernels/ref/ref_util.h"'), f.replace('.c', ''), path.join(repoRoot, 'src'));
 revs.forEach((rev, i) => {
   const inc = path.join(tmp, `rev${i}`);
-  for (const p of ['src/kernels/kernels.h', 'src/kernels/dtypes.inc', 'src/core/common.h', 'src/kernels/simd128/simd128_util.h']) {
+  // the headers and shared .inc files next to the kernels (simd128_util.h, k45_simd128.inc, ...) at that revision
+  const local = (rev === 'work' ? fs.readdirSync(path.join(repoRoot, 'src/kernels/simd128'))
+    : execFileSync('git', ['-C', repoRoot, 'ls-tree', '--name-only', `${rev}:src/kernels/simd128`], { encoding: 'utf8' }).split('\n'))
+    .filter((f) => /\.(h|inc)$/.test(f));
+  for (const p of ['src/kernels/kernels.h', 'src/kernels/dtypes.inc', 'src/core/common.h', ...local.map((f) => `src/kernels/simd128/${f}`)]) {
     fs.mkdirSync(path.dirname(path.join(inc, p)), { recursive: true });
     fs.writeFileSync(path.join(inc, p), show(rev, p));
   }
-  const fix = (src) => src.replace('#include "simd128_util.h"', '#include "kernels/simd128/simd128_util.h"');
+  const fix = (src) => src.replace(/#include "([\w.]+\.(?:h|inc))"/g, (m, f) => (local.includes(f) ? `#include "kernels/simd128/${f}"` : m));
   const k = fix(show(rev, `src/kernels/simd128/dot_${type}_simd128.c`));
   // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
   const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`)).join('\n');

@@ -186,6 +186,53 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
   }
 });
 
+test('q6_K matvec: plain and relaxed == reference (bits; NaN payloads free): 4-row and long-row paths, row tails, 1..65 super-blocks, extreme scales and activation bytes', () => {
+  // the q6_K matvec runs 4 rows at a time (float sums in lanes, 4 fp16 scales converted at once) when the row fits
+  // one pass (plain: <= 16 super-blocks, relaxed: <= 64), else 8 rows per super-block; fewer than 4 rows and the
+  // 1-3 rows after the 4-row groups go row by row
+  const r = rng(85);
+  const names = Object.fromEntries(Object.entries(TYPE_NAMES).map(([k, v]) => [v, +k]));
+  const type = names.q6_K, [, bsz] = BLOCK[type];
+  const HALVES = [0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x3c00, 0x7c00, 0xfc00, 0x7e00, 0x7c01];
+  let cases = 0;
+  for (const [rows, nbk, extreme] of [[11, 1, 0], [7, 2, 1], [9, 3, 0], [13, 12, 1], [6, 16, 1], [10, 17, 1], [5, 33, 0], [9, 64, 1], [6, 65, 1]]) {
+    const cols = 256 * nbk, nb = rows * nbk;
+    const mp = kp.mark(), mr = kr.mark();
+    const W = randomRow(r, type, rows * cols, 0.03);
+    for (let b = 0; b < nb; b++) {
+      const o = b * bsz;
+      if (extreme) for (let j = 0; j < 16; j++) if (r.next() < 0.3) W[o + 192 + j] = [0x80, 0x7f, 0x81, 0][r.int(0, 3)];   // sub-block scales -128, 127, -127, 0
+      if (extreme && r.next() < 0.25) { const h = HALVES[r.int(0, HALVES.length - 1)]; W[o + 208] = h & 255; W[o + 209] = h >> 8; }
+    }
+    // the activation written directly (q8_K: f32 d, 256 i8, 16 i16 bsums): bytes of every value, -128 and 127 often
+    const at = vdt(type), xb = kp.rowSize(at, cols);
+    const xq = new Uint8Array(xb), dv = new DataView(xq.buffer);
+    for (let b = 0; b < nbk; b++) {
+      const o = b * 292;
+      dv.setFloat32(o, extreme && b % 3 === 1 ? 3e38 : (r.next() + 0.01) * 0.1, true);
+      for (let j = 0; j < 256; j++) dv.setInt8(o + 4 + j, r.next() < 0.2 ? (r.next() < 0.5 ? -128 : 127) : r.int(-128, 127));
+      for (let g = 0; g < 16; g++) { let s = 0; for (let j = 0; j < 16; j++) s += dv.getInt8(o + 4 + 16 * g + j); dv.setInt16(o + 260 + 2 * g, s, true); }
+    }
+    for (const [k, Wk, xk] of [[kp, put(kp, W), put(kp, xq)], [kr, put(kr, W), put(kr, xq)]]) {
+      const y = k.alloc(rows * 4), yref = k.alloc(rows * 4);
+      k.x.kt_matvec(type, REF, Wk, cols, xk, yref, 0, rows);
+      const ref = Float32Array.from(k.f32(yref, rows));
+      if (extreme && nbk > 1) assert.ok(ref.some((v) => !Number.isFinite(v)), `${rows}x${cols}: the inf / NaN scales reach the output`);
+      for (const [a0, a1] of [[0, rows], [1, rows], [2, rows - 1], [0, 4], [3, 4], [rows - 5, rows]]) {
+        k.f32(y, rows).fill(12345);
+        k.x.kt_matvec(type, SIMD, Wk, cols, xk, y, a0, a1);
+        const got = k.f32(y, rows);
+        assert.ok(bitsEqualNaN(got.subarray(a0, a1), ref.subarray(a0, a1)), `${k === kr ? 'relaxed' : 'plain'} q6_K ${rows}x${cols} rows ${a0}..${a1} != reference`);
+        assert.ok(got.subarray(0, a0).every((v) => v === 12345) && got.subarray(a1).every((v) => v === 12345), `rows outside ${a0}..${a1} written`);
+      }
+      assert.ok(bitsEqualNaN([k.x.kt_vec_dot(type, SIMD, cols, Wk + bsz * nbk, xk)], [ref[1]]), `${k === kr ? 'relaxed' : 'plain'} q6_K vec_dot n=${cols}`);
+      cases++;
+    }
+    kp.release(mp); kr.release(mr);
+  }
+  assert.equal(cases, 18);
+});
+
 test('f32 / f16 matvec: relaxed build == plain build (bits), within the dot tolerance of the reference', () => {
   const r = rng(83);
   const report = [];

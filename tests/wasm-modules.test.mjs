@@ -110,7 +110,9 @@ for (const m of built) {
     const RELAXED_I16 = { q4_0: I16, q4_K: I16K, q5_K: I16K, q6_K: I16K };
     const EXTRA_OPS = {   // what the current kernels are known to use besides the generic set
       'matvec q8_0': ['f32x4.mul'], 'matvec q4_0': ['f32x4.mul'],
-      ...(relaxed ? {} : { 'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'], 'vec_dot q6_K': ['i32x4.mul'], 'matvec q6_K': ['i32x4.mul'] }),
+      ...(relaxed ? {} : { 'vec_dot q4_K': ['i32x4.mul'], 'matvec q4_K': ['i32x4.mul'] }),
+      // the plain q6_K matvec narrows two 16-element sums into one i16x8 and applies both scales with one dot_i16x8
+      ...(relaxed ? {} : { 'vec_dot q6_K': ['i16x8.narrow_i32x4_s'], 'matvec q6_K': ['i16x8.narrow_i32x4_s'] }),
       // the plain k-quant GEMM multiplies the weights by their sub-block scales in i16
       ...(relaxed ? {} : { 'matmul q4_K': ['i16x8.mul'], 'matmul q5_K': ['i16x8.mul'], 'matmul q6_K': ['i16x8.mul'] }),
     };

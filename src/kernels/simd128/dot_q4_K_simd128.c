@@ -111,115 +111,21 @@ AE_INLINE void row_sb(const ae_block_q4_K *w, const xk *xs, int32_t *q, int32_t 
   *q = ae_hsum_i32(wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3])));
 }
 
-/* Few rows (vec_dot, short row runs): super-block outer, the activation split one super-block at a time
- * (0.5 KiB) instead of a whole chunk; same arithmetic per row. */
-static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1) {
-  xk xs[1];
-  float acc[4] = {0, 0, 0, 0};
-  for (int i = 0; i < nb; i++) {
-    prep(x + i, 1, xs);
-    const float dx = x[i].d;
-    for (int r = r0; r < r1; r++) {
-      const ae_block_q4_K *w = (const ae_block_q4_K *)W + (size_t)r * nb;
-      int32_t q, m;
-      row_sb(&w[i], &xs[0], &q, &m);
-      const float dall = ae_h2f_s(w[i].d) * dx, dmin = ae_h2f_s(w[i].dmin) * dx;
-      acc[r - r0] += dall * (float)q - dmin * (float)m;
-    }
-  }
-  for (int r = r0; r < r1; r++) y[r] = acc[r - r0];
-}
-
+#define K45_BLOCK ae_block_q4_K
 #if AE_RELAXED
-/* Relaxed build, 4 rows at a time with the rows in lanes. Per row and sub-block j (32 values): two
- * ae_rdot16 (i16x8.relaxed_dot_i8x16_i7x16_s: one pmaddubsw in V8 11.x, where ae_rdot is three
- * instructions) of the activation bytes with the nibbles (the 7-bit operand: host-independent), added in
- * i16 (4 products of |15 x 128| per lane, < 2^15), then i32x4.dot_i16x8 with sc_j splat: sc_j sum(q x)
- * in i32 lanes, no i32 multiply. The 4 rows' i32x4 sums (and sumi_m) are reduced together
- * (ae_reduce4_i32) and the float step runs with rows in lanes: per lane it is the reference's
- *   sum = sum + (dall (float)sumi_q - dmin (float)sumi_m),  dall = fp16(d) d_x,  dmin = fp16(dmin) d_x
- * so each row's result is the reference's bit for bit. */
-/* lane j of sc (i32 lanes holding sc_j | sc_j << 16) as 8 i16 lanes of sc_j: one pshufd */
-AE_INLINE v128 splat16(const v128 *sc, int j) {
-  const v128 v = sc[j >> 2];
-  switch (j & 3) {
-    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
-    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
-    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
-    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
-  }
-}
-/* one row's super-block: *q = i32x4 lanes summing to sumi_q, *m likewise sumi_m */
-AE_INLINE v128 h2f4(ae_fp16 a, ae_fp16 b, ae_fp16 c, ae_fp16 d) {
-  return wasm_f32x4_make(ae_h2f_s(a), ae_h2f_s(b), ae_h2f_s(c), ae_h2f_s(d));
-}
-AE_INLINE void row_sb16(const ae_block_q4_K *w, const ae_block_q8_K *x, v128 bsp, v128 *q, v128 *m) {
-  const v128 sm = ae_k4_unpack_scales(w->scales), f = wasm_i8x16_splat(0x0f);
-  const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm);
-  const v128 sc[2] = {wasm_i16x8_shuffle(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7)};
-  *m = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), bsp);
-  volatile v128 part[4];   /* one store per 64 elements: pins the arithmetic before the next loads (no spills) */
-#pragma clang loop unroll(full)
-  for (int g = 0; g < 4; g++) {
-    const v128 v0 = ae_load(w->qs + 32 * g), v1 = ae_load(w->qs + 32 * g + 16);
-    const v128 p0 = wasm_i16x8_add(ae_rdot16(ae_load(x->qs + 64 * g), wasm_v128_and(v0, f)),
-                                   ae_rdot16(ae_load(x->qs + 64 * g + 16), wasm_v128_and(v1, f)));
-    const v128 p1 = wasm_i16x8_add(ae_rdot16(ae_load(x->qs + 64 * g + 32), wasm_v128_and(wasm_u16x8_shr(v0, 4), f)),
-                                   ae_rdot16(ae_load(x->qs + 64 * g + 48), wasm_v128_and(wasm_u16x8_shr(v1, 4), f)));
-    part[g] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, splat16(sc, 2 * g)), wasm_i32x4_dot_i16x8(p1, splat16(sc, 2 * g + 1)));
-  }
-  *q = wasm_i32x4_add(wasm_i32x4_add(part[0], part[1]), wasm_i32x4_add(part[2], part[3]));
-}
-static void rows4_relaxed(const void *W, int nb, const ae_block_q8_K *x, float *y, int r) {
-  const ae_block_q4_K *w0 = (const ae_block_q4_K *)W + (size_t)r * nb, *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
-  v128 sum = wasm_f32x4_splat(0.0f);
-  for (int i = 0; i < nb; i++) {
-    const v128 b0 = ae_load(x[i].bsums), b1 = ae_load(x[i].bsums + 8);
-    const v128 bsp = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14),
-                                    wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
-    v128 q0, q1, q2, q3, m0, m1, m2, m3;
-    row_sb16(&w0[i], &x[i], bsp, &q0, &m0);
-    row_sb16(&w1[i], &x[i], bsp, &q1, &m1);
-    row_sb16(&w2[i], &x[i], bsp, &q2, &m2);
-    row_sb16(&w3[i], &x[i], bsp, &q3, &m3);
-    const v128 q = ae_reduce4_i32(q0, q1, q2, q3), m = ae_reduce4_i32(m0, m1, m2, m3);
-    const v128 dx = wasm_f32x4_splat(x[i].d);
-    const v128 dall = wasm_f32x4_mul(h2f4(w0[i].d, w1[i].d, w2[i].d, w3[i].d), dx);
-    const v128 dmin = wasm_f32x4_mul(h2f4(w0[i].dmin, w1[i].dmin, w2[i].dmin, w3[i].dmin), dx);
-    sum = wasm_f32x4_add(sum, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(q)),
-                                             wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(m))));
-  }
-  ae_store(y + r, sum);
+AE_INLINE void k45_hq(const ae_block_q4_K *w, v128 hq[2]) { (void)w; hq[0] = hq[1] = wasm_i32x4_splat(0); }
+/* nibbles of sub-block 2g (v[0], v[1]) and 2g + 1 (v[2], v[3]) */
+AE_INLINE void k45_vals(v128 v0, v128 v1, const v128 hq[2], int g, v128 v[4]) {
+  const v128 f = wasm_i8x16_splat(0x0f);
+  (void)hq; (void)g;
+  v[0] = wasm_v128_and(v0, f); v[1] = wasm_v128_and(v1, f);
+  v[2] = wasm_v128_and(wasm_u16x8_shr(v0, 4), f); v[3] = wasm_v128_and(wasm_u16x8_shr(v1, 4), f);
 }
 #endif
+#include "k45_simd128.inc"
 
 void ae_matvec_rows_q4_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK_K;
-  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-#if AE_RELAXED
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) rows4_relaxed(W, nb, x, y, r);
-  if (r < r1) rows_sb_outer(W, nb, x, y, r, r1);
-  return;
-#endif
-  if (r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
-  xk xs[AE_QK_CHUNK];
-  for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {
-    const int n = nb - c0 < AE_QK_CHUNK ? nb - c0 : AE_QK_CHUNK;
-    prep(x + c0, n, xs);
-    for (int r = r0; r < r1; r++) {
-      const ae_block_q4_K *w = (const ae_block_q4_K *)W + (size_t)r * nb + c0;
-      float sum = c0 ? y[r] : 0.0f;
-      for (int i = 0; i < n; i++) {
-        int32_t q, m;
-        row_sb(&w[i], &xs[i], &q, &m);
-        const float dx = x[c0 + i].d;
-        const float dall = ae_h2f_s(w[i].d) * dx, dmin = ae_h2f_s(w[i].dmin) * dx;
-        sum += dall * (float)q - dmin * (float)m;
-      }
-      y[r] = sum;
-    }
-  }
+  k45_matvec(W, ncols, xq, y, r0, r1);
 }
 
 void ae_vec_dot_q4_K_simd128(int n, float *s, const void *w, const void *x) {

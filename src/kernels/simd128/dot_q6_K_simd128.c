@@ -2,31 +2,24 @@
  * Per super-block, exact integers: sumi = sum_j sc_j (sum(q x) - 32 bsums[j]) over the 16 sub-blocks of
  * 16 (q unsigned 0..63, the -32 offset folded through the activation's bsums); then in float
  *   acc += (d_w d_x) (float)sumi                              (exactly ae_vec_dot_q6_K_ref)
- * 6-bit values are assembled as bytes from ql nibbles and qh bit pairs (i16 shifts, byte masks) and split
- * into even / odd i16 lanes (relaxed build: the bytes go straight into ae_rdot16, and the sub-block scale is
- * applied by i32x4.dot_i16x8 with sc in every i16 lane). The activation is split once per column chunk (on the stack) and shared by
- * all rows; rows longer than one chunk, and calls on fewer than 4 rows, go super-block outer instead
- * (split one super-block at a time, 8 rows inner). Every path uses the reference's scalar float
- * sequence per row: bit-exact for any row range. Each 32 elements' partial sum is stored to its own
- * volatile slot: the stores order V8's schedule (no register spills) without a dependency chain. */
+ * 6-bit values are assembled as bytes from ql nibbles and qh bit pairs (i16 shifts, byte masks). Relaxed build:
+ * the bytes go straight into ae_rdot16 with the activation bytes as they are (no preparation), and each chunk's
+ * sub-block scale is applied by i32x4.dot_i16x8 with sc in every i16 lane. Plain build: the bytes are split into
+ * even / odd i16 lanes against an activation split once per pass (on the stack); two chunks' i32 sums (each
+ * |t| <= 4 x 63 x 128 < 2^15) are narrowed into one i16x8 and multiplied by both scales with one dot_i16x8.
+ * Matvec: 4 consecutive rows one after the other (one sequential weight stream), their super-block sums kept on
+ * the stack, then the float sequence of the 4 rows in the lanes of one f32x4 with the 4 fp16 scales converted at
+ * once; rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
+ * super-block outer (8 rows inner). Every path uses the reference's float sequence per row: bit-exact for any
+ * row range. V8 (11.x) notes: each group of 4 chunks' partial sum is stored to its own volatile slot (orders
+ * the schedule, no spills); the block and activation pointers pass through an empty asm so clang folds the
+ * constant offsets into the loads (without it every load costs an extra address add in V8's code). */
 #include "simd128_util.h"
 
 void ae_from_float_q6_K_simd128(const float *x, void *y, int n) { ae_from_float_q6_K_ref(x, y, n); }
 
-/* 6-bit values of elements 128h + 32k + 16p + [0, 16) as even/odd i16 lanes, from l0 = ql[64h + 16p ..],
- * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..]: first the 16 values as bytes (i16 shifts, byte
- * masks), then even bytes (& 0x00ff) and odd bytes (>> 8). */
-AE_INLINE v128 decode_q(v128 l0, v128 l1, v128 hb, int k) {
-  const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
-  switch (k) {
-    case 0: return wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
-    case 1: return wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
-    case 2: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
-    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
-  }
-}
 AE_INLINE void decode_k(v128 l0, v128 l1, v128 hb, int k, v128 *e, v128 *o) {
-  const v128 q = decode_q(l0, l1, hb, k);
+  const v128 q = ae_q6_decode(l0, l1, hb, k);
   *e = wasm_v128_and(q, wasm_i16x8_splat(0x00ff));
   *o = wasm_u16x8_shr(q, 8);
 }
@@ -62,100 +55,91 @@ void ae_to_float_q6_K_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* Activation super-block split: X[2c], X[2c+1] = even / odd i16 of x[16c .. 16c+16); bs0/bs1 = bsums. */
-typedef struct { v128 X[32]; v128 bs0, bs1; } xk;
-#define AE_QK_CHUNK 16   /* super-blocks per column chunk: 16 * 544 B = 8.5 KiB of stack */
-
 #if AE_RELAXED
-/* Relaxed build: X[c] = x[16c .. 16c+16) as bytes (X[16..31] unused); the 6-bit values are ae_rdot's
- * 7-bit operand. */
-AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
-  for (int i = 0; i < n; i++) {
-    for (int c = 0; c < 16; c++) xs[i].X[c] = ae_load(x[i].qs + 16 * c);
-    xs[i].bs0 = ae_load(x[i].bsums);
-    xs[i].bs1 = ae_load(x[i].bsums + 8);
-  }
-}
-/* i32x4 partial sums of sum(q x) over the 16 elements of chunk c */
-AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) {
-  return ae_rdot(xs->X[c], decode_q(l0, l1, hb, k), wasm_i32x4_splat(0));
-}
+/* Relaxed build: the activation is used as it is (its bytes are ae_rdot16's signed operand, the 6-bit values the
+ * 7-bit one): no preparation, any row length in one pass. */
+typedef ae_block_q8_K xk;
+#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB) */
+#define AE_QK_PREP 1
+AE_INLINE const xk *prep(const ae_block_q8_K *x, int n, xk *xs) { (void)n; (void)xs; return x; }
+AE_INLINE v128 xk_bs(const xk *x, int h) { return ae_load(x->bsums + 8 * h); }
 #else
-AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) {
-  v128 e, o;
-  decode_k(l0, l1, hb, k, &e, &o);
-  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
-}
-AE_INLINE void prep(const ae_block_q8_K *x, int n, xk *xs) {
+/* Plain build: X[2c], X[2c+1] = even / odd i16 of x[16c .. 16c+16); bs = bsums; prepared once per pass. */
+typedef struct { v128 X[32]; v128 bs[2]; } xk;
+#define AE_QK_CHUNK 16   /* super-blocks per pass: 16 * 544 B = 8.5 KiB of stack */
+#define AE_QK_PREP AE_QK_CHUNK
+AE_INLINE const xk *prep(const ae_block_q8_K *x, int n, xk *xs) {
   for (int i = 0; i < n; i++) {
     for (int c = 0; c < 16; c++) {
       const v128 v = ae_load(x[i].qs + 16 * c);
       xs[i].X[2 * c] = ae_i8_even(v);
       xs[i].X[2 * c + 1] = ae_i8_odd(v);
     }
-    xs[i].bs0 = ae_load(x[i].bsums);
-    xs[i].bs1 = ae_load(x[i].bsums + 8);
+    xs[i].bs[0] = ae_load(x[i].bsums);
+    xs[i].bs[1] = ae_load(x[i].bsums + 8);
   }
+  return xs;
+}
+AE_INLINE v128 xk_bs(const xk *x, int h) { return x->bs[h]; }
+/* i32x4 partial sums of sum(q x) over the 16 elements of chunk c */
+AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) {
+  v128 e, o;
+  decode_k(l0, l1, hb, k, &e, &o);
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
 }
 #endif
 
-AE_INLINE v128 lane_splat(v128 v, int j) {
-  switch (j & 3) {
-    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
-    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
-    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
-    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
-  }
+/* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 */
+AE_INLINE v128 scale_pair(v128 sp, int i) {
+  return i ? wasm_i32x4_shuffle(sp, sp, 1, 1, 3, 3) : wasm_i32x4_shuffle(sp, sp, 0, 0, 2, 2);
 }
-
-/* i16 pairs (sc_c, sc_c) in i32 lanes of scp[c >> 2]: lane c & 3 splatted gives sc_c in all 8 i16 lanes */
-AE_INLINE v128 pair_splat(const v128 *scp, int c) { return lane_splat(scp[c >> 2], c); }
 
 /* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
  * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
  * dots times sc_c (i32x4.mul). */
 AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
+  __asm__("" : "+r"(w)); __asm__("" : "+r"(xs));
   const v128 sc8 = ae_load(w->scales);
   const v128 sc16_lo = wasm_i16x8_extend_low_i8x16(sc8), sc16_hi = wasm_i16x8_extend_high_i8x16(sc8);
-  const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc16_lo, xs->bs0), wasm_i32x4_dot_i16x8(sc16_hi, xs->bs1));
-#if AE_RELAXED
-  const v128 scp[4] = {wasm_i16x8_shuffle(sc16_lo, sc16_lo, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_lo, sc16_lo, 4, 4, 5, 5, 6, 6, 7, 7),
-                       wasm_i16x8_shuffle(sc16_hi, sc16_hi, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16_hi, sc16_hi, 4, 4, 5, 5, 6, 6, 7, 7)};
-#else
-  const v128 sc32[4] = {wasm_i32x4_extend_low_i16x8(sc16_lo), wasm_i32x4_extend_high_i16x8(sc16_lo),
-                        wasm_i32x4_extend_low_i16x8(sc16_hi), wasm_i32x4_extend_high_i16x8(sc16_hi)};
-#endif
-  /* 8 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
+  const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc16_lo, xk_bs(xs, 0)), wasm_i32x4_dot_i16x8(sc16_hi, xk_bs(xs, 1)));
+  v128 scp[4];
+  ae_q6_scale_pairs(sc16_lo, sc16_hi, scp);
+  /* 4 independent partial sums, each stored once: the stores order V8's schedule (no spills) without a
    * store-to-load dependency chain */
-  volatile v128 part[8];
+  volatile v128 part[5];
+  part[4] = wasm_i32x4_shl(off, 5);   /* stored first: the bsums are used as soon as they are loaded (no spill) */
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
     for (int p = 0; p < 2; p++) {
       const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
       const v128 hb = ae_load(w->qh + 32 * h + 16 * p);
+#if AE_RELAXED
       v128 acc = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;   /* 16-element chunk = scale index */
-#if AE_RELAXED
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c], decode_q(l0, l1, hb, k)), pair_splat(scp, c)));
-#else
-        const v128 d = chunk_dot(l0, l1, hb, k, xs, c);
-        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, lane_splat(sc32[c >> 2], c)));
-#endif
-        if (k & 1) { part[4 * h + 2 * p + (k >> 1)] = acc; acc = wasm_i32x4_splat(0); }
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(ae_load(xs->qs + 16 * c), ae_q6_decode(l0, l1, hb, k)), ae_lane_splat32(scp[c >> 2], c)));
       }
+      part[2 * h + p] = acc;
+#else
+      /* chunks k, k + 1 (scales sc_c, sc_{c+2}): their i32 sums t (|t| <= 4 x 63 x 128 < 2^15) narrowed into one
+       * i16x8 (exact) and multiplied by [sc_c x 4, sc_{c+2} x 4] with one i32x4.dot_i16x8 */
+      part[2 * h + p] = wasm_i32x4_add(
+          wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(chunk_dot(l0, l1, hb, 0, xs, 8 * h + p), chunk_dot(l0, l1, hb, 1, xs, 8 * h + 2 + p)), scale_pair(scp[2 * h], p)),
+          wasm_i32x4_dot_i16x8(wasm_i16x8_narrow_i32x4(chunk_dot(l0, l1, hb, 2, xs, 8 * h + 4 + p), chunk_dot(l0, l1, hb, 3, xs, 8 * h + 6 + p)), scale_pair(scp[2 * h + 1], p)));
+#endif
     }
-  v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(off, 5));
-  for (int j = 0; j < 8; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
+  v128 acc_v = wasm_i32x4_sub(wasm_i32x4_splat(0), part[4]);
+  for (int j = 0; j < 4; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
   return acc_v;
 }
 AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) { return ae_hsum_i32(row_sbv(w, xs)); }
 
-/* Rows longer than one chunk: rows in groups of 8; for each super-block the activation is split once
- * (0.5 KiB) and used by the 8 rows, each keeping its float sum in block order (same
- * arithmetic as the chunked path). Measured on 3072x8192: 2.1 ms against 4.8 ms for two chunk passes. */
+/* Calls on fewer than 4 rows, and (plain build) rows longer than one pass: rows in groups of 8; for each
+ * super-block the activation is prepared once (0.5 KiB) and used by the 8 rows, each keeping its float sum in
+ * block order (the same arithmetic as the 4-row path). Measured (plain, 3072x8192, from DRAM): 2x faster than
+ * the 4-row kernel over two column passes, which reads each row in two pieces. */
 #define AE_KQ_ROWS 8
 static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1) {
   xk xs[1];
@@ -164,28 +148,44 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
     const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)rg * nb;
     float acc[AE_KQ_ROWS] = {0};
     for (int i = 0; i < nb; i++) {
-      prep(x + i, 1, xs);
+      const xk *xp = prep(x + i, 1, xs);
       const float dx = x[i].d;
-      for (int j = 0; j < nr; j++) acc[j] += (ae_h2f_s(w[(size_t)j * nb + i].d) * dx) * (float)row_sb(&w[(size_t)j * nb + i], &xs[0]);
+      for (int j = 0; j < nr; j++) acc[j] += (ae_h2f_s(w[(size_t)j * nb + i].d) * dx) * (float)row_sb(&w[(size_t)j * nb + i], xp);
     }
     for (int j = 0; j < nr; j++) y[rg + j] = acc[j];
   }
+}
+
+/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
+ * the super-block sums go to sv, then the float sequence of the 4 rows runs in the lanes of one f32x4 (the
+ * reference's acc += (d_w d_x) (float)sumi per lane, in block order) with the 4 weight scales converted at once. */
+static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
+  v128 sv[4][AE_QK_CHUNK];
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
+  v128 acc = wasm_f32x4_splat(0.0f);
+  for (int i = 0; i < nb; i++) {
+    const ae_block_q6_K *b = w + i;
+    const v128 d = ae_gather4_h2f(&b->d, &b[nb].d, &b[2 * nb].d, &b[3 * nb].d);
+    const v128 s = wasm_f32x4_convert_i32x4(ae_reduce4_i32(sv[0][i], sv[1][i], sv[2][i], sv[3][i]));
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(d, wasm_v128_load32_splat(&x[i].d)), s));
+  }
+  return acc;
 }
 
 void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
   if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
-  xk xs[AE_QK_CHUNK];
-  for (int c0 = 0; c0 < nb; c0 += AE_QK_CHUNK) {
-    const int n = nb - c0 < AE_QK_CHUNK ? nb - c0 : AE_QK_CHUNK;
-    prep(x + c0, n, xs);
-    for (int r = r0; r < r1; r++) {
-      const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)r * nb + c0;
-      float sum = c0 ? y[r] : 0.0f;
-      for (int i = 0; i < n; i++) sum += (ae_h2f_s(w[i].d) * x[c0 + i].d) * (float)row_sb(&w[i], &xs[i]);
-      y[r] = sum;
-    }
+  xk xs[AE_QK_PREP];
+  const xk *xp = prep(x, nb, xs);
+  int r = r0;
+  for (; r + 4 <= r1; r += 4) ae_store(y + r, rows4((const ae_block_q6_K *)W + (size_t)r * nb, nb, x, xp));
+  for (; r < r1; r++) {
+    const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)r * nb;
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) sum += (ae_h2f_s(w[i].d) * x[i].d) * (float)row_sb(&w[i], &xp[i]);
+    y[r] = sum;
   }
 }
 

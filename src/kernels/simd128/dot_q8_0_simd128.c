@@ -15,56 +15,15 @@
 
 #define AE_Q8_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4) B = 8.5 KiB of stack */
 
-/* ---- quantise: ggml quantize_row_q8_0 (d = amax / 127, q = roundf(x / d) via x * (1 / d)) ---- */
-AE_INLINE v128 round_half_away(v128 v) {
-  const v128 t = wasm_f32x4_trunc(v);
-  const v128 d = wasm_f32x4_sub(v, t);                                   /* exact */
-  const v128 one = wasm_f32x4_splat(1.0f);
-  const v128 up = wasm_v128_and(wasm_f32x4_ge(d, wasm_f32x4_splat(0.5f)), one);
-  const v128 dn = wasm_v128_and(wasm_f32x4_le(d, wasm_f32x4_splat(-0.5f)), one);
-  return wasm_f32x4_sub(wasm_f32x4_add(t, up), dn);
-}
-
+/* ---- quantise (ggml quantize_row_q8_0: simd128_util.h ae_q8_block_quant) / dequantise ---- */
 void ae_from_float_q8_0_simd128(const float *x, void *y, int n) {
   ae_block_q8_0 *b = (ae_block_q8_0 *)y;
-  for (int i = 0; i < n / AE_QK8_0; i++) {
-    const float *v = x + i * AE_QK8_0;
-    v128 f[8];
-    v128 am = wasm_f32x4_splat(0.0f);
-    for (int j = 0; j < 8; j++) {
-      f[j] = ae_load(v + 4 * j);
-      am = wasm_f32x4_pmax(am, wasm_f32x4_abs(f[j]));
-    }
-    am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 2, 3, 0, 1));
-    am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 1, 0, 3, 2));
-    const float amax = wasm_f32x4_extract_lane(am, 0);
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    b[i].d = ae_fp32_to_fp16(d);
-    const v128 idv = wasm_f32x4_splat(id);
-    v128 q[8];
-    for (int j = 0; j < 8; j++) q[j] = wasm_i32x4_trunc_sat_f32x4(round_half_away(wasm_f32x4_mul(f[j], idv)));
-    const v128 h0 = wasm_i16x8_narrow_i32x4(q[0], q[1]), h1 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
-    const v128 h2 = wasm_i16x8_narrow_i32x4(q[4], q[5]), h3 = wasm_i16x8_narrow_i32x4(q[6], q[7]);
-    ae_store(b[i].qs, wasm_i8x16_narrow_i16x8(h0, h1));
-    ae_store(b[i].qs + 16, wasm_i8x16_narrow_i16x8(h2, h3));
-  }
+  for (int i = 0; i < n / AE_QK8_0; i++) b[i].d = ae_fp32_to_fp16(ae_q8_block_quant(x + i * AE_QK8_0, b[i].qs, NULL));
 }
 
 void ae_to_float_q8_0_simd128(const void *x, float *y, int n) {
   const ae_block_q8_0 *b = (const ae_block_q8_0 *)x;
-  for (int i = 0; i < n / AE_QK8_0; i++) {
-    const v128 d = wasm_f32x4_splat(ae_h2f_s(b[i].d));
-    float *o = y + i * AE_QK8_0;
-    for (int h = 0; h < 2; h++) {
-      const v128 q = ae_load(b[i].qs + 16 * h);
-      const v128 lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
-      ae_store(o + 16 * h + 0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), d));
-      ae_store(o + 16 * h + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), d));
-      ae_store(o + 16 * h + 8, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), d));
-      ae_store(o + 16 * h + 12, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), d));
-    }
-  }
+  for (int i = 0; i < n / AE_QK8_0; i++) ae_q8_block_dequant(b[i].qs, ae_h2f_s(b[i].d), y + i * AE_QK8_0);
 }
 
 /* ---- dot ----

@@ -77,15 +77,6 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 
 
 
-AE_INLINE v128 lane32(v128 v, int j) {
-  switch (j & 3) {
-    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
-    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
-    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
-    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
-  }
-}
-
 /* q4_K / q5_K weight bytes of group g (64 elements), half h: b0 = sub-block 2g's values of elements
  * 64g + 16h + [0, 16), b1 = sub-block 2g + 1's (64g + 32 + 16h ..); q5_K: nibble | 5th bit j of qh[16h + e]
  * moved to bit 4 (as dot_q5_K_simd128.c). */
@@ -123,7 +114,7 @@ AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128
   const v128 scp[2] = {wasm_i16x8_shuffle(sc16, sc16, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc16, sc16, 4, 4, 5, 5, 6, 6, 7, 7)};
 #pragma clang loop unroll(full)
   for (int g = 0; g < 4; g++) {
-    const v128 s0 = lane32(scp[g >> 1], 2 * g), s1 = lane32(scp[g >> 1], 2 * g + 1);
+    const v128 s0 = ae_lane_splat32(scp[g >> 1], 2 * g), s1 = ae_lane_splat32(scp[g >> 1], 2 * g + 1);
 #if AE_RELAXED
     v128 b0[2], b1[2];
 #pragma clang loop unroll(full)
@@ -165,7 +156,7 @@ AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128
 }
 
 /* q6_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3]. 6-bit values of chunk c = 8h + 2k + p (elements
- * 16c ..) from ql / qh as dot_q6_K_simd128.c's decode_q. */
+ * 16c ..) from ql / qh by ae_q6_decode (simd128_util.h). */
 AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
   const v128 sc8 = ae_load(w->scales);
   const v128 sc_lo = wasm_i16x8_extend_low_i8x16(sc8), sc_hi = wasm_i16x8_extend_high_i8x16(sc8);
@@ -173,10 +164,8 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
   volatile v128 sink[GEMM_T];
 #pragma clang loop unroll(full)
   for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
-  const v128 f = wasm_i8x16_splat(0x0f), th = wasm_i8x16_splat(0x30);
-  /* i16 pairs (sc_c, sc_c) in the i32 lanes: lane32 gives sc_c in all 8 i16 lanes */
-  const v128 scp[4] = {wasm_i16x8_shuffle(sc_lo, sc_lo, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc_lo, sc_lo, 4, 4, 5, 5, 6, 6, 7, 7),
-                       wasm_i16x8_shuffle(sc_hi, sc_hi, 0, 0, 1, 1, 2, 2, 3, 3), wasm_i16x8_shuffle(sc_hi, sc_hi, 4, 4, 5, 5, 6, 6, 7, 7)};
+  v128 scp[4];
+  ae_q6_scale_pairs(sc_lo, sc_hi, scp);
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
@@ -186,14 +175,8 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;
-        v128 qv;
-        switch (k) {
-          case 0: qv = wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), th)); break;
-          case 1: qv = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), th)); break;
-          case 2: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, th)); break;
-          default: qv = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), th));
-        }
-        const v128 sc = lane32(scp[c >> 2], c);
+        const v128 qv = ae_q6_decode(l0, l1, hb, k);
+        const v128 sc = ae_lane_splat32(scp[c >> 2], c);
 #if AE_RELAXED
         /* ae_rdot16: pair sums of |63 x 128| (< 2^15), then sc_c times them in i32 lanes (i32x4.dot_i16x8) */
 #pragma clang loop unroll(full)

@@ -101,17 +101,6 @@ AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const ae_q32x *xs, cons
   return acc;
 }
 
-AE_INLINE v128 load_y(const float *yt, int y_stride, int nt, int r, int c0) {
-  float a[4] = {0, 0, 0, 0};
-  if (c0) for (int t = 0; t < nt; t++) a[t] = yt[(size_t)t * y_stride + r];
-  return ae_load(a);
-}
-AE_INLINE void store_y(float *yt, int y_stride, int nt, int r, v128 acc) {
-  float a[4];
-  ae_store(a, acc);
-  for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
-}
-
 AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                     int y_stride, int r0, int r1) {
   const int nb = ncols / 32;
@@ -134,8 +123,8 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
         const int n = nb - c0 < GEMM_CB ? nb - c0 : GEMM_CB;
         prep4(kind, xt, xq_stride, nt, c0, n, xs, dx, sx);
         for (int r = rc; r < re; r++)
-          store_y(yt, y_stride, nt, r, row1x4(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, dx, sx,
-                                              load_y(yt, y_stride, nt, r, c0)));
+          ae_gemm_store_y(yt, y_stride, nt, r, row1x4(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, dx, sx,
+                                              ae_gemm_load_y(yt, y_stride, nt, r, c0)));
       }
     }
   }

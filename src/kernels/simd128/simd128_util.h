@@ -173,4 +173,96 @@ AE_INLINE v128 ae_k4_unpack_scales(const uint8_t *q) {
   return wasm_v128_or(wasm_v128_or(a, b), c);
 }
 
+/* ---- 32-element blocks of signed bytes (q8_0, q8_1) --------------------------------------------------
+ * ggml's q8_0 / q8_1 quantisation of one block: d = amax / 127 (f32), q = roundf(x * (1 / d)) (half away from
+ * zero); writes the 32 bytes to qs and returns d; qsum (if not NULL) gets i32 lanes summing to sum(q). */
+AE_INLINE v128 ae_round_half_away(v128 v) {
+  const v128 t = wasm_f32x4_trunc(v);
+  const v128 d = wasm_f32x4_sub(v, t);   /* exact */
+  const v128 one = wasm_f32x4_splat(1.0f);
+  const v128 up = wasm_v128_and(wasm_f32x4_ge(d, wasm_f32x4_splat(0.5f)), one);
+  const v128 dn = wasm_v128_and(wasm_f32x4_le(d, wasm_f32x4_splat(-0.5f)), one);
+  return wasm_f32x4_sub(wasm_f32x4_add(t, up), dn);
+}
+AE_INLINE float ae_q8_block_quant(const float *v, int8_t *qs, v128 *qsum) {
+  v128 f[8];
+  v128 am = wasm_f32x4_splat(0.0f);
+  for (int j = 0; j < 8; j++) {
+    f[j] = ae_load(v + 4 * j);
+    am = wasm_f32x4_pmax(am, wasm_f32x4_abs(f[j]));
+  }
+  am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 2, 3, 0, 1));
+  am = wasm_f32x4_pmax(am, wasm_i32x4_shuffle(am, am, 1, 0, 3, 2));
+  const float d = wasm_f32x4_extract_lane(am, 0) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  const v128 idv = wasm_f32x4_splat(id);
+  v128 q[8], sum = wasm_i32x4_splat(0);
+  for (int j = 0; j < 8; j++) {
+    q[j] = wasm_i32x4_trunc_sat_f32x4(ae_round_half_away(wasm_f32x4_mul(f[j], idv)));
+    sum = wasm_i32x4_add(sum, q[j]);
+  }
+  const v128 h0 = wasm_i16x8_narrow_i32x4(q[0], q[1]), h1 = wasm_i16x8_narrow_i32x4(q[2], q[3]);
+  const v128 h2 = wasm_i16x8_narrow_i32x4(q[4], q[5]), h3 = wasm_i16x8_narrow_i32x4(q[6], q[7]);
+  ae_store(qs, wasm_i8x16_narrow_i16x8(h0, h1));
+  ae_store(qs + 16, wasm_i8x16_narrow_i16x8(h2, h3));
+  if (qsum) *qsum = sum;
+  return d;
+}
+/* o[0..32) = d * qs[0..32) (dequantise one q8_0 / q8_1 block) */
+AE_INLINE void ae_q8_block_dequant(const int8_t *qs, float d, float *o) {
+  const v128 dv = wasm_f32x4_splat(d);
+  for (int h = 0; h < 2; h++) {
+    const v128 q = ae_load(qs + 16 * h);
+    const v128 lo = wasm_i16x8_extend_low_i8x16(q), hi = wasm_i16x8_extend_high_i8x16(q);
+    ae_store(o + 16 * h + 0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(lo)), dv));
+    ae_store(o + 16 * h + 4, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(lo)), dv));
+    ae_store(o + 16 * h + 8, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(hi)), dv));
+    ae_store(o + 16 * h + 12, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(hi)), dv));
+  }
+}
+
+/* ---- prefill GEMM tiles (gemm_q32, gemm_q8act): one row's y of up to 4 tokens (token t at yt[t y_stride + r]) in
+ * the lanes of an f32x4: loaded (zeros for the first column chunk, c0 == 0) and stored back; lanes >= nt unused. */
+AE_INLINE v128 ae_gemm_load_y(const float *yt, int y_stride, int nt, int r, int c0) {
+  float a[4] = {0, 0, 0, 0};
+  if (c0) for (int t = 0; t < nt; t++) a[t] = yt[(size_t)t * y_stride + r];
+  return ae_load(a);
+}
+AE_INLINE void ae_gemm_store_y(float *yt, int y_stride, int nt, int r, v128 acc) {
+  float a[4];
+  ae_store(a, acc);
+  for (int t = 0; t < nt; t++) yt[(size_t)t * y_stride + r] = a[t];
+}
+
+/* ---- lanes / q6_K helpers shared by the q6_K matvec (dot_q6_K_simd128.c) and the k-quant GEMM (gemm_k) ---- */
+/* i32 lane j & 3 of v in all 4 lanes */
+AE_INLINE v128 ae_lane_splat32(v128 v, int j) {
+  switch (j & 3) {
+    case 0: return wasm_i32x4_shuffle(v, v, 0, 0, 0, 0);
+    case 1: return wasm_i32x4_shuffle(v, v, 1, 1, 1, 1);
+    case 2: return wasm_i32x4_shuffle(v, v, 2, 2, 2, 2);
+    default: return wasm_i32x4_shuffle(v, v, 3, 3, 3, 3);
+  }
+}
+/* q6_K: the 6-bit values of elements 128h + 32k + 16p + [0, 16) as bytes (0..63), from l0 = ql[64h + 16p ..],
+ * l1 = ql[64h + 32 + 16p ..], hb = qh[32h + 16p ..] (i16 shifts, byte masks). That is chunk (sub-block)
+ * c = 8h + 2k + p. */
+AE_INLINE v128 ae_q6_decode(v128 l0, v128 l1, v128 hb, int k) {
+  const v128 f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
+  switch (k) {
+    case 0: return wasm_v128_or(wasm_v128_and(l0, f), wasm_v128_and(wasm_i16x8_shl(hb, 4), t));
+    case 1: return wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(wasm_i16x8_shl(hb, 2), t));
+    case 2: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l0, 4), f), wasm_v128_and(hb, t));
+    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
+  }
+}
+/* q6_K sub-block scales sign-extended to i16 (sc_lo = scales 0..7, sc_hi = 8..15) -> i16 pairs (sc_c, sc_c) in
+ * the i32 lanes of scp[c >> 2]: ae_lane_splat32(scp[c >> 2], c) is sc_c in all 8 i16 lanes. */
+AE_INLINE void ae_q6_scale_pairs(v128 sc_lo, v128 sc_hi, v128 scp[4]) {
+  scp[0] = wasm_i16x8_shuffle(sc_lo, sc_lo, 0, 0, 1, 1, 2, 2, 3, 3);
+  scp[1] = wasm_i16x8_shuffle(sc_lo, sc_lo, 4, 4, 5, 5, 6, 6, 7, 7);
+  scp[2] = wasm_i16x8_shuffle(sc_hi, sc_hi, 0, 0, 1, 1, 2, 2, 3, 3);
+  scp[3] = wasm_i16x8_shuffle(sc_hi, sc_hi, 4, 4, 5, 5, 6, 6, 7, 7);
+}
+
 #endif
