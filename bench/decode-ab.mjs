@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+// CPU time per decode token of two (or more) checkouts' builds, loaded into ONE process and measured in interleaved
+// rounds: the A/B for a kernel change end to end. CPU time (process.cpuUsage) is robust to other processes' wall
+// time on a shared machine (not to a busy SMT sibling); wall time is printed too. 1 thread.
+//   node bench/decode-ab.mjs MODEL CHECKOUT_A CHECKOUT_B ... [--simd relaxed,plain] [--tokens 16] [--rounds 7]
+// A checkout is a directory with a built dist/ and wasm/ (e.g. a second git worktree of the revision to compare).
+// Per round and build: a prompt of 8 ids, 2 warm-up tokens, then --tokens Engine.forward calls; medians over rounds.
+import v8 from 'node:v8';
+import path from 'node:path';
+import { args, machine, median } from './lib/common.mjs';
+
+v8.setFlagsFromString('--no-liftoff');
+v8.setFlagsFromString('--no-wasm-lazy-compilation');
+v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+const { argv, opt } = args();
+const pos = argv.filter((a, i) => !a.startsWith('--') && !(i > 0 && argv[i - 1].startsWith('--')));
+const [file, ...roots] = pos;
+if (!file || roots.length < 1) throw new Error('usage: node bench/decode-ab.mjs MODEL CHECKOUT_A [CHECKOUT_B ...] [--simd relaxed,plain] [--tokens 16] [--rounds 7]');
+const simds = String(opt('--simd', 'relaxed,plain')).split(','), N = Number(opt('--tokens', 16)), rounds = Number(opt('--rounds', 7));
+const vs = [];
+for (const root of roots) {
+  const { Aether } = await import(path.resolve(root, 'dist/src/index.js'));
+  for (const simd of simds) {
+    const model = await Aether.load(file, { threads: 1, simd, nCtx: 512 });
+    vs.push({ name: `${root} ${model.simd}`, model, cpu: [], wall: [] });
+  }
+}
+const m0 = machine();
+for (let r = 0; r < rounds; r++) for (const v of vs) {
+  const e = v.model.engine;
+  e.forward([1, 450, 3681, 1044, 338, 263, 1243, 9508], 0);
+  let p = 8;
+  for (let i = 0; i < 2; i++) e.forward([100 + i], p++);
+  const c0 = process.cpuUsage(), t0 = performance.now();
+  for (let i = 0; i < N; i++) e.forward([200 + i], p++);
+  const c = process.cpuUsage(c0);
+  v.cpu.push((c.user + c.system) / 1000 / N);
+  v.wall.push((performance.now() - t0) / N);
+  v.model.reset();
+}
+const m1 = machine();
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, 1 thread, ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}`);
+console.log('\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) |\n|---|---|---|---|');
+for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(2)} | ${Math.min(...v.cpu).toFixed(2)} | ${median(v.wall).toFixed(2)} |`);
+for (const v of vs) v.model.dispose();
