@@ -688,6 +688,7 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optInt('maxBatch', o.maxBatch, 1, 4096);
   optInt('nCtx', o.nCtx, 1);
   optInt('spin', o.spin, 0);
+  optNum('singleThreadBelow', o.singleThreadBelow, 0);
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
   if (o.read !== undefined) {

@@ -349,7 +349,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, singleThreadBelow: opts.singleThreadBelow, modules: opts.modules,
         verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

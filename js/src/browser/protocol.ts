@@ -65,6 +65,8 @@ export interface WireLoadOptions {
   maxBatch?: number;
   /** Spin iterations before a thread waits (EngineOptions.spin). */
   spin?: number;
+  /** Decode on one thread below this many weight bytes per token (EngineOptions.singleThreadBelow). */
+  singleThreadBelow?: number;
   /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
   /** Verify tensor checksums while loading (default true; always on for cached copies). */

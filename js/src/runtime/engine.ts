@@ -120,6 +120,12 @@ export interface EngineOptions {
   /** Spin iterations before a thread waits (default 20000: with the other cores busy, 200000 made 2 threads
    *  slower than 1; docs/PERFORMANCE.md "Threads"). */
   spin?: number;
+  /**
+   * Decode steps (one token per forward) run on the calling thread alone when the weights one token streams are fewer
+   * than this many bytes (default SINGLE_THREAD_BELOW; 0: always on every thread). Below it the synchronisation of
+   * the steps costs more than a second thread gains (docs/PERFORMANCE.md "Threads"). Prefill always uses every thread.
+   */
+  singleThreadBelow?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
   /**
@@ -132,6 +138,8 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
+/** Default of EngineOptions.singleThreadBelow (bytes of weights per decode token). */
+export const SINGLE_THREAD_BELOW = 0;
 
 /** What a disposed engine's heap is replaced with: any use throws 'disposed'. */
 const DISPOSED_HEAP = new Proxy({}, { get() { throw new AetherError('disposed', 'the model has been disposed'); } }) as Heap;
@@ -194,6 +202,9 @@ export class Engine {
   plan!: MemoryPlan;
   readonly logitsAll: boolean;
   readonly spin: number;
+  readonly singleThreadBelow: number;
+  /** Bytes of weights one decode token streams (set at load). */
+  decodeBytes = 0;
   readonly warnings: string[] = [];
   private core!: Exports;
   private workers: WorkerPool | null = null;
@@ -217,6 +228,7 @@ export class Engine {
     this.nCtx = opts.nCtx ?? config.n_ctx;
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 20000));
+    this.singleThreadBelow = Math.max(0, opts.singleThreadBelow ?? SINGLE_THREAD_BELOW);
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
@@ -492,6 +504,7 @@ export class Engine {
     checkStatus(st, { op: 'model init', badTensor: st === Status.BAD_TENSOR ? badTensor() : undefined,
       hint: st === Status.BAD_CONFIG ? JSON.stringify(this.config) : undefined });
     this.core.ae_pool_init(this.pool, this.threads, this.spin);
+    this.decodeBytes = this.core.ae_model_set_single_below(this.model, this.threads > 1 ? this.singleThreadBelow : 0);
     if (this.threads > 1) {
       const inits: WorkerInit[] = [];
       for (let ith = 1; ith < this.threads; ith++) {
