@@ -11,10 +11,10 @@
 // MODEL is a path under the repository (it is served by examples/browser/server.mjs; a symlink in the git-ignored
 // build/ folder serves a file from elsewhere) or a URL.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { args, machine, median, repoRoot } from './lib/common.mjs';
 import { startServer } from '../examples/browser/server.mjs';
+import { CHROMIUM, launchChromium } from '../scripts/chromium.mjs';
 
 const a = args();
 if (a.has('--help') || a.has('-h')) {
@@ -27,19 +27,13 @@ const G = Number(a.opt('--gen-tokens', 32));
 const THREADS = Number(a.opt('--threads', 1));
 const SIMD = a.opt('--simd', 'auto');
 const WARMUPS = a.opt('--warmup', 'on,off').split(',');
-const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
-const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-const { chromium } = await import('playwright-core');
 const server = await startServer({ port: 0, isolate: true });
 const results = [];
 try {
   for (const warm of WARMUPS) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-first-run-'));
-    const ctx = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
+    const { page, close } = await launchChromium({ prefix: 'aether-first-run-' });
     try {
-      const page = ctx.pages()[0] ?? await ctx.newPage();
       await page.goto(`${server.url}examples/browser/minimal.html`);
       const modelUrl = /^https?:/.test(MODEL) ? MODEL : `${server.url}${path.relative(repoRoot, path.resolve(repoRoot, MODEL))}`;
       const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm }) => {
@@ -73,8 +67,7 @@ try {
           `  first / median(2..${GENS}): decode ${row.first_over_rest_decode}, prefill ${row.first_over_rest_prefill}; same tokens every run: ${same}\n`);
       }
     } finally {
-      await ctx.close().catch(() => {});
-      fs.rmSync(dir, { recursive: true, force: true });
+      await close();
     }
   }
 } finally {

@@ -9,17 +9,16 @@
 // The .rknot comes from a generated GGUF (bench/gen-gguf.mjs --model phi3-mini-4k --quant q4_0, then
 // `aether convert`); the server mounts its folder at /gen/ (examples/browser/server.mjs --mount).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { args, machine } from './lib/common.mjs';
 import { startServer } from '../examples/browser/server.mjs';
+import { CHROMIUM, launchChromium } from '../scripts/chromium.mjs';
 
 const a = args();
 const model = a.opt('--model');
 if (!model || !fs.existsSync(model)) { console.error('usage: node bench/browser-large.mjs --model FILE.rknot [--threads T] [--n N] [--sources url,file]'); process.exit(2); }
 const threads = Number(a.opt('--threads', '1')), n = Number(a.opt('--n', '8'));
 const sources = a.opt('--sources', 'url,file').split(',');
-const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
 const TIMEOUT = 30 * 60_000;
 
 /** RSS of the chromium processes (sum), sampled every 250 ms; peak kept. */
@@ -48,13 +47,8 @@ function plainRead(file) {
   return { bytes: total, ms: performance.now() - t0 };
 }
 
-const { chromium } = await import('playwright-core');
 const server = await startServer({ port: 0, isolate: true, mounts: { '/gen/': path.dirname(path.resolve(model)) } });
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-large-'));
-const ctx = await chromium.launchPersistentContext(dir, {
-  executablePath: CHROMIUM, headless: false,
-  args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const { ctx, close } = await launchChromium({ prefix: 'aether-chromium-large-' });
 const rss = rssSampler();
 const results = [];
 try {
@@ -99,8 +93,7 @@ try {
   }
 } finally {
   rss.stop();
-  await ctx.close().catch(() => {});
-  fs.rmSync(dir, { recursive: true, force: true });
+  await close();
   await server.close();
 }
 const out = { bench: 'browser-large', model, bytes: fs.statSync(model).size, machine: machine(), chromium: CHROMIUM, results };

@@ -169,17 +169,12 @@ async function openLlamaNative(file, o) {
 let browser = null;
 async function chromiumContext(o) {
   if (browser) return browser;
-  const { chromium } = await import('playwright-core');
   const { startServer } = await import('../examples/browser/server.mjs');
   // the repository (dist/, wasm/, node_modules/@wllama) plus the GGUFs' folder under /gen/
   const mounts = { '/gen/': o.ggufDir };   // read per request: openWllama points it at each GGUF's folder
   const server = await startServer({ port: 0, isolate: true, mounts });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-peers-'));
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium', headless: false,
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const { launchChromium } = await import('../scripts/chromium.mjs');
+  const { ctx, dir } = await launchChromium({ prefix: 'aether-peers-' });
   // nothing but the local server: any other request (e.g. wllama's CDN defaults) is aborted and reported
   const origin = new URL(server.url).origin;
   const offsite = [];

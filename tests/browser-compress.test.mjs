@@ -13,18 +13,15 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../examples/browser/server.mjs';
 import { generateGGUF } from './helpers/gen-gguf.mjs';
+import { launchChromium, requireChromium } from '../scripts/chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
 const SRC = 'models/tiny-llama-a-q8_0.rknot';
 const PROMPT = 'The Debian project is';
 const N = 24;
-const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const WAIT = { timeout: 60_000 };
 const run = promisify(execFile);
 
-let chromium;
 const cleanups = [];
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-browser-compress-'));
 const files = { aa: path.join(dir, 'aa-svd-0.5-keep.rknot'), prune: path.join(dir, 'prune-0.5.rknot'), phi3: path.join(dir, 'phi3-aa-svd-0.5.rknot') };
@@ -36,10 +33,7 @@ async function cli(...args) {
 }
 
 before(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`chromium not found at ${CHROMIUM}: install it (scripts/setup.sh runs apt-get install chromium) or set AETHER_CHROMIUM`);
-  }
-  ({ chromium } = await import('playwright-core'));
+  requireChromium();
   const calib = ['--calib', 'tests/fixtures/tiny-llama-a/val.txt', '--docs', '0:67', '--max-tokens', '512', '--json'];
   await cli('compress', SRC, '--method', 'aa-svd', '--ffn-width', '0.5', '--keep-dense', ...calib, '-o', files.aa);
   await cli('compress', SRC, '--method', 'prune', '--ffn-width', '0.5', ...calib, '-o', files.prune);
@@ -61,10 +55,8 @@ after(async () => {
 test('compressed files in Chromium through the engine Worker: 1 vs 2 threads, == Node CLI, dense rollback', { timeout: 180_000 }, async () => {
   const server = await startServer({ port: 0, isolate: true, mounts: { '/cmp/': dir } });
   cleanups.push(() => server.close());
-  const udir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
-  const ctx = await chromium.launchPersistentContext(udir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
-  cleanups.push(async () => { await ctx.close().catch(() => {}); fs.rmSync(udir, { recursive: true, force: true }); });
-  const page = ctx.pages()[0] ?? await ctx.newPage();
+  const { page, close } = await launchChromium();
+  cleanups.push(close);
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));
   await page.goto(`${server.url}examples/browser/`);

@@ -11,17 +11,14 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../examples/browser/server.mjs';
+import { launchChromium, requireChromium } from '../scripts/chromium.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
 const MODEL = 'models/tiny-llama-a-q8_0.rknot';
 const PROMPT = 'The Debian project is';
 const N = 32;
-const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const WAIT = { timeout: 30_000 };
 
-let chromium;
 const cleanups = [];
 
 async function cli(...args) {
@@ -31,13 +28,8 @@ async function cli(...args) {
 
 /** A fresh browser profile (temp --user-data-dir) and a page that records console messages. */
 async function openBrowser() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM, headless: false, args: CHROME_ARGS, viewport: { width: 1280, height: 900 },
-  });
-  const close = async () => { await ctx.close().catch(() => {}); fs.rmSync(dir, { recursive: true, force: true }); };
+  const { page, close } = await launchChromium({ viewport: { width: 1280, height: 900 } });
   cleanups.push(close);
-  const page = ctx.pages()[0] ?? await ctx.newPage();
   const consoleLines = [];
   const pageErrors = [];
   page.on('console', (m) => consoleLines.push({ type: m.type(), text: m.text() }));
@@ -71,10 +63,7 @@ async function runDemo(page, threads) {
 let expected;
 
 before(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(`chromium not found at ${CHROMIUM}: install it (scripts/setup.sh runs apt-get install chromium) or set AETHER_CHROMIUM`);
-  }
-  ({ chromium } = await import('playwright-core'));
+  requireChromium();
   expected = await cli('-p', PROMPT, '-n', String(N), '--greedy');
   assert.equal(expected.tokens.length, N);
 });

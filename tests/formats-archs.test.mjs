@@ -8,7 +8,7 @@ import path from 'node:path';
 import { convertModel } from '../dist/src/formats/convert.js';
 import { openRknot, readRknotTensor } from '../dist/src/formats/rknot.js';
 import { encodeF16, decodeToF32, quantizeQ8_0 } from '../dist/src/formats/quantize.js';
-import { tinyModel, makeTmpDir, buildGGUF, GGUF_T as T, assertAetherError } from './helpers/formats.mjs';
+import { tinyModel, makeTmpDir, buildGGUF, GGUF_T as T, assertAetherError, writeSafetensors } from './helpers/formats.mjs';
 
 const M = tinyModel();
 const tmp = makeTmpDir('archs');
@@ -141,27 +141,6 @@ test('GGUF with unexpected tensors or an unsupported RoPE scaling is refused', a
 
 // ---------------------------------------------------------------------------------------------
 // HF folders
-
-function writeSafetensors(file, tensors) {
-  // tensors: [[name, dtype 'F32'|'F16'|'BF16', shape, Float32Array]]
-  const header = {};
-  const parts = [];
-  let off = 0;
-  for (const [name, dtype, shape, x] of tensors) {
-    let b;
-    if (dtype === 'F32') b = bytesOf(x);
-    else if (dtype === 'F16') b = bytesOf(encodeF16(x));
-    else { const u = new Uint32Array(x.buffer, x.byteOffset, x.length); const h = new Uint16Array(x.length); for (let i = 0; i < x.length; i++) h[i] = u[i] >>> 16; b = bytesOf(h); }
-    header[name] = { dtype, shape, data_offsets: [off, off + b.length] };
-    parts.push(b);
-    off += b.length;
-  }
-  header.__metadata__ = { format: 'pt' };
-  let h = Buffer.from(JSON.stringify(header));
-  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
-  const n = Buffer.alloc(8); n.writeBigUInt64LE(BigInt(h.length));
-  fs.writeFileSync(file, Buffer.concat([n, h, ...parts]));
-}
 
 function hfFolder(name, config, tensors) {
   const dir = path.join(tmp, name);

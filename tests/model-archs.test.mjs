@@ -11,6 +11,7 @@ import { convertModel } from '../dist/src/formats/convert.js';
 import { openRknot, readRknotTensor } from '../dist/src/formats/rknot.js';
 import { generateGGUF, generateHF, GGUF_VARIANTS } from './helpers/gen-gguf.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
+import { logitRuns } from './helpers/logit-runs.mjs';
 
 // f32 weights: the bound of tests/model-generated.test.mjs (identical weights on both sides; f32 vs f64 summation and
 // the vector exp / tanh remain): 2e-4 on logits of magnitude ~1.
@@ -23,6 +24,7 @@ const TOL = { f32: 2e-4, q8_0: 3e-2 };
 const SEED = 5;
 const PROMPT = [1, 17, 290, 33, 5, 260, 301];   // 7 tokens, prefill in batches of 4
 const DECODE = [280, 12, 99, 300, 4];           // positions 7..11: past the sliding windows (5)
+const steps = logitRuns(PROMPT, DECODE);
 
 async function runWasm(file, threads, nCtx) {
   // an f32 KV cache: the reference is float64 and these checks are about the architectures (KV dtypes:
@@ -30,22 +32,12 @@ async function runWasm(file, threads, nCtx) {
   const model = await load(file, { threads, maxBatch: 4, kvDtype: 'f32', ...(nCtx ? { nCtx } : {}) });
   try {
     assert.equal(model.threads, threads);
-    const out = [];
-    model.engine.forward(PROMPT, 0);
-    out.push(model.engine.logits());
-    DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
-    return out;
+    return steps.runEngine(model);
   } finally { model.dispose(); }
 }
 
 function runRef(cfg, W, opts) {
-  const ref = createRefModel(cfg, W, opts);
-  const out = [];
-  let last;
-  PROMPT.forEach((t, i) => { last = ref.step(t, i); });
-  out.push(last);
-  DECODE.forEach((t, i) => out.push(ref.step(t, PROMPT.length + i)));
-  return out;
+  return steps.runRef(createRefModel(cfg, W, opts));
 }
 
 const without = (cfg, ...keys) => { const c = { ...cfg }; for (const k of keys) delete c[k]; return c; };

@@ -11,6 +11,7 @@ import { load } from '../dist/src/index.js';
 import { DTYPE_ROWS } from '../dist/src/generated/abi.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
+import { logitRuns, sameRunBits, maxRunDiff } from './helpers/logit-runs.mjs';
 import { halfToFloat } from './helpers/kernels.mjs';
 
 const ACT = Object.fromEntries(DTYPE_ROWS.map((d) => [d.name, d.act]));
@@ -19,6 +20,7 @@ const ACT = Object.fromEntries(DTYPE_ROWS.map((d) => [d.name, d.act]));
 const TOL = 2e-4;
 const PROMPT = [1, 17, 290, 33, 5, 260, 301];
 const DECODE = [280, 12, 99, 300, 4];
+const steps = logitRuns(PROMPT, DECODE);
 // K-quants need rows that are multiples of 256
 const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 320 };
 // A mix touching every activation dtype at once (q8_0, q8_1, q8_K, f32), by tensor role.
@@ -48,26 +50,13 @@ for (const [arch, dtype, opts] of CASES) {
     for (const threads of [1, 2]) {
       const model = await load(file, { threads, maxBatch: 4, kvDtype: 'f32' });
       try {
-        const out = [];
-        model.engine.forward(PROMPT, 0);
-        out.push(model.engine.logits());
-        DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
-        runs.push(out);
+        runs.push(steps.runEngine(model));
       } finally { model.dispose(); }
     }
-    const refOut = [];
-    let last;
-    PROMPT.forEach((t, i) => { last = ref.step(t, i); });
-    refOut.push(last);
-    DECODE.forEach((t, i) => refOut.push(ref.step(t, PROMPT.length + i)));
-    let maxDiff = 0, maxAbs = 0;
-    for (let s = 0; s < refOut.length; s++) {
-      for (let i = 0; i < cfg.vocab_size; i++) {
-        maxDiff = Math.max(maxDiff, Math.abs(runs[0][s][i] - refOut[s][i]));
-        maxAbs = Math.max(maxAbs, Math.abs(refOut[s][i]));
-      }
-      assert.ok(Buffer.from(runs[0][s].buffer).equals(Buffer.from(runs[1][s].buffer)), `step ${s}: 1 vs 2 threads differ`);
-    }
+    assert.ok(sameRunBits(runs[0], runs[1]), '1 vs 2 threads differ');
+    const refOut = steps.runRef(ref);
+    const maxDiff = maxRunDiff(runs[0], refOut);
+    const maxAbs = Math.max(...refOut.map((l) => l.reduce((m, x) => Math.max(m, Math.abs(x)), 0)));
     assert.ok(maxAbs > 0.1, `logits are not trivially small (max ${maxAbs})`);
     assert.ok(maxDiff < TOL, `max |logit diff| ${maxDiff} >= ${TOL}`);
     console.log(`${arch} ${dtype}: max |logit - ref| = ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(2)})`);

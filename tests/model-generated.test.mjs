@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { load } from '../dist/src/index.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
+import { logitRuns, sameRunBits, maxRunDiff } from './helpers/logit-runs.mjs';
 
 // Max |logit - reference| allowed. The weights are identical on both sides (the reference uses the
 // dequantised values); for q8_0/q4_0 the reference also quantises activations to q8_0 as the wasm path
@@ -15,6 +16,7 @@ import { createRefModel } from './helpers/ref-forward.mjs';
 const TOL = { f32: 2e-4, f16: 2e-4, q8_0: 2e-4, q4_0: 2e-4 };
 const PROMPT = [1, 17, 290, 33, 5, 260, 301];  // prefill in batches of 4 (maxBatch 4)
 const DECODE = [280, 12, 99, 300, 4];
+const steps = logitRuns(PROMPT, DECODE);
 
 // Every weight dtype with an f32 KV cache (the tight bounds above); KV caches f16 (the default) and q8_0 on f32 and
 // f16 weights: the reference rounds K and V as the cache does, so what is left is a value on a rounding boundary
@@ -39,32 +41,17 @@ for (const [arch, dtype, kvDtype] of CASES) {
         assert.deepEqual(model.engine.plan.kvDtype, { k: kv, v: kv });
         try {
           assert.equal(model.threads, threads);
-          const out = [];
-          model.engine.forward(PROMPT, 0);
-          out.push(model.engine.logits());
-          DECODE.forEach((t, i) => { model.engine.forward([t], PROMPT.length + i); out.push(model.engine.logits()); });
-          runs.push(out);
+          runs.push(steps.runEngine(model));
         } finally { model.dispose(); }
       }
+      assert.ok(sameRunBits(runs[0], runs[1]), '1 vs 2 threads differ');
       // reference: token by token
-      const refRun = (r) => {
-        const out = [];
-        let lastPrompt;
-        PROMPT.forEach((t, i) => { lastPrompt = r.step(t, i); });
-        out.push(lastPrompt);
-        DECODE.forEach((t, i) => out.push(r.step(t, PROMPT.length + i)));
-        return out;
-      };
-      const diff = (a, b) => { let m = 0; for (let s = 0; s < a.length; s++) for (let i = 0; i < cfg.vocab_size; i++) m = Math.max(m, Math.abs(a[s][i] - b[s][i])); return m; };
-      for (let s = 0; s < runs[0].length; s++) {
-        assert.ok(Buffer.from(runs[0][s].buffer).equals(Buffer.from(runs[1][s].buffer)), `step ${s}: 1 vs 2 threads differ`);
-      }
-      const maxDiff = diff(runs[0], refRun(ref));
+      const maxDiff = maxRunDiff(runs[0], steps.runRef(ref));
       const tol = kv === 'f32' ? TOL[dtype] : KV_TOL[kv];
       assert.ok(maxDiff < tol, `max |logit diff| ${maxDiff} >= ${tol}`);
       let note = '';
       if (plain) {
-        const off = diff(runs[0], refRun(plain));
+        const off = maxRunDiff(runs[0], steps.runRef(plain));
         assert.ok(off > 2 * maxDiff, `the reference without KV rounding (${off}) should be further off than with it (${maxDiff})`);
         note = ` (reference without KV rounding: ${off.toExponential(2)})`;
       }

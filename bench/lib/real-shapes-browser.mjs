@@ -13,8 +13,6 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { repoRoot } from './common.mjs';
 
-const CHROMIUM = process.env.AETHER_CHROMIUM ?? '/usr/bin/chromium';
-
 /**
  * Peak of the summed PSS (proportional set size: shared pages split between their users) of every process whose
  * command line names `marker` (the run's fresh profile directory: the browser and all its children), sampled in a
@@ -45,11 +43,8 @@ function pssSampler(marker) {
   };
 }
 
-const CHROME_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
 export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P = 64, G = 32, log = () => {} } = {}) {
-  const { chromium } = await import('playwright-core');
+  const { launchChromium } = await import(path.join(repoRoot, 'scripts/chromium.mjs'));
   const { startServer } = await import(path.join(repoRoot, 'examples/browser/server.mjs'));
   const linkDir = path.join(repoRoot, 'build/real-shapes');
   fs.mkdirSync(linkDir, { recursive: true });
@@ -61,13 +56,11 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
       fs.rmSync(link, { force: true });
       fs.symlinkSync(it.file, link);
       for (const threads of threadsList) {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-chromium-'));
-        const ctxB = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: false, args: CHROME_ARGS });
+        const { page, dir, close } = await launchChromium();
         let r;
         const sampler = pssSampler(dir);
         const loadavgStart = os.loadavg();
         try {
-          const page = ctxB.pages()[0] ?? await ctxB.newPage();
           await page.goto(`${server.url}/bench/lib/real-shapes.html`);
           r = await page.evaluate(async ({ url, threads, ctx, P, G }) => {
             const { Aether } = await import('/dist/src/browser/index.js');
@@ -90,8 +83,7 @@ export async function browserRuns(items, { threadsList = [1, 2], ctx = 1024, P =
           r = { error: String(e?.message ?? e).split('\n')[0] };
           await sampler.stop();
         } finally {
-          await ctxB.close().catch(() => {});
-          fs.rmSync(dir, { recursive: true, force: true });
+          await close();
         }
         const row = { model: it.model, quant: it.quant, threads, loadavg_start: loadavgStart, loadavg_end: os.loadavg(), ...r };
         out.push(row);

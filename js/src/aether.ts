@@ -129,7 +129,7 @@ const yieldToEventLoop: () => Promise<void> = typeof setImmediate === 'function'
     })()
     : () => new Promise((r) => setTimeout(r, 0));
 
-export class AetherModel {
+export class AetherModel extends openai.OpenAIMethods {
   readonly engine: Engine;
   readonly tokenizer: Tokenizer;
   readonly metadata: RknotMetadata;
@@ -152,6 +152,7 @@ export class AetherModel {
   private totals = { prefill: 0, decode: 0, prefillMs: 0, decodeMs: 0, generations: 0 };
 
   constructor(engine: Engine, tokenizer: Tokenizer, metadata: RknotMetadata) {
+    super();
     this.engine = engine; this.tokenizer = tokenizer; this.metadata = metadata; this.config = engine.config;
     const src = (metadata as { source?: { name?: unknown } }).source;
     this.modelId = typeof src?.name === 'string' ? src.name : 'aether';
@@ -402,23 +403,6 @@ export class AetherModel {
       if (this.busy === run) this.busy = 0;
     }
   }
-
-  /** OpenAI-shaped embeddings ({ object: 'list', data: [{ embedding }], usage }); see js/src/openai.ts. */
-  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
-    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
-  }
-
-  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
-  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
-  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
-  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
-  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
-
-  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks; see js/src/openai.ts. */
-  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
-  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
-  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
-  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /**
    * Switch the FFN execution mode of every layer (or of `layers`): 'dense' (core), 'fused' (needs the

@@ -402,3 +402,33 @@ function base64(v: Float32Array): string {
   for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
   return btoa(s);
 }
+
+/**
+ * The OpenAI-shaped methods of a model, written once for both hosts' models (AetherModel in Node, BrowserModel
+ * for a model in an engine Worker): a model class extends this and provides generate / chat / embedDetailed.
+ */
+export abstract class OpenAIMethods implements OpenAIHost {
+  abstract generate(prompt: string | number[], opts?: GenerateOptions): AsyncGenerator<GeneratedPiece, GenerationStats>;
+  abstract chat(messages: ChatMessage[], opts?: GenerateOptions): AsyncGenerator<GeneratedPiece, GenerationStats>;
+  /** Mean-pooled, L2-normalised embeddings of several texts, with the number of tokens they took. */
+  abstract embedDetailed(texts: string[], opts?: { signal?: AbortSignal }): Promise<{ embeddings: Float32Array[]; promptTokens: number }>;
+  abstract readonly modelId: string;
+  abstract readonly nCtx: number;
+
+  /** OpenAI-shaped embeddings ({ object: 'list', data: [{ embedding }], usage }). */
+  createEmbedding(req: EmbeddingRequest, call?: CallOptions): Promise<EmbeddingResponse> {
+    return createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
+  }
+
+  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks. */
+  createChatCompletion(req: ChatCompletionRequest & { stream: true }, call?: CallOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
+  createChatCompletion(req: ChatCompletionRequest & { stream?: false | null }, call?: CallOptions): Promise<ChatCompletion>;
+  createChatCompletion(req: ChatCompletionRequest, call?: CallOptions): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+  createChatCompletion(req: ChatCompletionRequest, call?: CallOptions) { return createChatCompletion(this, req, call); }
+
+  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks. */
+  createCompletion(req: CompletionRequest & { stream: true }, call?: CallOptions): Promise<AsyncIterable<Completion>>;
+  createCompletion(req: CompletionRequest & { stream?: false | null }, call?: CallOptions): Promise<Completion>;
+  createCompletion(req: CompletionRequest, call?: CallOptions): Promise<Completion | AsyncIterable<Completion>>;
+  createCompletion(req: CompletionRequest, call?: CallOptions) { return createCompletion(this, req, call); }
+}

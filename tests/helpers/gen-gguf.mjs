@@ -27,7 +27,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
-import { buildGGUF, GGUF_T as T } from './formats.mjs';
+import { buildGGUF, GGUF_T as T, writeSafetensors } from './formats.mjs';
 import { encodeFromF32, decodeToF32 } from '../../dist/src/formats/quantize.js';
 import { BYTE_TO_UNICODE } from '../../dist/src/tokenizer/bpe.js';
 import { rng, tinyTokenizer } from './gen-model.mjs';
@@ -230,24 +230,6 @@ export function generateGGUF(name, dtype = 'f32', seed = 1, opts = {}) {
 // Hugging Face folders of the same variants (config.json with the fields transformers reads, safetensors with HF tensor
 // names, a byte-level BPE tokenizer.json). Gemma norms are stored as w (HF computes x * (1 + w)); the converter adds 1.
 
-function writeSafetensors(file, tensors) {
-  // tensors: [[name, shape (HF order: rows first), Float32Array]] written as F32
-  const header = {};
-  const parts = [];
-  let off = 0;
-  for (const [name, shape, x] of tensors) {
-    const b = Buffer.from(x.buffer, x.byteOffset, x.byteLength);
-    header[name] = { dtype: 'F32', shape, data_offsets: [off, off + b.length] };
-    parts.push(b);
-    off += b.length;
-  }
-  header.__metadata__ = { format: 'pt' };
-  let h = Buffer.from(JSON.stringify(header));
-  h = Buffer.concat([h, Buffer.alloc((8 - (h.length % 8)) % 8, 0x20)]);
-  const n = Buffer.alloc(8); n.writeBigUInt64LE(BigInt(h.length));
-  fs.writeFileSync(file, Buffer.concat([n, h, ...parts]));
-}
-
 const HF_ARCH_NAMES = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', phi3: 'Phi3ForCausalLM', gemma: 'GemmaForCausalLM', gemma2: 'Gemma2ForCausalLM', gemma3: 'Gemma3ForCausalLM' };
 
 /**
@@ -353,7 +335,7 @@ export function generateHF(name, seed = 1, opts = {}) {
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-hf-'));
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 1));
-  writeSafetensors(path.join(dir, 'model.safetensors'), st);
+  writeSafetensors(path.join(dir, 'model.safetensors'), st.map(([name, shape, x]) => [name, 'F32', shape, x]));
   const specials = ['<|begin|>', '<|endoftext|>', '<|end|>'];
   const tk = tinyBpeTokenizer(VOCAB, 'gpt2', specials);
   const vocab = {};

@@ -119,7 +119,7 @@ function emptyStats(): GenerationStats {
 }
 
 /** A model running in an engine Worker. */
-export class BrowserModel {
+export class BrowserModel extends openai.OpenAIMethods {
   readonly name: string;
   readonly config: ModelConfig;
   /** .rknot metadata without the tokenizer and tensor tables */
@@ -145,6 +145,7 @@ export class BrowserModel {
 
   /** @internal use Aether.load */
   constructor(private readonly ch: Channel, info: ModelInfo) {
+    super();
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
     this.simd = info.simd;
     this.warmup = info.warmup;
@@ -217,23 +218,6 @@ export class BrowserModel {
   embedDetailed(texts: string[], opts: { signal?: AbortSignal } = {}): Promise<{ embeddings: Float32Array[]; promptTokens: number }> {
     return this.ch.call('embed', { texts }, opts.signal);
   }
-
-  /** OpenAI-shaped embeddings (as AetherModel's). */
-  createEmbedding(req: openai.EmbeddingRequest, call?: openai.CallOptions): Promise<openai.EmbeddingResponse> {
-    return openai.createEmbedding({ modelId: this.modelId, embed: (t, o) => this.embedDetailed(typeof t === 'string' ? [t] : t, o) }, req, call);
-  }
-
-  /** OpenAI-shaped chat completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
-  createChatCompletion(req: openai.ChatCompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.ChatCompletionChunk>>;
-  createChatCompletion(req: openai.ChatCompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.ChatCompletion>;
-  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions): Promise<openai.ChatCompletion | AsyncIterable<openai.ChatCompletionChunk>>;
-  createChatCompletion(req: openai.ChatCompletionRequest, call?: openai.CallOptions) { return openai.createChatCompletion(this, req, call); }
-
-  /** OpenAI-shaped text completion, or (stream: true) an async iterable of chunks (as AetherModel's). */
-  createCompletion(req: openai.CompletionRequest & { stream: true }, call?: openai.CallOptions): Promise<AsyncIterable<openai.Completion>>;
-  createCompletion(req: openai.CompletionRequest & { stream?: false | null }, call?: openai.CallOptions): Promise<openai.Completion>;
-  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions): Promise<openai.Completion | AsyncIterable<openai.Completion>>;
-  createCompletion(req: openai.CompletionRequest, call?: openai.CallOptions) { return openai.createCompletion(this, req, call); }
 
   /** Generate and return the whole text. */
   async complete(prompt: string | number[], opts: GenerateOptions = {}): Promise<{ text: string; tokens: number[]; stats: GenerationStats }> {
