@@ -128,7 +128,7 @@ export class BrowserModel extends openai.OpenAIMethods {
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
+  readonly warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
   readonly nCtx: number;
   /** The engine's memory plan: bytes of weights, KV cache, scratch and FFN module data, n_ctx, KV dtypes
    *  (EngineOptions); refreshed by setFfnMode. */

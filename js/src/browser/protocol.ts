@@ -91,7 +91,7 @@ export interface ModelInfo {
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  warmup: { rounds: number; ms: number; roundMs: number[] } | null;
+  warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
   nCtx: number;
   /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
   memory: MemoryPlan;
