@@ -6,7 +6,11 @@
 // first / median(rest).
 //
 //   node bench/browser-first-run.mjs [--model models/tiny-llama-a-q8_0.rknot] [--gens 10] [--gen-tokens 32]
-//        [--threads 1] [--warmup on,off] [--simd auto] [--json]
+//        [--threads 1] [--warmup on,off] [--simd auto] [--timing] [--json]
+//
+// --timing: the engine's time counters (setTiming / metrics()) on for every generation (zeroed before each): ms per
+// op class of each generation (prefill and decode together) and the rest of the generation's time (outside the
+// forward pass: tokenizer, sampler, the worker's messages), first generation vs the median of the others.
 //
 // MODEL is a path under the repository (it is served by examples/browser/server.mjs; a symlink in the git-ignored
 // build/ folder serves a file from elsewhere) or a URL.
@@ -27,6 +31,7 @@ const G = Number(a.opt('--gen-tokens', 32));
 const THREADS = Number(a.opt('--threads', 1));
 const SIMD = a.opt('--simd', 'auto');
 const WARMUPS = a.opt('--warmup', 'on,off').split(',');
+const TIMING = a.has('--timing');
 
 const server = await startServer({ port: 0, isolate: true });
 const results = [];
@@ -36,7 +41,7 @@ try {
     try {
       await page.goto(`${server.url}examples/browser/minimal.html`);
       const modelUrl = /^https?:/.test(MODEL) ? MODEL : `${server.url}${path.relative(repoRoot, path.resolve(repoRoot, MODEL))}`;
-      const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm }) => {
+      const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm, TIMING }) => {
         const { Aether } = await import('/dist/src/browser/index.js');
         const t0 = performance.now();
         const model = await Aether.load(modelUrl, { threads: THREADS, simd: SIMD, cache: false, warmup: warm === 'on' });
@@ -44,14 +49,22 @@ try {
         const gens = [];
         for (let g = 0; g < GENS; g++) {
           const tokens = [];
+          if (TIMING) await model.setTiming(true);
           for await (const p of model.generate('The Debian project is a free operating system. '.repeat(6), { maxTokens: G, greedy: true })) tokens.push(p.token);
+          let ops = null;
+          if (TIMING) {   // ms per op class, summed over layers, of this generation
+            const mt = await model.metrics();
+            ops = {};
+            for (const L of mt.layers) for (const [k, v] of Object.entries(L.opSeconds ?? {})) ops[k] = (ops[k] ?? 0) + v * 1000;
+            for (const [k, v] of Object.entries(mt.globalOpSeconds ?? {})) ops[k] = (ops[k] ?? 0) + v * 1000;
+          }
           await model.reset();
-          gens.push({ decodeTps: model.stats.decodeTps, prefillTps: model.stats.prefillTps, tokens: tokens.join(',') });
+          gens.push({ decodeTps: model.stats.decodeTps, prefillTps: model.stats.prefillTps, prefillMs: model.stats.prefillMs, decodeMs: model.stats.decodeMs, ops, tokens: tokens.join(',') });
         }
         const out = { loadMs, simd: model.simd, threads: model.threads, warmup: model.warmup, gens };
         await model.dispose();
         return out;
-      }, { modelUrl, GENS, G, THREADS, SIMD, warm });
+      }, { modelUrl, GENS, G, THREADS, SIMD, warm, TIMING });
       const dec = r.gens.map((g) => g.decodeTps), pre = r.gens.map((g) => g.prefillTps);
       const same = r.gens.every((g) => g.tokens === r.gens[0].tokens);
       const row = {
@@ -60,11 +73,24 @@ try {
         first_over_rest_decode: +(dec[0] / median(dec.slice(1))).toFixed(3),
         first_over_rest_prefill: +(pre[0] / median(pre.slice(1))).toFixed(3), same_tokens: same,
       };
+      if (TIMING) {   // per op class: first generation, median of the others
+        const cls = Object.keys(r.gens[0].ops);
+        const rest = (f) => median(r.gens.slice(1).map(f));
+        row.timing_ms = {};
+        for (const k of cls) row.timing_ms[k] = [+r.gens[0].ops[k].toFixed(2), +rest((g) => g.ops[k]).toFixed(2)];
+        const opsum = (g) => cls.reduce((s, k) => s + g.ops[k], 0);
+        row.timing_ms.sum_of_ops = [+opsum(r.gens[0]).toFixed(2), +rest(opsum).toFixed(2)];
+        row.timing_ms.prefill_ms = [+r.gens[0].prefillMs.toFixed(2), +rest((g) => g.prefillMs).toFixed(2)];
+        row.timing_ms.decode_ms = [+r.gens[0].decodeMs.toFixed(2), +rest((g) => g.decodeMs).toFixed(2)];
+        row.timing_ms.outside_forward = [+(r.gens[0].prefillMs + r.gens[0].decodeMs - opsum(r.gens[0])).toFixed(2),
+          +rest((g) => g.prefillMs + g.decodeMs - opsum(g)).toFixed(2)];
+      }
       results.push(row);
       if (!a.has('--json')) {
         process.stdout.write(`warmup ${warm} ${JSON.stringify(r.warmup)} (${r.simd} SIMD, ${r.threads} thread(s), load ${row.load_ms} ms)\n` +
           `  decode tok/s:  ${row.decode_tps.join(' ')}\n  prefill tok/s: ${row.prefill_tps.join(' ')}\n` +
-          `  first / median(2..${GENS}): decode ${row.first_over_rest_decode}, prefill ${row.first_over_rest_prefill}; same tokens every run: ${same}\n`);
+          `  first / median(2..${GENS}): decode ${row.first_over_rest_decode}, prefill ${row.first_over_rest_prefill}; same tokens every run: ${same}\n` +
+          (row.timing_ms ? `  ms, first generation / median of the others: ${Object.entries(row.timing_ms).map(([k, [f, m]]) => `${k} ${f} / ${m}`).join(', ')}\n` : ''));
       }
     } finally {
       await close();

@@ -2,7 +2,9 @@
 // Where the milliseconds of one decode token go: per op class (the forward's time counters, model.setTiming),
 // the sampler, and the JS of generate() around them, with the bytes each op class streams and its GB/s.
 //   node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens 48] [--rounds 3] [--threads 1] [--ctx 512]
-//                                 [--repack on,off] [--spin 20000,200000]   (--threads and --spin: comma lists too)
+//                                 [--repack on,off] [--spin 20000,200000] [--single-below 0,16e6]
+//                                 (--threads, --spin and --single-below: comma lists too; --single-below: bytes, the
+//                                 EngineOptions.singleThreadBelow of the runs with more than one thread)
 //                                 [--prefill 64]   (also: CPU and wall time of one P-token prompt forward, per round)
 // Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
@@ -22,16 +24,18 @@ const repacks = String(opt('--repack', 'on')).split(',');
 const N = Number(opt('--tokens', 48)), rounds = Number(opt('--rounds', 3)), P = Number(opt('--prefill', 0));
 const threadsList = String(opt('--threads', 1)).split(',').map(Number), nCtx = Number(opt('--ctx', 512));
 const spins = opt('--spin') ? String(opt('--spin')).split(',').map(Number) : [undefined];
+const singles = opt('--single-below') ? String(opt('--single-below')).split(',').map(Number) : [undefined];
 const threads = threadsList.join(',');
 const { Aether } = await import(`${repoRoot}/dist/src/index.js`);
 
 const variants = [];
-for (const simd of simds) for (const rp of repacks) for (const th of threadsList) for (const spin of (th > 1 ? spins : [undefined])) {
+for (const simd of simds) for (const rp of repacks) for (const th of threadsList) for (const spin of (th > 1 ? spins : [undefined])) for (const sb of (th > 1 ? singles : [undefined])) {
   const opts = { threads: th, simd, nCtx };
   if (spin !== undefined) opts.spin = spin;
+  if (sb !== undefined) opts.singleThreadBelow = sb;
   if (repacks.length > 1 || rp === 'off') opts.repack = rp === 'on';
   const model = await Aether.load(file, opts);
-  variants.push({ name: `${model.simd}${repacks.length > 1 ? ` repack ${rp}` : ''}${threadsList.length > 1 ? ` ${th}T` : ''}${spin !== undefined ? ` spin ${spin}` : ''}`, model, res: [] });
+  variants.push({ name: `${model.simd}${repacks.length > 1 ? ` repack ${rp}` : ''}${threadsList.length > 1 ? ` ${th}T` : ''}${spin !== undefined ? ` spin ${spin}` : ''}${sb !== undefined ? ` single<${sb}` : ''}`, model, res: [] });
 }
 const e0 = variants[0].model.engine, c = e0.config;
 // bytes streamed per token by each op class (weights only)

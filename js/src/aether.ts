@@ -165,7 +165,7 @@ export class AetherModel extends openai.OpenAIMethods {
 
   get threads(): number { return this.engine.threads; }
   /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
-  warmupStats: { rounds: number; ms: number; roundMs: number[] } | null = null;
+  warmupStats: { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number } | null = null;
   /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
   get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }
@@ -672,6 +672,7 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optInt('maxBatch', o.maxBatch, 1, 4096);
   optInt('nCtx', o.nCtx, 1);
   optInt('spin', o.spin, 0);
+  optNum('singleThreadBelow', o.singleThreadBelow, 0);
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
   if (o.repack !== undefined && typeof o.repack !== 'boolean' && o.repack !== 'auto') throw new AetherError('invalid_argument', `repack: expected true, false or 'auto', got ${String(o.repack)}`);
@@ -785,9 +786,9 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     const model = new AetherModel(eng, tokenizer, meta);
     const warm = opts.warmup ?? !isNode;
     if (warm !== false) {
-      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined);
-      // and the JS side of a generation (sampler, decoder) once
-      for await (const _ of model.generate([0], { maxTokens: 2, greedy: true })) { /* discard */ }
+      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined, PREFILL_MIN_CHUNK);
+      // and the JS side of a generation once: the tokenizer on a text prompt, the sampler, the decoder
+      for await (const _ of model.generate('Hello, world. The first text of the warm-up.', { maxTokens: 2, greedy: true })) { /* discard */ }
       model.reset();
       model.stats = emptyStats();
     }

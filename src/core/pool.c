@@ -8,7 +8,22 @@ AE_EXPORT int ae_pool_init(ae_pool *p, int nth, int spin) {
   p->nth = 1;
 #endif
   p->spin = spin < 0 ? 0 : spin;
+  p->over = -1;
   return p->nth;
+}
+
+/* Publish a job: (job, arg, flow) and the new gen under the seqlock `seq`, so a worker that wakes late never pairs
+ * one job's gen with another's arguments (with step jobs the caller may run several jobs while a worker sleeps).
+ * Returns the new gen. */
+static int32_t publish(ae_pool *p, int32_t job, uint32_t arg, int32_t flow) {
+  __atomic_add_fetch(&p->seq, 1, __ATOMIC_ACQ_REL);   /* odd: being written */
+  AE_STORE(&p->job, job);
+  AE_STORE((int32_t *)&p->arg, (int32_t)arg);
+  AE_STORE(&p->flow, flow);
+  const int32_t g = __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch(&p->seq, 1, __ATOMIC_ACQ_REL);   /* even: consistent */
+  ae_notify_all(&p->gen);
+  return g;
 }
 
 /* Worker body: runs jobs until quit. gen0 is the pool's `gen` when the worker was created. */
@@ -17,11 +32,22 @@ AE_EXPORT int ae_worker_main(ae_pool *p, int ith, int32_t gen0) {
   int32_t seen = gen0;
   for (;;) {
     ae_pool_wait(p, &p->gen, seen, p->spin);
-    seen = AE_LOAD(&p->gen);
+    int32_t g, job, flow;
+    uint32_t arg;
+    for (;;) {   /* a consistent snapshot of the job (see publish) */
+      const int32_t s = AE_LOAD(&p->seq);
+      if (s & 1) continue;
+      g = AE_LOAD(&p->gen);
+      job = AE_LOAD(&p->job);
+      arg = (uint32_t)AE_LOAD((int32_t *)&p->arg);
+      flow = AE_LOAD(&p->flow);
+      if (AE_LOAD(&p->seq) == s) break;
+    }
+    seen = g;
     if (AE_LOAD(&p->quit)) return 0;
     if (AE_LOAD(&p->dead)) return 1; /* another worker died: the pool cannot run jobs any more */
-    ae_job_run(p->job, p->arg, ith, p->nth, p);
-    if (__atomic_sub_fetch(&p->n_pending, 1, __ATOMIC_ACQ_REL) == 0) ae_notify_all(&p->n_pending);
+    ae_job_run(job, arg, ith, p->nth, p, g);
+    if (!flow && __atomic_sub_fetch(&p->n_pending, 1, __ATOMIC_ACQ_REL) == 0) ae_notify_all(&p->n_pending);
   }
 }
 
@@ -30,15 +56,13 @@ AE_EXPORT int ae_worker_main(ae_pool *p, int ith, int32_t gen0) {
 AE_EXPORT void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg) {
   const int32_t nth = p->nth;
   if (AE_LOAD(&p->dead)) return;
+  int32_t g = 0;
   if (nth > 1) {
-    p->job = job;
-    p->arg = arg;
     p->work = 0;
     AE_STORE(&p->n_pending, nth - 1);
-    __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
-    ae_notify_all(&p->gen);
+    g = publish(p, job, arg, 0);
   }
-  ae_job_run(job, arg, 0, nth, p);
+  ae_job_run(job, arg, 0, nth, p, g);
   if (nth > 1) {
     for (;;) {
       int32_t left = AE_LOAD(&p->n_pending);
@@ -48,12 +72,25 @@ AE_EXPORT void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg) {
   }
 }
 
+/* Run a step job (pool.h ae_flow): the counters get the job's tag, the caller runs it as ith 0 and returns when
+ * its last step is complete; a worker that is still on an earlier step leaves the job at its next step (`over`). */
+AE_EXPORT void ae_pool_run_steps(ae_pool *p, int32_t job, uint32_t arg, int64_t *ctr, int max_steps) {
+  const int32_t nth = p->nth;
+  if (AE_LOAD(&p->dead)) return;
+  if (nth <= 1) { ae_job_run(job, arg, 0, 1, p, 0); return; }
+  const int32_t g = AE_LOAD(&p->gen) + 1;   /* only this thread publishes jobs */
+  const int64_t t = (int64_t)((uint64_t)(uint32_t)g << 32);
+  for (int i = 0; i < 2 * max_steps; i++) AE_STORE(&ctr[i], t);
+  publish(p, job, arg, 1);
+  ae_job_run(job, arg, 0, nth, p, g);
+  AE_STORE(&p->over, g);
+}
+
 /* Non-zero (the dead worker's ith) once a worker of the pool died. */
 AE_EXPORT int ae_pool_dead(ae_pool *p) { return AE_LOAD(&p->dead); }
 
 /* Ask the workers to return from ae_worker_main. */
 AE_EXPORT void ae_pool_quit(ae_pool *p) {
   AE_STORE(&p->quit, 1);
-  __atomic_add_fetch(&p->gen, 1, __ATOMIC_ACQ_REL);
-  ae_notify_all(&p->gen);
+  publish(p, 0, 0, 1);
 }

@@ -212,22 +212,6 @@ static void matmul_rows(ae_model *m, const ae_tensor *w, const float *x, int x_s
   matmul_range(m, w, x, x_stride, n, y, y_stride, r0, r1);
 }
 
-/* The matmuls of one section (same input x), their row chunks claimed dynamically (ae_dyn_claim). */
-static void matmul_section(ae_model *m, const mm_item *it, int nit, const float *x, int x_stride, int n, ae_dyn *d) {
-  int cr[4], nc[4], total = 0;
-  for (int i = 0; i < nit; i++) {
-    cr[i] = chunk_rows(it[i].w->ne1, d->nth, 4);
-    nc[i] = it[i].w->data ? (it[i].w->ne1 + cr[i] - 1) / cr[i] : 0;
-    total += nc[i];
-  }
-  for (int c; (c = ae_dyn_claim(d, total)) >= 0;) {
-    int i = 0;
-    while (c >= nc[i]) c -= nc[i++];
-    const int r0 = c * cr[i], r1 = r0 + cr[i] < it[i].w->ne1 ? r0 + cr[i] : it[i].w->ne1;
-    matmul_range(m, it[i].w, x, x_stride, n, it[i].y, it[i].y_stride, r0, r1);
-  }
-}
-
 /* Calibration capture (model.h AE_CAP_*): rows b0..b1 of x (width w) into block `which` of the layer's area. */
 static void capture_rows(const ae_model *m, const ae_layer *L, int which, const float *x, int w, int b0, int b1) {
   if (!L->cap) return;
@@ -269,14 +253,12 @@ static AE_NOINLINE void head_stats_add(ae_model *m, int ith, int l, int h, int p
   acc[AE_HS_WINDOW] += win;
 }
 
-/* Per token (split by token): x[b] += post_norm(add[b]) when add is set, xb[b] = rmsnorm(x[b]) * norm, then xb[b]
- * converted for the weights ws (one step, one barrier after it instead of three). */
-static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tensor *post, const float *norm,
-                            const ae_tensor *const *ws, int nw, const ae_layer *cap_layer, int cap, int ith, int nth) {
+/* Tokens [b0, b1): x[b] += post_norm(add[b]) when add is set, xb[b] = rmsnorm(x[b]) * norm, then xb[b] converted for
+ * the weights ws (one step instead of three). */
+static void resid_norm_rows(ae_model *m, const float *add, const ae_tensor *post, const float *norm,
+                            const ae_tensor *const *ws, int nw, const ae_layer *cap_layer, int cap, int b0, int b1) {
   const int D = m->cfg.dim;
   const float eps = m->cfg.norm_eps;
-  int b0, b1;
-  ae_split(n, ith, nth, &b0, &b1);
   for (int b = b0; b < b1; b++) {
     float *x = m->x + (size_t)b * D;
     if (add) {
@@ -291,12 +273,51 @@ static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tenso
   if (norm) prep_rows(m, ws, nw, m->xb, D, D, b0, b1);
 }
 
+/* The same, rows b < n split by (ith, nth) (the barrier-synchronised FFN of ae_ffn_block). */
+static void resid_norm_prep(ae_model *m, int n, const float *add, const ae_tensor *post, const float *norm,
+                            const ae_tensor *const *ws, int nw, const ae_layer *cap_layer, int cap, int ith, int nth) {
+  int b0, b1;
+  ae_split(n, ith, nth, &b0, &b1);
+  resid_norm_rows(m, add, post, norm, ws, nw, cap_layer, cap, b0, b1);
+}
+
 /* ---- FFN (SwiGLU / GeGLU), dense path ----
  * xb holds rmsnorm(x) (already converted for gate / up when `prepped`). Gate and up rows go in chunks aligned
  * to the activation block of down; the thread that computed a chunk applies silu / gelu(gate) * up to it
  * and converts it for down right away (same rows, so no barrier between those steps); barrier; down;
  * barrier. The residual add x += post_norm(tmp) is left to the caller when defer_add (the forward fuses it
  * with the next norm), done here otherwise. */
+/* Gate / up rows [r0, r1) of the n tokens, silu / gelu(gate) * up, and the conversion of those columns for down
+ * (into the hidden slot of the activation rows: other threads may still read x's conversion). */
+static void gate_up_chunk(ae_model *m, ae_layer *L, int n, int r0, int r1) {
+  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
+  const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
+  size_t hs = 0;
+  uint8_t *hq = ae_act_hidden_rows(m, dt, &hs);
+  matmul_range(m, &L->w_gate, m->xb, D, n, m->hb, H, r0, r1);
+  matmul_range(m, &L->w_up, m->xb, D, n, m->hb2, H, r0, r1);
+  for (int b = 0; b < n; b++) {
+    float *g = m->hb + (size_t)b * H + r0;
+    const float *u = m->hb2 + (size_t)b * H + r0;
+    if (m->cfg.ffn_act == AE_ACT_GELU_TANH) ae_gelu_mul(g, u, r1 - r0);
+    else ae_silu_mul(g, u, r1 - r0);
+    if (hq) ae_quantize_row(dt, g, hq + (size_t)b * hs + ae_row_size(dvt, r0), r1 - r0);
+    if (L->cap)   /* calibration capture of down's input (capture_rows' AE_CAP_DOWN block), this chunk's columns */
+      __builtin_memcpy(L->cap + (size_t)m->cfg.max_batch * (2 * D + m->q_dim) + (size_t)b * H + r0, g, (size_t)(r1 - r0) * 4);
+  }
+}
+
+/* Down rows [r0, r1) into tmp (reads the hidden slot). */
+static void down_chunk(ae_model *m, ae_layer *L, int n, int r0, int r1) {
+  const int D = m->cfg.dim, H = m->cfg.hidden_dim;
+  const ae_type dt = (ae_type)L->w_down.type;
+  size_t hs = 0;
+  const uint8_t *hq = ae_act_hidden_rows(m, dt, &hs);
+  if (!hq) { matmul_range(m, &L->w_down, m->hb, H, n, m->tmp, D, r0, r1); return; }
+  if (n == 1) ae_matvec(dt, L->w_down.data, H, hq, m->tmp, r0, r1);
+  else ae_matmul(dt, L->w_down.data, H, hq, hs, n, m->tmp, D, r0, r1);
+}
+
 static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool *pool, ae_dyn *d, int prepped,
                       int defer_add) {
   const int D = m->cfg.dim, H = m->cfg.hidden_dim;
@@ -308,30 +329,11 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
   const int cr = chunk_rows(H, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
   const int cr_down = chunk_rows(D, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
-  size_t hs = 0;
-  uint8_t *hq = ae_act_hidden_rows(m, dt, &hs);
-  for (int c; (c = ae_dyn_claim(d, nch)) >= 0;) {
-    const int r0 = c * cr, r1 = r0 + cr < H ? r0 + cr : H;
-    matmul_range(m, &L->w_gate, m->xb, D, n, m->hb, H, r0, r1);
-    matmul_range(m, &L->w_up, m->xb, D, n, m->hb2, H, r0, r1);
-    for (int b = 0; b < n; b++) {
-      float *g = m->hb + (size_t)b * H + r0;
-      const float *u = m->hb2 + (size_t)b * H + r0;
-      if (m->cfg.ffn_act == AE_ACT_GELU_TANH) ae_gelu_mul(g, u, r1 - r0);
-      else ae_silu_mul(g, u, r1 - r0);
-      if (hq) ae_quantize_row(dt, g, hq + (size_t)b * hs + ae_row_size(dvt, r0), r1 - r0);
-      if (L->cap)   /* calibration capture of down's input (capture_rows' AE_CAP_DOWN block), this chunk's columns */
-        __builtin_memcpy(L->cap + (size_t)m->cfg.max_batch * (2 * D + m->q_dim) + (size_t)b * H + r0, g, (size_t)(r1 - r0) * 4);
-    }
-  }
+  for (int c; (c = ae_dyn_claim(d, nch)) >= 0;) gate_up_chunk(m, L, n, c * cr, c * cr + cr < H ? c * cr + cr : H);
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
-  for (int c; (c = ae_dyn_claim(d, nch_down)) >= 0;) {   /* down reads the hidden slot (hq) */
-    const int r0 = c * cr_down, r1 = r0 + cr_down < D ? r0 + cr_down : D;
-    if (!hq) { matmul_range(m, &L->w_down, m->hb, H, n, m->tmp, D, r0, r1); continue; }
-    if (n == 1) ae_matvec(dt, L->w_down.data, H, hq, m->tmp, r0, r1);
-    else ae_matmul(dt, L->w_down.data, H, hq, hs, n, m->tmp, D, r0, r1);
-  }
+  for (int c; (c = ae_dyn_claim(d, nch_down)) >= 0;)
+    down_chunk(m, L, n, c * cr_down, c * cr_down + cr_down < D ? c * cr_down + cr_down : D);
   ae_barrier(pool);
   if (!defer_add) {
     resid_norm_prep(m, n, m->tmp, &L->ffn_post_norm, 0, 0, 0, 0, 0, ith, nth);
@@ -442,10 +444,146 @@ int ae_ffn_block(ae_model *m, int layer, int n, int ith, int nth, ae_pool *pool)
   return st;
 }
 
-void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
+/* ---- the forward pass as steps (pool.h ae_flow): every thread claims chunks of a step, the thread that finishes
+ * a step's last chunk runs its epilogue, and threads wait for a step to be complete, never for each other. ----
+ * Per layer at decode (n = 1): qkv rows; attention by KV head (biases, q/k norms, RoPE and the K/V store of the
+ * head's rows, then its attention: the head reads only rows it wrote itself or earlier positions), epilogue: the
+ * conversion for wo; wo rows, epilogue: residual add, FFN norm, conversion for gate/up; gate/up rows (+ act +
+ * conversion for down per chunk); down rows, epilogue: the residual add, the next layer's norm and its conversion
+ * for q/k/v (or the output norm). 5 steps per layer. Prefill (n > 1) has token-chunked steps for the per-token work
+ * (norms and conversions, RoPE and K/V stores) and attention by (token block, KV head): 9 steps. */
+
+/* Steps per layer at most (prefill: rnp, qkv, rope, attn, prep wo, wo, rnp ffn, gate/up, down) and global ones. */
+#define AE_FLOW_LAYER_STEPS 9
+#define AE_FLOW_GLOBAL_STEPS 6
+int ae_forward_max_steps(const ae_config *c) { return c->n_layers * AE_FLOW_LAYER_STEPS + AE_FLOW_GLOBAL_STEPS; }
+
+/* Token chunks of a per-token step: about 4 per thread, whole tokens; one chunk on one thread. */
+static int tok_chunk(int n, int nth) {
+  if (nth <= 1) return n > 0 ? n : 1;
+  const int c = (n + 4 * nth - 1) / (4 * nth);
+  return c > 0 ? c : 1;
+}
+
+/* The matmuls of one section (same input x), split into row chunks: chunk c -> matmul i rows [r0, r1). */
+typedef struct { int cr[4], nc[4], total; } mm_plan;
+static mm_plan mm_plan_of(const mm_item *it, int nit, int nth) {
+  mm_plan p;
+  p.total = 0;
+  for (int i = 0; i < nit; i++) {
+    p.cr[i] = chunk_rows(it[i].w->ne1, nth, 4);
+    p.nc[i] = it[i].w->data ? (it[i].w->ne1 + p.cr[i] - 1) / p.cr[i] : 0;
+    p.total += p.nc[i];
+  }
+  return p;
+}
+static void mm_chunk(ae_model *m, const mm_item *it, const mm_plan *p, int c, const float *x, int x_stride, int n) {
+  int i = 0;
+  while (c >= p->nc[i]) c -= p->nc[i++];
+  const int r0 = c * p->cr[i], r1 = r0 + p->cr[i] < it[i].w->ne1 ? r0 + p->cr[i] : it[i].w->ne1;
+  matmul_range(m, it[i].w, x, x_stride, n, it[i].y, it[i].y_stride, r0, r1);
+}
+
+/* Tokens [b0, b1): the pending residual add of the previous dense FFN (x += post_norm(tmp)), the attention norm of
+ * layer l and the conversion for its q/k/v. */
+static void pre_attn_rows(ae_model *m, int l, const ae_tensor *pending, int b0, int b1) {
+  ae_layer *L = &m->layers[l];
+  const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
+  resid_norm_rows(m, pending ? m->tmp : 0, pending, L->attn_norm.data, ws, 4, L, AE_CAP_ATTN, b0, b1);
+}
+
+/* Tokens [b0, b1) of the output head: the pending residual add, then for the rows that get logits the output
+ * norm and the conversion for the output matrix. */
+static void pre_out_rows(ae_model *m, const ae_tensor *pending, int n, int all, int b0, int b1) {
+  const ae_config *c = &m->cfg;
+  const int D = c->dim;
+  const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
+  const ae_tensor *ws[] = {out};
+  for (int b = b0; b < b1; b++) {
+    float *x = m->x + (size_t)b * D;
+    if (pending) {
+      float *t = m->tmp + (size_t)b * D;
+      post_norm(t, pending, D, c->norm_eps);
+      ae_add(x, t, D);
+    }
+    const int o = all ? b : b == n - 1 ? 0 : -1;   /* output row of token b */
+    if (o < 0) continue;
+    ae_rmsnorm(m->xb + (size_t)o * D, x, m->output_norm.data, D, c->norm_eps);
+    prep_rows(m, ws, 1, m->xb, D, D, o, o + 1);
+  }
+}
+
+/* Biases, q/k norms, RoPE and the K/V store of token b, KV heads [g0, g1) (with their query heads). */
+static void rope_kv_rows(ae_model *m, ae_layer *L, const attn_cfg *ac, int pos, int b, int g0, int g1, int ith) {
+  const ae_config *c = &m->cfg;
+  const int hd = c->head_dim, qd = m->q_dim, kvd = m->kv_dim, qkvd = m->qkv_dim, group = c->n_heads / c->n_kv_heads;
+  float *q = m->qkv + (size_t)b * qkvd, *k = q + qd, *v = k + kvd;
+  const size_t q0 = (size_t)g0 * group * hd, k0 = (size_t)g0 * hd;
+  const int nq = (g1 - g0) * group, nk = g1 - g0;
+  if (L->bq.data) ae_add(q + q0, (const float *)L->bq.data + q0, nq * hd);
+  if (L->bk.data) ae_add(k + k0, (const float *)L->bk.data + k0, nk * hd);
+  if (L->bv.data) ae_add(v + k0, (const float *)L->bv.data + k0, nk * hd);
+  if (L->q_norm.data) {
+    head_norm(q + q0, nq, hd, L->q_norm.data, c->norm_eps);
+    head_norm(k + k0, nk, hd, L->k_norm.data, c->norm_eps);
+  }
+  const float *cs = ac->cs + (size_t)b * c->rope_dim;
+  ae_rope(q + q0, nq, hd, c->rope_dim, cs, c->rope_neox);
+  ae_rope(k + k0, nk, hd, c->rope_dim, cs, c->rope_neox);
+  float *pad = (float *)(m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4);
+  for (int g = g0; g < g1; g++) kv_store(m, L, g, pos + b, k + (size_t)g * hd, v + (size_t)g * hd, pad);
+}
+
+/* Attention item i of layer l: (token block of tb tokens, KV head), the group's query heads together (GQA: K and
+ * V rows read once per group); causal, within the layer's window. tb > 1 (prefill on a cache without a KV
+ * policy): ae_attention_kv_multi (K / V rows read once for the block, the same bits as token by token). */
+static void attn_item(ae_model *m, ae_layer *L, const attn_cfg *ac, int l, int n, int pos, int tb, int i, int ith) {
+  const ae_config *c = &m->cfg;
+  const int hd = c->head_dim, qd = m->q_dim, qkvd = m->qkv_dim, group = c->n_heads / c->n_kv_heads;
+  float *att = m->att + (size_t)ith * AE_ATTN_TOKENS(c) * group * c->n_ctx;
+  uint8_t *qconv = m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4;
+  ae_kv_run run[AE_KV_MAX_RUNS];
+  const int g = i % c->n_kv_heads;
+  const size_t h0 = (size_t)g * group * hd;
+  if (tb == 1) {
+    const int b = i / c->n_kv_heads, p = pos + b;
+    const int t0 = ac->window > 0 && p + 1 > ac->window ? p + 1 - ac->window : 0;
+    const int nrun = kv_runs(m, L, g, t0, p + 1, run);
+    ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
+                    ac->scale, ac->softcap, att, c->n_ctx, qconv);
+    /* att holds the group's softmaxed rows (row j at att + j * n_ctx, positions t0 .. p) */
+    if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))   /* rows over contiguous positions only */
+      for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
+    return;
+  }
+  const int b0 = (i / c->n_kv_heads) * tb, nq = n - b0 < tb ? n - b0 : tb;
+  int lo[4], hi[4], t0s[4];
+  for (int q = 0; q < nq; q++) {
+    const int p = pos + b0 + q;
+    t0s[q] = ac->window > 0 && p + 1 > ac->window ? p + 1 - ac->window : 0;
+  }
+  const int u0 = t0s[0];   /* windows start at nondecreasing positions */
+  for (int q = 0; q < nq; q++) { lo[q] = t0s[q] - u0; hi[q] = pos + b0 + q + 1 - u0; }
+  const int nrun = kv_runs(m, L, g, u0, pos + b0 + nq, run);
+  ae_attention_kv_multi(m->xb + (size_t)b0 * qd + h0, hd, qd, m->qkv + (size_t)b0 * qkvd + h0, hd, qkvd, group, nq,
+                        lo, hi, run, nrun, hd, ac->scale, ac->softcap, att, c->n_ctx, qconv);
+  /* att row q * group + j: token b0 + q's softmaxed scores for head j, positions t0s[q] .. p */
+  if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))
+    for (int q = 0; q < nq; q++)
+      for (int j = 0; j < group; j++)
+        head_stats_add(m, ith, l, g * group + j, pos + b0 + q, t0s[q], att + (size_t)(q * group + j) * c->n_ctx);
+}
+
+/* Run one step: chunks of the body, the epilogue by the thread that finished the last chunk, then wait for the
+ * step to be complete; leave the job (return from the enclosing function) when it is over for this thread. */
+#define FLOW_CHUNKS(nc, c) for (int c; (c = ae_flow_claim(&fl, (nc))) >= 0;)
+#define FLOW_LAST(nc) if (ae_flow_done(&fl, (nc)))
+#define FLOW_WAIT(nc) do { if (!ae_flow_wait(&fl, (nc))) return; } while (0)
+
+void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t tag) {
   ae_model *m = a->model;
   const ae_config *c = &m->cfg;
-  const int n = a->n_tokens, pos = a->pos, D = c->dim, hd = c->head_dim;
+  const int n = a->n_tokens, pos = a->pos, D = c->dim, H = c->hidden_dim;
   const int qd = m->q_dim, kvd = m->kv_dim, qkvd = m->qkv_dim;
   if (ith == 0) a->status = AE_OK;
   /* Checks every thread can make on its own (same answer everywhere, so no barrier needed). */
@@ -454,11 +592,14 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   for (int b = 0; b < n; b++)
     if (a->tokens[b] < 0 || a->tokens[b] >= c->vocab) { if (ith == 0) a->status = AE_ERR_INVALID_ARG; return; }
 
+  ae_flow fl = ae_flow_start(pool, m->flow, ae_forward_max_steps(c), tag, nth);
+  const int tc = tok_chunk(n, nth), ntc = (n + tc - 1) / tc;   /* token chunks of the per-token steps */
+  const int decode = n == 1 && !a->hidden_sum;                  /* epilogues fold the per-token work */
   if (ith == 0 && m->op_time) m->op_t0 = ae_clock_ms();
-  /* embeddings (scaled: Gemma) and RoPE tables (full-attention layers, and SWA layers when theirs differs), split by token */
-  {
-    int b0, b1;
-    ae_split(n, ith, nth, &b0, &b1);
+  /* embeddings (scaled: Gemma) and RoPE tables (full-attention layers, and SWA layers when theirs differs), by
+   * token chunk; at decode also layer 0's attention norm and conversion */
+  FLOW_CHUNKS(ntc, ch) {
+    const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
     const float *ff = (const float *)m->rope_freqs.data;
     const int swa_own = swa_rope_differs(c);
     const float theta_swa = c->rope_theta_swa > 0.0f ? c->rope_theta_swa : c->rope_theta;
@@ -471,147 +612,169 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
       if (swa_own) rope_table(cs_swa, pos + b, c->rope_dim, theta_swa, c->rope_freq_scale_swa, ff, c->rope_attn_factor);
       else __builtin_memcpy(cs_swa, cs, (size_t)c->rope_dim * 4);
     }
+    FLOW_LAST(ntc) {
+      if (decode) pre_attn_rows(m, 0, 0, 0, 1);
+      ae_flow_complete(&fl);
+    }
   }
-  ae_barrier(pool);
+  FLOW_WAIT(ntc);
   TICK(c->n_layers, AE_OP_EMBED);
 
-  const int group = c->n_heads / c->n_kv_heads;
-  ae_dyn dyn = ae_dyn_start(pool, nth);
   const ae_tensor *pending = 0;   /* the previous dense FFN's post-norm: x += post_norm(tmp) still to do */
+  int ready = decode;             /* layer l's q/k/v input is normed and converted */
   for (int l = 0; l < c->n_layers; l++) {
     ae_layer *L = &m->layers[l];
     const attn_cfg ac = layer_attn(m, L);
 
     /* ---- attention ---- */
-    {   /* the previous FFN's residual add, the norm and the conversion for q/k/v in one step (split by token) */
-      const ae_tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wqkv};
-      resid_norm_prep(m, n, pending ? m->tmp : 0, pending, L->attn_norm.data, ws, 4, L, AE_CAP_ATTN, ith, nth);
-      pending = 0;
+    if (!ready) {   /* the previous FFN's residual add, the norm and the conversion for q/k/v (token chunks) */
+      FLOW_CHUNKS(ntc, ch) {
+        const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+        pre_attn_rows(m, l, pending, b0, b1);
+        FLOW_LAST(ntc) ae_flow_complete(&fl);
+      }
+      FLOW_WAIT(ntc);
     }
-    ae_barrier(pool);
-    {   /* q, k, v rows: one section of dynamically claimed row chunks */
+    pending = 0;
+    ready = 0;
+    {   /* q, k, v rows */
       const mm_item fused[] = {{&L->wqkv, m->qkv, qkvd}};
       const mm_item sep[] = {{&L->wq, m->qkv, qkvd}, {&L->wk, m->qkv + qd, qkvd}, {&L->wv, m->qkv + qd + kvd, qkvd}};
-      if (L->wqkv.data) matmul_section(m, fused, 1, m->xb, D, n, &dyn);
-      else matmul_section(m, sep, 3, m->xb, D, n, &dyn);
+      const mm_item *it = L->wqkv.data ? fused : sep;
+      const int nit = L->wqkv.data ? 1 : 3;
+      const mm_plan pl = mm_plan_of(it, nit, nth);
+      FLOW_CHUNKS(pl.total, ch) {
+        mm_chunk(m, it, &pl, ch, m->xb, D, n);
+        FLOW_LAST(pl.total) ae_flow_complete(&fl);
+      }
+      FLOW_WAIT(pl.total);
     }
-    ae_barrier(pool);
     TICK(l, AE_OP_QKV);
-    /* biases, q/k norms (per head), RoPE, K/V into the cache: split by token */
-    {
-      int b0, b1;
-      ae_split(n, ith, nth, &b0, &b1);
-      for (int b = b0; b < b1; b++) {
-        float *q = m->qkv + (size_t)b * qkvd, *k = q + qd, *v = k + kvd;
-        if (L->bq.data) ae_add(q, L->bq.data, qd);
-        if (L->bk.data) ae_add(k, L->bk.data, kvd);
-        if (L->bv.data) ae_add(v, L->bv.data, kvd);
-        if (L->q_norm.data) {
-          head_norm(q, c->n_heads, hd, L->q_norm.data, c->norm_eps);
-          head_norm(k, c->n_kv_heads, hd, L->k_norm.data, c->norm_eps);
+    const ae_tensor *wo_ws[] = {&L->wo};
+    const int nkv = c->n_kv_heads;
+    if (decode) {   /* per KV head: biases, norms, RoPE, K/V store and attention; epilogue: conversion for wo */
+      FLOW_CHUNKS(nkv, g) {
+        rope_kv_rows(m, L, &ac, pos, 0, g, g + 1, ith);
+        attn_item(m, L, &ac, l, 1, pos, 1, g, ith);
+        FLOW_LAST(nkv) {
+          capture_rows(m, L, AE_CAP_WO, m->xb, qd, 0, 1);
+          prep_rows(m, wo_ws, 1, m->xb, qd, qd, 0, 1);
+          ae_flow_complete(&fl);
         }
-        const float *cs = ac.cs + (size_t)b * c->rope_dim;
-        ae_rope(q, c->n_heads, hd, c->rope_dim, cs, c->rope_neox);
-        ae_rope(k, c->n_kv_heads, hd, c->rope_dim, cs, c->rope_neox);
-        float *pad = (float *)(m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4);
-        for (int g = 0; g < c->n_kv_heads; g++) kv_store(m, L, g, pos + b, k + (size_t)g * hd, v + (size_t)g * hd, pad);
       }
-    }
-    ae_barrier(pool);
-    TICK(l, AE_OP_ROPE_KV);
-    /* attention: (token, KV head) pairs split over threads, the group's query heads together (GQA: K and V
-     * rows read once per group); causal, within the layer's window. Prefill on a cache without a KV policy:
-     * (block of AE_ATTN_TOKENS tokens, KV head) pairs, ae_attention_kv_multi (K / V rows read once for the block,
-     * the same bits as token by token) */
-    {
-      const int tb = n > 1 && !L->kvp.n_seg ? AE_ATTN_TOKENS(c) : 1, nblk = (n + tb - 1) / tb;
-      int i0, i1;
-      ae_split(nblk * c->n_kv_heads, ith, nth, &i0, &i1);
-      float *att = m->att + (size_t)ith * AE_ATTN_TOKENS(c) * group * c->n_ctx;
-      uint8_t *qconv = m->qconv + (size_t)ith * (AE_ATTN_TOKENS(c) * group + 1) * AE_KV_PAD(hd) * 4;
-      ae_kv_run run[AE_KV_MAX_RUNS];
-      for (int i = i0; i < i1; i++) {
-        const int g = i % c->n_kv_heads;
-        const size_t h0 = (size_t)g * group * hd;
-        if (tb == 1) {
-          const int b = i / c->n_kv_heads, p = pos + b;
-          const int t0 = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
-          const int nrun = kv_runs(m, L, g, t0, p + 1, run);
-          ae_attention_kv(m->xb + (size_t)b * qd + h0, hd, m->qkv + (size_t)b * qkvd + h0, hd, group, run, nrun, hd,
-                          ac.scale, ac.softcap, att, c->n_ctx, qconv);
-          /* att holds the group's softmaxed rows (row j at att + j * n_ctx, positions t0 .. p) */
-          if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))   /* rows over contiguous positions only */
-            for (int j = 0; j < group; j++) head_stats_add(m, ith, l, g * group + j, p, t0, att + (size_t)j * c->n_ctx);
-          continue;
-        }
-        const int b0 = (i / c->n_kv_heads) * tb, nq = n - b0 < tb ? n - b0 : tb;
-        int lo[4], hi[4], t0s[4];
-        for (int q = 0; q < nq; q++) {
-          const int p = pos + b0 + q;
-          t0s[q] = ac.window > 0 && p + 1 > ac.window ? p + 1 - ac.window : 0;
-        }
-        const int u0 = t0s[0];   /* windows start at nondecreasing positions */
-        for (int q = 0; q < nq; q++) { lo[q] = t0s[q] - u0; hi[q] = pos + b0 + q + 1 - u0; }
-        const int nrun = kv_runs(m, L, g, u0, pos + b0 + nq, run);
-        ae_attention_kv_multi(m->xb + (size_t)b0 * qd + h0, hd, qd, m->qkv + (size_t)b0 * qkvd + h0, hd, qkvd, group, nq,
-                              lo, hi, run, nrun, hd, ac.scale, ac.softcap, att, c->n_ctx, qconv);
-        /* att row q * group + j: token b0 + q's softmaxed scores for head j, positions t0s[q] .. p */
-        if (m->head_stats && !((L->kvp.local[g >> 5] >> (g & 31)) & 1u))
-          for (int q = 0; q < nq; q++)
-            for (int j = 0; j < group; j++)
-              head_stats_add(m, ith, l, g * group + j, pos + b0 + q, t0s[q], att + (size_t)(q * group + j) * c->n_ctx);
+      FLOW_WAIT(nkv);
+      TICK(l, AE_OP_ATTENTION);
+    } else {
+      FLOW_CHUNKS(ntc, ch) {   /* biases, q/k norms, RoPE, K/V into the cache: token chunks */
+        const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+        for (int b = b0; b < b1; b++) rope_kv_rows(m, L, &ac, pos, b, 0, nkv, ith);
+        FLOW_LAST(ntc) ae_flow_complete(&fl);
       }
+      FLOW_WAIT(ntc);
+      TICK(l, AE_OP_ROPE_KV);
+      const int tb = n > 1 && !L->kvp.n_seg ? AE_ATTN_TOKENS(c) : 1, nit = (n + tb - 1) / tb * nkv;
+      FLOW_CHUNKS(nit, i) {
+        attn_item(m, L, &ac, l, n, pos, tb, i, ith);
+        FLOW_LAST(nit) ae_flow_complete(&fl);
+      }
+      FLOW_WAIT(nit);
+      TICK(l, AE_OP_ATTENTION);
+      FLOW_CHUNKS(ntc, ch) {   /* capture, conversion for wo */
+        const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+        capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1);
+        prep_rows(m, wo_ws, 1, m->xb, qd, qd, b0, b1);
+        FLOW_LAST(ntc) ae_flow_complete(&fl);
+      }
+      FLOW_WAIT(ntc);
     }
-    ae_barrier(pool);
-    TICK(l, AE_OP_ATTENTION);
-    if (L->cap) { int b0, b1; ae_split(n, ith, nth, &b0, &b1); capture_rows(m, L, AE_CAP_WO, m->xb, qd, b0, b1); }
-    {
-      const ae_tensor *ws[] = {&L->wo};
-      if (prep_all(m, ws, 1, m->xb, qd, qd, n, ith, nth)) ae_barrier(pool);
-    }
-    {
+    {   /* wo rows; residual add, FFN norm and the conversion for gate / up (decode: the epilogue) */
       const mm_item it[] = {{&L->wo, m->tmp, D}};
-      matmul_section(m, it, 1, m->xb, qd, n, &dyn);
-    }
-    ae_barrier(pool);
-    {   /* residual add, FFN norm and the conversion for gate / up (split by token) */
+      const mm_plan pl = mm_plan_of(it, 1, nth);
       const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
-      resid_norm_prep(m, n, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, L, AE_CAP_FFN, ith, nth);
+      FLOW_CHUNKS(pl.total, ch) {
+        mm_chunk(m, it, &pl, ch, m->xb, qd, n);
+        FLOW_LAST(pl.total) {
+          if (decode) resid_norm_rows(m, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, L, AE_CAP_FFN, 0, 1);
+          ae_flow_complete(&fl);
+        }
+      }
+      FLOW_WAIT(pl.total);
+      if (!decode) {
+        FLOW_CHUNKS(ntc, ch) {
+          const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+          resid_norm_rows(m, m->tmp, &L->attn_post_norm, L->ffn_norm.data, ws, 2, L, AE_CAP_FFN, b0, b1);
+          FLOW_LAST(ntc) ae_flow_complete(&fl);
+        }
+        FLOW_WAIT(ntc);
+      }
     }
-    ae_barrier(pool);
     TICK(l, AE_OP_ATTN_OUT);
 
-    /* ---- FFN (SwiGLU / GeGLU): dense path in ffn_dense above (its residual add deferred to the next
-     * norm), other modes in the FFN modules ---- */
-    {
-      int deferred;
-      const int fst = ffn_block(m, l, n, ith, nth, pool, &dyn, 1, &deferred);
-      if (deferred) pending = &L->ffn_post_norm;
+    /* ---- FFN (SwiGLU / GeGLU). The FFN modules and the compressed variant synchronise by barriers (every thread
+     * takes part; ae_flow_live first: a worker still in a finished job must not enter them); a module that refuses
+     * the layer (the same answer on every thread, before its first barrier) leaves it to the dense path. ---- */
+    int dense = 1;
+    if (L->cmp_mode == AE_CMP_VARIANT || L->ffn_mode != AE_FFN_DENSE) {
+      if (!ae_flow_live(&fl)) return;
+      int fst = AE_OK;
+      if (L->cmp_mode == AE_CMP_VARIANT) ffn_variant(m, L, n, ith, nth, pool);
+      else if (L->ffn_mode == AE_FFN_FUSED) fst = ae_ffn_fused_run(m, l, n, ith, nth, pool);
+      else fst = ae_ffn_saturated_run(m, l, n, ith, nth, pool);
       if (fst && ith == 0 && a->status == AE_OK) a->status = fst;
-      if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
+      dense = fst != AE_OK;
     }
+    if (dense) {   /* gate / up rows in chunks aligned to down's activation block, act and conversion per chunk */
+      const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
+      const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
+      const int cr = chunk_rows(H, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+      const int cr_down = chunk_rows(D, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+      FLOW_CHUNKS(nch, ch) {
+        gate_up_chunk(m, L, n, ch * cr, ch * cr + cr < H ? ch * cr + cr : H);
+        FLOW_LAST(nch) { L->ffn_active = n * H; ae_flow_complete(&fl); }
+      }
+      FLOW_WAIT(nch);
+      const int last = l + 1 == c->n_layers;
+      FLOW_CHUNKS(nch_down, ch) {
+        down_chunk(m, L, n, ch * cr_down, ch * cr_down + cr_down < D ? ch * cr_down + cr_down : D);
+        FLOW_LAST(nch_down) {   /* decode: the residual add, the next norm and conversion */
+          if (decode && !last) pre_attn_rows(m, l + 1, &L->ffn_post_norm, 0, 1);
+          else if (decode) pre_out_rows(m, &L->ffn_post_norm, 1, 0, 0, 1);
+          ae_flow_complete(&fl);
+        }
+      }
+      FLOW_WAIT(nch_down);
+      if (decode) ready = 1;
+      else pending = &L->ffn_post_norm;
+    }
+    if (ith == 0) { L->ffn_active_sum += L->ffn_active; L->ffn_token_sum += n; }
     TICK(l, AE_OP_FFN);
   }
 
   /* ---- hidden states instead of logits (embeddings): final norm of every row, summed per dimension ---- */
   if (a->hidden_sum) {
-    int b0, b1;
-    ae_split(n, ith, nth, &b0, &b1);
-    for (int b = b0; b < b1; b++) {
-      if (pending) {   /* the last dense FFN's residual add (deferred, see ffn_block) */
-        post_norm(m->tmp + (size_t)b * D, pending, D, c->norm_eps);
-        ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+    FLOW_CHUNKS(ntc, ch) {
+      const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+      for (int b = b0; b < b1; b++) {
+        if (pending) {   /* the last dense FFN's residual add */
+          post_norm(m->tmp + (size_t)b * D, pending, D, c->norm_eps);
+          ae_add(m->x + (size_t)b * D, m->tmp + (size_t)b * D, D);
+        }
+        ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
       }
-      ae_rmsnorm(m->xb + (size_t)b * D, m->x + (size_t)b * D, m->output_norm.data, D, c->norm_eps);
+      FLOW_LAST(ntc) ae_flow_complete(&fl);
     }
-    ae_barrier(pool);
-    int i0, i1;  /* split by dimension, rows summed in order: the same sums on any thread count */
-    ae_split(D, ith, nth, &i0, &i1);
-    for (int i = i0; i < i1; i++) {
-      float acc = a->hidden_sum[i];
-      for (int b = 0; b < n; b++) acc += m->xb[(size_t)b * D + i];
-      a->hidden_sum[i] = acc;
+    FLOW_WAIT(ntc);
+    const int dc = chunk_rows(D, nth, 4), ndc = (D + dc - 1) / dc;
+    FLOW_CHUNKS(ndc, ch) {   /* split by dimension, rows summed in order: the same sums on any thread count */
+      const int i0 = ch * dc, i1 = i0 + dc < D ? i0 + dc : D;
+      for (int i = i0; i < i1; i++) {
+        float acc = a->hidden_sum[i];
+        for (int b = 0; b < n; b++) acc += m->xb[(size_t)b * D + i];
+        a->hidden_sum[i] = acc;
+      }
+      FLOW_LAST(ndc) ae_flow_complete(&fl);
     }
+    FLOW_WAIT(ndc);
     if (ith == 0) m->n_past = pos + n;
     return;
   }
@@ -620,34 +783,27 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool) {
   const int all = a->want_all && c->logits_all;
   const int nout = all ? n : 1;
   const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
-  {   /* the last FFN's residual add (every token), the output norm and conversion of the rows that get logits */
-    int b0, b1;
-    ae_split(n, ith, nth, &b0, &b1);
-    const ae_tensor *ws[] = {out};
-    for (int b = b0; b < b1; b++) {
-      float *x = m->x + (size_t)b * D;
-      if (pending) {
-        float *t = m->tmp + (size_t)b * D;
-        post_norm(t, pending, D, c->norm_eps);
-        ae_add(x, t, D);
-      }
-      const int o = all ? b : b == n - 1 ? 0 : -1;   /* output row of token b */
-      if (o < 0) continue;
-      ae_rmsnorm(m->xb + (size_t)o * D, x, m->output_norm.data, D, c->norm_eps);
-      prep_rows(m, ws, 1, m->xb, D, D, o, o + 1);
+  if (!ready) {   /* the last FFN's residual add (every token), the output norm and conversion */
+    FLOW_CHUNKS(ntc, ch) {
+      const int b0 = ch * tc, b1 = b0 + tc < n ? b0 + tc : n;
+      pre_out_rows(m, pending, n, all, b0, b1);
+      FLOW_LAST(ntc) ae_flow_complete(&fl);
     }
+    FLOW_WAIT(ntc);
   }
-  ae_barrier(pool);
-  {
+  {   /* logits rows; Gemma 2's final soft-capping on each chunk's rows */
     const mm_item it[] = {{out, m->logits, c->vocab}};
-    matmul_section(m, it, 1, m->xb, D, nout, &dyn);
-  }
-  if (c->final_softcap > 0.0f) {   /* Gemma 2 final-logit soft-capping, split over the logits */
-    ae_barrier(pool);
-    int i0, i1;
-    ae_split_aligned(nout * c->vocab, 4, ith, nth, &i0, &i1);
-    if (i1 > i0) ae_softcap(m->logits + i0, i1 - i0, c->final_softcap);
+    const mm_plan pl = mm_plan_of(it, 1, nth);
+    FLOW_CHUNKS(pl.total, ch) {
+      mm_chunk(m, it, &pl, ch, m->xb, D, nout);
+      if (c->final_softcap > 0.0f) {
+        const int r0 = ch * pl.cr[0], r1 = r0 + pl.cr[0] < c->vocab ? r0 + pl.cr[0] : c->vocab;
+        for (int b = 0; b < nout; b++) ae_softcap(m->logits + (size_t)b * c->vocab + r0, r1 - r0, c->final_softcap);
+      }
+      FLOW_LAST(pl.total) ae_flow_complete(&fl);
+    }
+    FLOW_WAIT(pl.total);
   }
   if (ith == 0) m->n_past = pos + n;
-  if (m->op_time) { ae_barrier(pool); TICK(c->n_layers, AE_OP_OUTPUT); }
+  TICK(c->n_layers, AE_OP_OUTPUT);
 }

@@ -2,15 +2,14 @@
 #include "model/model.h"
 #include "model/sampler.h"
 
-void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
+void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool, int32_t tag) {
   switch (job) {
-    case AE_JOB_FORWARD: ae_forward_job((ae_forward_args *)(uintptr_t)arg, ith, nth, pool); break;
+    case AE_JOB_FORWARD: ae_forward_job((ae_forward_args *)(uintptr_t)arg, ith, nth, pool, tag); break;
     case AE_JOB_FFN_LAYER: ae_ffn_layer_job((ae_forward_args *)(uintptr_t)arg, ith, nth, pool); break;
     default: break;
   }
 }
 
-/* Run a forward pass on the pool (the caller is thread 0). @return ae_status */
 /* 1 if any of x[0..n) is NaN or +-Inf (exponent bits all ones); integer ops, so the compiler vectorises it. */
 static int any_nonfinite(const float *x, size_t n) {
   const uint32_t *u = (const uint32_t *)x;
@@ -19,10 +18,24 @@ static int any_nonfinite(const float *x, size_t n) {
   return bad != 0;
 }
 
+/* Every layer runs the core's dense FFN (the FFN modules and compressed variants meet at barriers of all threads). */
+static int all_dense(const ae_model *m) {
+  for (int l = 0; l < m->cfg.n_layers; l++)
+    if (m->layers[l].cmp_mode != AE_CMP_DENSE || m->layers[l].ffn_mode != AE_FFN_DENSE) return 0;
+  return 1;
+}
+
 /* Run a forward pass on the pool (the caller is thread 0). NaN / Inf in the logits it produced (corrupt weights,
  * overflow) -> AE_ERR_NONFINITE instead of a sampler picking garbage. @return ae_status */
 AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
-  ae_pool_run(pool, AE_JOB_FORWARD, (uint32_t)(uintptr_t)a);
+  const ae_model *mm = a->model;
+  if (a->n_tokens == 1 && mm->initialised && mm->decode_bytes < mm->single_below && all_dense(mm)) {
+    /* a small decode step: on this thread alone (the same bits; docs/DESIGN.md "Forward pass and threads") */
+    if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED;
+    ae_job_run(AE_JOB_FORWARD, (uint32_t)(uintptr_t)a, 0, 1, pool, 0);
+  } else {
+    ae_pool_run_steps(pool, AE_JOB_FORWARD, (uint32_t)(uintptr_t)a, mm->flow, ae_forward_max_steps(&mm->cfg));
+  }
   if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED; /* the results are garbage */
   if (a->status == AE_OK) {
     const ae_model *m = a->model;

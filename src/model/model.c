@@ -454,6 +454,7 @@ static uint64_t layout(ae_model *m, uintptr_t base, uint64_t *kv_start) {
   TAKE(att, (uint64_t)c->max_threads * qrows * c->n_ctx * 4);
   TAKE(qconv, (uint64_t)c->max_threads * (qrows + 1) * AE_KV_PAD(c->head_dim) * 4);
   TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
+  TAKE(flow, (uint64_t)ae_forward_max_steps(c) * 16u);   /* step counters (pool.h ae_flow) */
   /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values; a layer with
    * a KV policy has its segments and ring instead */
   const uint64_t k_row = ae_kv_row_size((ae_type)c->kv_type_k, c->head_dim), v_row = ae_kv_row_size((ae_type)c->kv_type_v, c->head_dim);
@@ -636,6 +637,20 @@ AE_EXPORT int ae_model_relayout(ae_model *m, void *arena, size_t size) {
   return AE_OK;
 }
 
+static uint64_t tensor_bytes(const ae_tensor *t) {
+  return t->data ? (uint64_t)ae_row_size((ae_type)t->type, t->ne0) * (uint64_t)t->ne1 : 0;
+}
+/* Weight bytes one decode token streams through the dense path: every layer's matrices and the output matrix. */
+static uint64_t decode_bytes(const ae_model *m) {
+  uint64_t b = tensor_bytes(m->output.data ? &m->output : &m->tok_embd);
+  for (int l = 0; l < m->cfg.n_layers; l++) {
+    const ae_layer *L = &m->layers[l];
+    b += tensor_bytes(&L->wq) + tensor_bytes(&L->wk) + tensor_bytes(&L->wv) + tensor_bytes(&L->wqkv) + tensor_bytes(&L->wo)
+       + tensor_bytes(&L->w_gate) + tensor_bytes(&L->w_up) + tensor_bytes(&L->w_down);
+  }
+  return b;
+}
+
 /* Validate, then carve the run state out of [arena, arena + size) (64-byte aligned). */
 AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
   int st = ae_model_validate(m);
@@ -648,8 +663,16 @@ AE_EXPORT int ae_model_init(ae_model *m, void *arena, size_t size) {
   if (((uintptr_t)arena & 63u) || need > size || (uint64_t)(uintptr_t)arena + need > mem) return AE_ERR_NO_MEMORY;
   layout(m, (uintptr_t)arena, 0);
   m->n_past = 0;
+  m->decode_bytes = decode_bytes(m);
   m->initialised = 1;
   return AE_OK;
+}
+
+/* Decode on one thread below this many weight bytes per token (ae_model.decode_bytes; 0: never). @return the
+ * model's decode_bytes */
+AE_EXPORT double ae_model_set_single_below(ae_model *m, double bytes) {
+  m->single_below = bytes > 0 ? (uint64_t)bytes : 0;
+  return (double)m->decode_bytes;
 }
 
 /* Pointer to the logits (row `row` when logits_all). */

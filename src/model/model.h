@@ -287,6 +287,11 @@ typedef struct {
   /* attention statistics per (thread, layer, head) for `aether profile-heads` (ae_model_set_head_stats); NULL: off */
   double *head_stats;
   int32_t hs_sinks, hs_window;
+  /* step counters of the forward pass (pool.h ae_flow; 2 * ae_forward_max_steps int64, carved by the arena layout) */
+  int64_t *flow;
+  /* decode on one thread: a forward of one token whose weights stream fewer than single_below bytes
+   * (ae_model_set_single_below; decode_bytes is computed by ae_model_init) runs on the calling thread alone */
+  uint64_t decode_bytes, single_below;
 } ae_model;
 
 /* Accumulators of the attention statistics, AE_HS_N doubles per (thread, layer, query head), summed over the
@@ -317,7 +322,9 @@ typedef struct {
 
 #define AE_JOB_FORWARD 1
 
-void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool);
+void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t tag);
+/* Steps of one forward pass at most (the size of ae_model.flow in counter pairs). */
+int ae_forward_max_steps(const ae_config *c);
 
 /* The FFN block of one layer (src/model/forward.c): x[b] += FFN(xb[b]) for b < n, in the layer's
  * ffn_mode (fused / saturated / profile run in the FFN modules, called through wasm imports). Every

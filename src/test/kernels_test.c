@@ -128,7 +128,8 @@ typedef struct { int32_t type; uint32_t W; int32_t ncols, nrows; uint32_t xq, y,
 typedef struct { uint32_t p; int32_t bytes; uint32_t out; } kt_read_args;
 typedef struct { uint32_t dst, src; int32_t bytes; } kt_copy_args;
 
-void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool) {
+void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool, int32_t tag) {
+  (void)tag;
   switch (job) {
     case 1:
     case 4: {

@@ -17,6 +17,8 @@ ${MEM_USAGE}
 ${KV_USAGE}
 ${FFN_USAGE}
   --spin N            spin iterations before a waiting thread sleeps (default 20000)
+  --single-below B    decode on one thread below B bytes of weights per token (default: EngineOptions.singleThreadBelow;
+                      0: always on every thread)
   --json              print one JSON object`;
 
 function median(xs: number[]): number {
@@ -26,13 +28,13 @@ function median(xs: number[]): number {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', simd: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
     aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
   const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
   const ffn = ffnFromArgs(v);
-  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined });
+  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined });
   try {
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
     applyHeadsArg(model, v);

@@ -128,7 +128,7 @@ export class BrowserModel extends openai.OpenAIMethods {
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  readonly warmup: { rounds: number; ms: number; roundMs: number[] } | null;
+  readonly warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
   readonly nCtx: number;
   /** The engine's memory plan: bytes of weights, KV cache, scratch and FFN module data, n_ctx, KV dtypes
    *  (EngineOptions); refreshed by setFfnMode. */
@@ -333,7 +333,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
     const info = await ch.start('load', {
       source: wire,
       options: {
-        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, modules: opts.modules,
+        threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, singleThreadBelow: opts.singleThreadBelow, modules: opts.modules,
         verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;

@@ -65,6 +65,8 @@ export interface WireLoadOptions {
   maxBatch?: number;
   /** Spin iterations before a thread waits (EngineOptions.spin). */
   spin?: number;
+  /** Decode on one thread below this many weight bytes per token (EngineOptions.singleThreadBelow). */
+  singleThreadBelow?: number;
   /** Extra wasm modules ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
   /** Verify tensor checksums while loading (default true; always on for cached copies). */
@@ -89,7 +91,7 @@ export interface ModelInfo {
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  warmup: { rounds: number; ms: number; roundMs: number[] } | null;
+  warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
   nCtx: number;
   /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
   memory: MemoryPlan;

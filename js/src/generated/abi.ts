@@ -82,7 +82,7 @@ export const SMP = { TEMPERATURE: 0, TOP_K: 4, TOP_P: 8, MIN_P: 12, REPEAT_PENAL
 /** ae_ffn_aux (src/kernels/ffn_aux.h) */
 export const AUX = { MAGIC: 0, GU_TYPE: 4, GU_ROWS: 8, GU_TILE: 12, GU_TILE_STRIDE: 16, GATE: 20, UP: 24, ACTIVE: 28, HFILL: 32, COMP: 36, DOWN_MODE: 40, DOWN_TYPE: 44, DOWN_NM: 48, THRESHOLD: 52, COUNTS: 56, STATS: 60, HIST: 64, SMALL_EPS: 68, NEURON_MAX: 72, PAD_: 76, SIZE: 80 } as const;
 /** ae_pool (src/core/pool.h) */
-export const POOL = { GEN: 0, N_PENDING: 4, NTH: 8, JOB: 12, ARG: 16, QUIT: 20, BAR_COUNT: 24, BAR_GEN: 28, SPIN: 32, N_STARTED: 36, WORK: 40, DEAD: 44, PAD_: 48, SIZE: 64 } as const;
+export const POOL = { GEN: 0, N_PENDING: 4, NTH: 8, JOB: 12, ARG: 16, QUIT: 20, BAR_COUNT: 24, BAR_GEN: 28, SPIN: 32, N_STARTED: 36, WORK: 40, DEAD: 44, SEQ: 48, SLEEPERS: 52, FLOW: 56, OVER: 60, SIZE: 64 } as const;
 
 /** Static-data slot of each wasm module (CMakeLists.txt ae_wasm_module): data at 0x10000 * (slot + 1). */
 export const MODULE_SLOTS = { core: 0, 'ffn-fused': 1, 'ffn-saturated': 2, 'kernels-test': 3 } as const;

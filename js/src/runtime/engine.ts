@@ -120,6 +120,13 @@ export interface EngineOptions {
   /** Spin iterations before a thread waits (default 20000: with the other cores busy, 200000 made 2 threads
    *  slower than 1; docs/PERFORMANCE.md "Threads"). */
   spin?: number;
+  /**
+   * Decode steps (one token per forward) run on the calling thread alone when the weights one token streams
+   * (Engine.decodeBytes) are fewer than this many bytes (default SINGLE_THREAD_BELOW = 0: off, every decode step on
+   * every thread; with the step-synchronised forward pass the second thread measured no loss even on 7 MB models,
+   * docs/PERFORMANCE.md "Steps instead of barriers"). Prefill always uses every thread.
+   */
+  singleThreadBelow?: number;
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
   /**
@@ -139,6 +146,8 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
+/** Default of EngineOptions.singleThreadBelow (bytes of weights per decode token). */
+export const SINGLE_THREAD_BELOW = 0;
 
 /** What a disposed engine's heap is replaced with: any use throws 'disposed'. */
 const DISPOSED_HEAP = new Proxy({}, { get() { throw new AetherError('disposed', 'the model has been disposed'); } }) as Heap;
@@ -201,6 +210,9 @@ export class Engine {
   plan!: MemoryPlan;
   readonly logitsAll: boolean;
   readonly spin: number;
+  readonly singleThreadBelow: number;
+  /** Bytes of weights one decode token streams (set at load). */
+  decodeBytes = 0;
   readonly warnings: string[] = [];
   private core!: Exports;
   private workers: WorkerPool | null = null;
@@ -230,6 +242,7 @@ export class Engine {
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 20000));
     this.repackOpt = opts.repack ?? 'auto';
+    this.singleThreadBelow = Math.max(0, opts.singleThreadBelow ?? SINGLE_THREAD_BELOW);
   }
 
   /** Compile the modules and decide threading; nothing model-specific yet. */
@@ -507,6 +520,7 @@ export class Engine {
       hint: st === Status.BAD_CONFIG ? JSON.stringify(this.config) : undefined });
     if (this.repackOpt === true || (this.repackOpt === 'auto' && this.simd === 'relaxed')) this.repackWeights();
     this.core.ae_pool_init(this.pool, this.threads, this.spin);
+    this.decodeBytes = this.core.ae_model_set_single_below(this.model, this.threads > 1 ? this.singleThreadBelow : 0);
     if (this.threads > 1) {
       const inits: WorkerInit[] = [];
       for (let ith = 1; ith < this.threads; ith++) {
@@ -543,33 +557,47 @@ export class Engine {
   /**
    * Warm-up: V8 runs wasm first in its baseline tier (Liftoff) and optimises a function once it has run
    * enough, in the background; without this the first generation after a load is several times slower than
-   * later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a small prefill batch plus a few decode
-   * steps on dummy tokens (the same kernels a generation runs, on every thread) until a round takes at most half
-   * the first one (the optimised code is in use; then one more round), or 8 rounds (nothing to gain: already
-   * optimised), or `maxMs` is spent. The KV cache rows it wrote are overwritten by the next prompt (the caller
-   * forgets its cached tokens). Returns the rounds, the time spent and each round's time.
+   * later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a prefill batch of `prefillChunk` tokens (the
+   * first chunk of a generation's prefill, AetherModel.prefill) plus a few decode steps on dummy tokens (the same
+   * kernels a generation runs, on every thread) until both the prefill part and the decode part of a round took at
+   * most half of their first round's time (the optimised code is in use; then one more round), or 10 rounds, or
+   * `maxMs` is spent; then one prefill batch of maxBatch tokens (the size of the later chunks of a long prompt) when
+   * its estimated time fits in what is left of `maxMs`. The KV cache rows it wrote are overwritten by the next prompt
+   * (the caller forgets its cached tokens). Returns the rounds, the time spent, each round's time (and its prefill
+   * and decode parts) and the maxBatch batch's time (0: not run).
    */
-  warmup(maxMs = 3000): { rounds: number; ms: number; roundMs: number[] } {
+  warmup(maxMs = 3000, prefillChunk = 16): { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number } {
     this.check();
     const now = () => performance.now();
+    const r1 = (x: number) => Math.round(x * 10) / 10;
     const t0 = now();
-    const D = 4, B = Math.min(this.maxBatch, 8, this.nCtx - D);
-    if (B < 1) return { rounds: 0, ms: 0, roundMs: [] };
-    const toks = new Array<number>(B).fill(0);
-    const roundMs: number[] = [];
+    const D = 4, B = Math.min(this.maxBatch, prefillChunk, this.nCtx - D);
+    if (B < 1) return { rounds: 0, ms: 0, roundMs: [], prefillMs: [], decodeMs: [], batchMs: 0 };
+    // varied token ids, not one repeated id: real prompts give K / V values that take every path of the cache's
+    // conversion (a first prefill with the repeated id 0 in the warm-up still ran its K / V stores 7x slower)
+    const V = this.config.vocab_size, tokAt = (i: number) => (1 + i * 7919) % V;
+    const toks = Array.from({ length: B }, (_, i) => tokAt(i));
+    const roundMs: number[] = [], prefillMs: number[] = [], decodeMs: number[] = [];
     for (;;) {
       const s = now();
       this.forward(toks, 0);
-      for (let i = 0; i < D; i++) this.forward([0], B + i);
-      const dt = now() - s;
-      roundMs.push(Math.round(dt * 10) / 10);
+      const s1 = now();
+      for (let i = 0; i < D; i++) this.forward([tokAt(B + i)], B + i);
+      const s2 = now();
+      prefillMs.push(r1(s1 - s)); decodeMs.push(r1(s2 - s1)); roundMs.push(r1(s2 - s));
       const n = roundMs.length;
-      if (n >= 3 && roundMs[n - 2] <= 0.5 * roundMs[0]) break;
-      if (n >= 8 || now() - t0 + dt > maxMs) break;
+      if (n >= 3 && prefillMs[n - 2] <= 0.5 * prefillMs[0] && decodeMs[n - 2] <= 0.5 * decodeMs[0]) break;
+      if (n >= 10 || now() - t0 + (s2 - s) > maxMs) break;
     }
-    return { rounds: roundMs.length, ms: now() - t0, roundMs };
+    let batchMs = 0;
+    const BM = Math.min(this.maxBatch, this.nCtx);
+    if (BM > B && now() - t0 + prefillMs[prefillMs.length - 1] * BM / B <= maxMs) {
+      const s = now();
+      this.forward(Array.from({ length: BM }, (_, i) => tokAt(i)), 0);
+      batchMs = r1(now() - s);
+    }
+    return { rounds: roundMs.length, ms: now() - t0, roundMs, prefillMs, decodeMs, batchMs };
   }
-
 
   /**
    * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
