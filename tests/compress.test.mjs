@@ -116,6 +116,20 @@ test('calibration capture does not change the forward; moments identical with 1 
   for (let l = 0; l < res[0].length; l++) for (let j = 0; j < 2; j++) assert.deepEqual(res[0][l][j], res[1][l][j]);
 });
 
+test('aether analyze prints the scores as a table (no calibration: plain spectra only)', () => {
+  const stdout = execFileSync(process.execPath, [path.join(repoRoot, 'dist/cli/aether.js'), 'analyze', Q8, '--layers', '0'], { encoding: 'utf8' });
+  const lines = stdout.trimEnd().split('\n');
+  const head = lines.findIndex((l) => /^layer\s+matrix\s+shape\s+sigma1\s+sigma2\s+s1\/s2\s+stable-rank\s+alpha\s+energy75\s+energy50\s*$/.test(l));
+  assert.ok(head >= 0, `table header in:\n${stdout}`);
+  const rows = lines.slice(head + 1).filter((l) => /^\s*0\s+(attn|ffn)_\w+\s+\d+x\d+\s/.test(l));
+  assert.equal(rows.length, 7, 'q, k, v, o, gate, up, down of layer 0');
+  for (const r of rows) {
+    const f = r.trim().split(/\s+/);
+    const [s1, s2, cliff] = [Number(f[3]), Number(f[4]), Number(f[5])];
+    assert.ok(s1 >= s2 && s2 > 0 && Math.abs(cliff - s1 / s2) < 0.02 * cliff, r);
+  }
+});
+
 let atlasFile;   // written by the analyze test below, read by the --from-atlas test
 test('aether analyze: table scores, atlas in the output metadata, SVG chart', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-analyze-'));
