@@ -116,9 +116,25 @@ test('calibration capture does not change the forward; moments identical with 1 
   for (let l = 0; l < res[0].length; l++) for (let j = 0; j < 2; j++) assert.deepEqual(res[0][l][j], res[1][l][j]);
 });
 
+test('aether analyze prints the scores as a table (no calibration: plain spectra only)', () => {
+  const stdout = execFileSync(process.execPath, [path.join(repoRoot, 'dist/cli/aether.js'), 'analyze', Q8, '--layers', '0'], { encoding: 'utf8' });
+  const lines = stdout.trimEnd().split('\n');
+  const head = lines.findIndex((l) => /^layer\s+matrix\s+shape\s+sigma1\s+sigma2\s+s1\/s2\s+stable-rank\s+alpha\s+energy75\s+energy50\s*$/.test(l));
+  assert.ok(head >= 0, `table header in:\n${stdout}`);
+  const rows = lines.slice(head + 1).filter((l) => /^\s*0\s+(attn|ffn)_\w+\s+\d+x\d+\s/.test(l));
+  assert.equal(rows.length, 7, 'q, k, v, o, gate, up, down of layer 0');
+  for (const r of rows) {
+    const f = r.trim().split(/\s+/);
+    const [s1, s2, cliff] = [Number(f[3]), Number(f[4]), Number(f[5])];
+    assert.ok(s1 >= s2 && s2 > 0 && Math.abs(cliff - s1 / s2) < 0.02 * cliff, r);
+  }
+});
+
+let atlasFile;   // written by the analyze test below, read by the --from-atlas test
 test('aether analyze: table scores, atlas in the output metadata, SVG chart', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-analyze-'));
   const out = path.join(dir, 'atlas.rknot'), svg = path.join(dir, 'atlas.svg');
+  atlasFile = out;
   const stdout = execFileSync(process.execPath, [path.join(repoRoot, 'dist/cli/aether.js'), 'analyze', Q8, '--calib', tiny('val.txt'),
     '--docs', '0:67', '--max-tokens', '512', '--layers', '0,5', '-o', out, '--chart', svg, '--json'], { encoding: 'utf8' });
   const r = JSON.parse(stdout);
@@ -222,6 +238,35 @@ test('aether compress --method aa-svd --keep-dense: per-layer switch; dense == t
     assert.throws(() => model.setCompression({ layers: { 9: 'dense' } }), (e) => e.code === 'invalid_argument');
     assert.throws(() => model.setCompression('atlas'), (e) => e.code === 'invalid_argument' && /no compression.atlas/.test(e.message));
     assert.throws(() => model.setCompression('half'), (e) => e.code === 'invalid_argument');
+  } finally { model.dispose(); }
+});
+
+test('aether compress --from-atlas: per-layer widths from the atlas, layers outside it stay dense; setCompression(\'atlas\')', async () => {
+  assert.ok(atlasFile && fs.existsSync(atlasFile), 'the analyze test wrote an atlas (layers 0 and 5 only)');
+  const { meta: am } = await openRknot(atlasFile);
+  const modes = Object.fromEntries(am.compression.atlas.layers.map((L) => [L.layer, L.mode]));
+  assert.deepEqual(Object.keys(modes).map(Number), [0, 5]);
+  const want = [0, 1, 2, 3, 4, 5].map((l) => (modes[l] === '50' ? 0.5 : modes[l] === '75' ? 0.75 : null));
+  const out = path.join(cdir, 'from-atlas.rknot');
+  const r = JSON.parse(execFileSync(process.execPath, [CLI, 'compress', atlasFile, '--from-atlas', '--method', 'aa-svd', '--calib', tiny('val.txt'),
+    '--docs', '0:67', '--max-tokens', '1024', '--keep-dense', '-o', out, '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(r.layers.map((L) => [L.layer, L.width_ratio]), want.map((w, l) => [l, w]).filter(([, w]) => w !== null), 'one compressed layer per atlas entry, at its width');
+  for (const L of r.layers) assert.equal(L.rank, L.width_ratio === 0.5 ? 96 : 160);
+  const { meta } = await openRknot(out);
+  assert.equal(meta.compression.from_atlas, true);
+  assert.deepEqual(meta.compression.atlas.layers.map((L) => L.mode), am.compression.atlas.layers.map((L) => L.mode), 'the atlas is kept');
+  const model = await loadTiny(out, 1);
+  try {
+    const byAtlas = want.map((w) => (w === null ? 'dense' : 'compressed'));
+    assert.deepEqual(model.compression(), byAtlas, 'compressed where the atlas says so, dense elsewhere');
+    const a = runLogits(model);
+    model.setCompression('dense');
+    assert.deepEqual(model.compression(), Array(6).fill('dense'));
+    assert.deepEqual(model.setCompression('atlas'), byAtlas, "setCompression('atlas') follows the file's atlas");
+    const b = runLogits(model);
+    assert.equal(bitDiff(a[0], b[0]) + bitDiff(a[1], b[1]), 0, 'back to the same computation');
+    const { text } = await model.complete('The Debian project is', { maxTokens: 8, greedy: true });
+    assert.ok(text.length > 0);
   } finally { model.dispose(); }
 });
 

@@ -14,7 +14,7 @@ import { decodeToF32 } from '../formats/quantize.js';
 import type { SourceDType } from '../formats/quantize.js';
 import { AetherError } from '../errors.js';
 import { blockMoments, type Calibration, type CapBlock } from './calib.js';
-import { energyKept, mat, matmul, powerLawAlpha, singularValues, symmetricFromUpper, whitening, type Mat } from './linalg.js';
+import { energyKept, mat, matmul, powerLawAlpha, RIDGE_EPS, ridgeFromDiag, singularValues, symmetricFromUpper, whitening, type Mat } from './linalg.js';
 import { linalg, measureStats, slq, WeightOps, type LinAlg } from './fast.js';
 
 /**
@@ -38,11 +38,15 @@ export function weightF32(model: AetherModel, name: string): { w: Float32Array; 
 /** SLQ settings of the fast path: probe vectors and Lanczos steps per spectrum. */
 export interface SlqOptions { probes?: number; steps?: number }
 
-/** Ridge of the activation-aware operator: eps x the mean variance of the inputs (as whitening()'s first try). */
-export function calibRidge(sq: Float64Array, tokens: number, eps = 1e-6): number {
+/**
+ * The calibration ridge of a block (linalg.ts ridgeFromDiag: RIDGE_EPS x the mean variance of its inputs), from the
+ * per-feature sums of squares that both paths keep: the exact path whitens C + ridge I with it (blockWhitening),
+ * the fast path adds it to its operator W C' W^T (fast.ts WeightOps); the same value, bit for bit.
+ */
+export function calibRidge(sq: Float64Array, tokens: number, eps = RIDGE_EPS): number {
   let t = 0;
   for (const v of sq) t += v;
-  return t > 0 ? eps * t / (tokens * sq.length) : eps;
+  return ridgeFromDiag(t / (tokens * sq.length), eps);
 }
 
 /**
@@ -126,7 +130,7 @@ export function weightMatrix(model: AetherModel, name: string): Mat {
 /** Whitening S of the second moment E[x x^T] of a capture block (cached per layer and block by the caller). */
 export function blockWhitening(cal: Calibration, layer: number, block: CapBlock): Mat {
   const b = cal.layer(layer).blocks[block];
-  return whitening(symmetricFromUpper(blockMoments(b), b.d, 1 / cal.tokens)).S;
+  return whitening(symmetricFromUpper(blockMoments(b), b.d, 1 / cal.tokens), calibRidge(b.sq, cal.tokens)).S;
 }
 
 export function matrixScores(W: Mat, layer: number, name: string, S?: Mat): MatrixScores {

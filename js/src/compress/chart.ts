@@ -1,8 +1,11 @@
 /**
  * The atlas chart (aether analyze --chart OUT.svg): one panel per score (sigma1/sigma2, stable rank, alpha,
- * activation-aware energy at 50% rank), x = layer, one line per matrix kind. Plain SVG 1.1 written directly
- * (a few paths and labels; no rendering dependency), checked by tests/compress.test.mjs.
+ * activation-aware energy at 50% rank), x = layer, one line per matrix kind. Drawn with d3 (the npm packages
+ * d3-scale: the axes' scales, "nice" domains, ticks and tick labels; d3-shape: the line paths) into an SVG 1.1
+ * string (no DOM, no rendering dependency); checked by tests/compress.test.mjs.
  */
+import { scaleLinear, scalePoint } from 'd3-scale';
+import { line } from 'd3-shape';
 import type { MatrixScores } from './analyze.js';
 
 const COLORS: Record<string, string> = {
@@ -12,12 +15,6 @@ const COLORS: Record<string, string> = {
 
 function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-}
-
-function fmt(v: number): string {
-  if (!Number.isFinite(v)) return '-';
-  const a = Math.abs(v);
-  return a !== 0 && (a < 0.01 || a >= 1e4) ? v.toExponential(1) : String(+v.toPrecision(3));
 }
 
 export interface ChartPanel { key: keyof MatrixScores; title: string; threshold?: number }
@@ -46,26 +43,28 @@ export function atlasSvg(matrices: MatrixScores[], opts: { title?: string; panel
     if (p.threshold !== undefined) vals.push(p.threshold);
     let lo = Math.min(...vals), hi = Math.max(...vals);
     if (lo === hi) { lo -= 1; hi += 1; }
-    const pad = (hi - lo) * 0.05; lo -= pad; hi += pad;
     const x0 = ox + M.l, x1 = ox + PW - M.r, y0 = oy + PH - M.b, y1 = oy + M.t;
-    const xs = (l: number) => layers.length > 1 ? x0 + ((x1 - x0) * layers.indexOf(l)) / (layers.length - 1) : (x0 + x1) / 2;
-    const ys = (v: number) => y0 - ((y0 - y1) * (v - lo)) / (hi - lo);
+    const xs = scalePoint<number>().domain(layers).range([x0, x1]).align(0.5).padding(layers.length > 1 ? 0 : 0.5);
+    const ys = scaleLinear().domain([lo, hi]).range([y0, y1]).nice(4);
+    const fmt = ys.tickFormat(4);
     out.push(`<g class="panel" data-score="${esc(String(p.key))}">`);
     out.push(`<text x="${(x0 + x1) / 2}" y="${oy + 16}" text-anchor="middle" font-size="12">${esc(p.title)}</text>`);
     out.push(`<path d="M${x0} ${y1}V${y0}H${x1}" fill="none" stroke="#333"/>`);
-    for (let k = 0; k <= 4; k++) {
-      const v = lo + ((hi - lo) * k) / 4, y = ys(v);
-      out.push(`<text x="${x0 - 4}" y="${y + 3}" text-anchor="end">${fmt(v)}</text><path d="M${x0} ${y}H${x1}" stroke="#eee"/>`);
+    for (const v of ys.ticks(4)) {
+      const y = ys(v).toFixed(1);
+      out.push(`<text x="${x0 - 4}" y="${(ys(v) + 3).toFixed(1)}" text-anchor="end">${esc(fmt(v))}</text><path d="M${x0} ${y}H${x1}" stroke="#eee"/>`);
     }
-    for (const l of layers) out.push(`<text x="${xs(l)}" y="${y0 + 14}" text-anchor="middle">${l}</text>`);
+    // layer labels: every layer up to 16, else about 16 of them
+    const every = Math.max(1, Math.ceil(layers.length / 16));
+    layers.forEach((l, i) => { if (i % every === 0) out.push(`<text x="${xs(l)!.toFixed(1)}" y="${y0 + 14}" text-anchor="middle">${l}</text>`); });
     out.push(`<text x="${(x0 + x1) / 2}" y="${y0 + 28}" text-anchor="middle">layer</text>`);
-    if (p.threshold !== undefined) out.push(`<path d="M${x0} ${ys(p.threshold)}H${x1}" stroke="#000" stroke-dasharray="4 3"/>`);
+    if (p.threshold !== undefined) out.push(`<path d="M${x0} ${ys(p.threshold).toFixed(1)}H${x1}" stroke="#000" stroke-dasharray="4 3"/>`);
+    const path = line<MatrixScores>().x((m) => xs(m.layer)!).y((m) => ys(m[p.key] as number)).digits(1);
     for (const n of names) {
       const pts = layers.map((l) => matrices.find((m) => m.layer === l && m.name === n)).filter((m) => m && Number.isFinite(m[p.key] as number)) as MatrixScores[];
       if (pts.length === 0) continue;
-      const d = pts.map((m, i) => `${i ? 'L' : 'M'}${xs(m.layer).toFixed(1)} ${ys(m[p.key] as number).toFixed(1)}`).join('');
-      out.push(`<path class="series" data-matrix="${esc(n)}" d="${d}" fill="none" stroke="${COLORS[n] ?? '#777'}" stroke-width="1.5"/>`);
-      for (const m of pts) out.push(`<circle cx="${xs(m.layer).toFixed(1)}" cy="${ys(m[p.key] as number).toFixed(1)}" r="2.5" fill="${COLORS[n] ?? '#777'}"/>`);
+      out.push(`<path class="series" data-matrix="${esc(n)}" d="${path(pts)}" fill="none" stroke="${COLORS[n] ?? '#777'}" stroke-width="1.5"/>`);
+      for (const m of pts) out.push(`<circle cx="${xs(m.layer)!.toFixed(1)}" cy="${ys(m[p.key] as number).toFixed(1)}" r="2.5" fill="${COLORS[n] ?? '#777'}"/>`);
     }
     out.push('</g>');
   });

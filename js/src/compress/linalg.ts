@@ -8,7 +8,7 @@
  * what the tools need (the top of the spectrum, energies, truncation subspaces): eigenvalues below
  * ~1e-16 lambda_max lose relative accuracy, which only affects the far tail.
  */
-import { Matrix, EigenvalueDecomposition, CholeskyDecomposition } from 'ml-matrix';
+import { Matrix, EigenvalueDecomposition, CholeskyDecomposition, QrDecomposition } from 'ml-matrix';
 import { AetherError } from '../errors.js';
 
 /** A row-major matrix. */
@@ -106,21 +106,49 @@ export function singularValues(A: Mat): Float64Array {
 }
 
 /**
- * Lower-triangular S with S S^T = C + ridge I (Cholesky), ridge = eps * mean(diag C), raised 10x until C is
- * positive definite (a calibration covariance is singular when a feature never varies, or with few tokens).
+ * The calibration ridge, one rule for the exact and the fast path: RIDGE_EPS x the mean variance of the inputs
+ * (mean of diag C, C = E[x x^T]; 1 for an all-zero calibration). Both paths use exactly this value: the exact path
+ * never raises it (whitening() below), the fast path adds it to its operator (fast.ts WeightOps).
  */
-export function whitening(C: Mat, eps = 1e-6): { S: Mat; ridge: number } {
+export const RIDGE_EPS = 1e-6;
+export function ridgeFromDiag(diagMean: number, eps = RIDGE_EPS): number {
+  return diagMean > 0 ? eps * diagMean : eps;
+}
+
+/**
+ * Lower-triangular S with S S^T = C + ridge I, ridge = ridgeFromDiag(mean diag C) unless given. Cholesky (float64);
+ * when it breaks down (C is a computed second-moment matrix: with fewer tokens than features it is singular, and
+ * rounding can leave eigenvalues slightly below zero, deeper than a tiny ridge) the factor comes from the
+ * eigendecomposition instead: C+ = C with its negative eigenvalues set to 0, the symmetric square root
+ * R = V sqrt(L+ + ridge) V^T, and S = the triangular factor of R's LQ decomposition (QR of R^T, no squaring of the
+ * condition number), so S S^T = C+ + ridge I. The ridge is never raised: the fast path, which never factors C,
+ * regularises with the same value (it used to differ: this function raised the ridge 10x at a time).
+ */
+export function whitening(C: Mat, ridge?: number): { S: Mat; ridge: number; factor: 'cholesky' | 'eigen' } {
   const n = C.rows;
   let tr = 0;
   for (let i = 0; i < n; i++) tr += C.data[i * n + i];
-  const base = tr > 0 ? tr / n : 1;
-  for (let e = eps; e < 1; e *= 10) {
-    const R = mat(n, n, C.data);
-    for (let i = 0; i < n; i++) R.data[i * n + i] += e * base;
-    const ch = new CholeskyDecomposition(toMatrix(R));
-    if (ch.isPositiveDefinite()) return { S: fromMatrix(ch.lowerTriangularMatrix), ridge: e * base };
+  for (const v of C.data) if (!Number.isFinite(v)) throw new AetherError('non_finite', 'the calibration covariance holds NaN / Inf');
+  const lam = ridge ?? ridgeFromDiag(tr / n);
+  if (!(lam > 0)) throw new AetherError('invalid_argument', `calibration ridge ${lam}: expected > 0`);
+  const Cs = mat(n, n);   // (C + C^T) / 2: exactly symmetric (ml-matrix's Cholesky insists)
+  for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) Cs.data[i * n + j] = Cs.data[j * n + i] = (C.data[i * n + j] + C.data[j * n + i]) / 2;
+  const R = mat(n, n, Cs.data);
+  for (let i = 0; i < n; i++) R.data[i * n + i] += lam;
+  const ch = new CholeskyDecomposition(toMatrix(R));
+  if (ch.isPositiveDefinite()) return { S: fromMatrix(ch.lowerTriangularMatrix), ridge: lam, factor: 'cholesky' };
+  const { values, vectors } = symEig(Cs);
+  const V = vectors!, root = mat(n, n);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+    let s = 0;
+    for (let p = 0; p < n; p++) s += V.data[i * n + p] * Math.sqrt(Math.max(0, values[p]) + lam) * V.data[j * n + p];
+    root.data[i * n + j] = s;
   }
-  throw new AetherError('invalid_argument', 'the calibration covariance is not positive definite even with a ridge (no calibration tokens?)');
+  // root is symmetric: root^T = Q T (QR) -> root = T^T Q^T, S = T^T lower triangular, S S^T = root root^T
+  const T = new QrDecomposition(toMatrix(root)).upperTriangularMatrix;
+  const S = mat(n, n);
+  for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) S.data[i * n + j] = T.get(j, i);
+  return { S, ridge: lam, factor: 'eigen' };
 }
 
 /** Solve S^T X = B for X (S lower triangular, so S^T is upper): back substitution, column by column of B. */
