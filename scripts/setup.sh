@@ -22,5 +22,8 @@ command -v node >/dev/null || { echo "setup: Node.js >= 20 is required" >&2; exi
 # --omit=optional: node-llama-cpp (a dev dependency of bench/peers.mjs) lists a prebuilt binary per platform and GPU
 # as optional dependencies; the one the bench uses, @node-llama-cpp/linux-x64, is a direct dev dependency. Its
 # postinstall must never build or download anything: NODE_LLAMA_CPP_SKIP_DOWNLOAD (npm 11 does not run it anyway).
-[ -d node_modules ] && [ "${CI:-}" != "true" ] || NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund
+# npm ci again when package-lock.json changed since the last install (npm ci writes node_modules/.package-lock.json)
+if [ "${CI:-}" = "true" ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund
+fi
 npm run build

@@ -41,7 +41,7 @@ static_assert(sizeof(ae_pool) == 64, "ae_pool is 64 bytes (one cache line)");
  * factored FFN; a wait loop in one function came back with gen != seen and re-ran jobs (a hang). Called
  * as a function, the caller's state survives as across any call. tests/compress.test.mjs checks 1 vs 2
  * threads with blocking waits (spin 0). */
-static __attribute__((noinline)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
+static __attribute__((noinline, unused)) int32_t ae_wait32_once(int32_t *p, int32_t v) {
 #if AE_THREADS
   /* Timed: on Node's main thread a notify that races with the start of a wait was seen to be lost now
    * and then (a hang with an infinite timeout); the caller re-checks every millisecond. */
