@@ -151,6 +151,16 @@ AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xs
     acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
   return acc;
 }
+/* Two groups far apart (records from ra, rb), record by record: two sequential streams in different pages */
+AE_INLINE void group2(const uint8_t *ra, const uint8_t *rb, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa,
+                      v128 *acca, v128 *accb) {
+  v128 a = *acca, b2 = *accb;
+  for (int b = 0; b < n; b++, ra += AE_R4_REC, rb += AE_R4_REC) {
+    a = fma_rec(a, rec_sums(ra, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(ra));
+    b2 = fma_rec(b2, rec_sums(rb, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rb));
+  }
+  *acca = a; *accb = b2;
+}
 
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
@@ -158,20 +168,31 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
+  const int gm = g0 + (g1 - g0 + 1) / 2;         /* group g0 + i is read together with gm + i */
   _Alignas(16) float part[2][4];                 /* a partial group's 4 rows (only some are stored into y) */
   xaux xa[R4_CHUNK];
   xsplat xs[AE_RELAXED ? 1 : R4_CHUNK];
+#define R4_DST(g) ((4 * (g) >= r0 && 4 * (g) + 4 <= r1) ? y + 4 * (g) : part[(g) == g0 ? 0 : 1])
   for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
     const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
     for (int b = 0; b < n; b++) { prep_aux(x + c0 + b, xa + b); if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b); }
-    for (int g = g0; g < g1; g++) {
-      const int full = 4 * g >= r0 && 4 * g + 4 <= r1;
-      float *dst = full ? y + 4 * g : part[g == g0 ? 0 : 1];
-      const v128 start = c0 ? ae_load(dst) : wasm_f32x4_splat(0.0f);
-      const uint8_t *rec = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC;
-      ae_store(dst, group(rec, n, x + c0, xs, xa, start));
+    for (int g = g0; g < gm; g++) {
+      const int h = g - g0 + gm;
+      float *da = R4_DST(g);
+      const uint8_t *ra = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC;
+      v128 acca = c0 ? ae_load(da) : wasm_f32x4_splat(0.0f);
+      if (h < g1) {
+        float *db = R4_DST(h);
+        v128 accb = c0 ? ae_load(db) : wasm_f32x4_splat(0.0f);
+        group2(ra, (const uint8_t *)W + (size_t)h * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, &acca, &accb);
+        ae_store(db, accb);
+      } else {
+        acca = group(ra, n, x + c0, xs, xa, acca);
+      }
+      ae_store(da, acca);
     }
   }
+#undef R4_DST
   for (int r = r0; r < r1; r++) {
     const int g = r >> 2;
     if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
