@@ -161,6 +161,17 @@ AE_INLINE void group2(const uint8_t *ra, const uint8_t *rb, int n, const ae_bloc
   }
   *acca = a; *accb = b2;
 }
+AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+  for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
+    a0 = fma_rec(a0, rec_sums(p0, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p0));
+    a1 = fma_rec(a1, rec_sums(p1, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p1));
+    a2 = fma_rec(a2, rec_sums(p2, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p2));
+    a3 = fma_rec(a3, rec_sums(p3, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p3));
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
 
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
@@ -168,7 +179,7 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
-  const int gm = g0 + (g1 - g0 + 1) / 2;         /* group g0 + i is read together with gm + i */
+  const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
   _Alignas(16) float part[2][4];                 /* a partial group's 4 rows (only some are stored into y) */
   xaux xa[R4_CHUNK];
   xsplat xs[AE_RELAXED ? 1 : R4_CHUNK];
@@ -176,20 +187,18 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
     const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
     for (int b = 0; b < n; b++) { prep_aux(x + c0 + b, xa + b); if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b); }
-    for (int g = g0; g < gm; g++) {
-      const int h = g - g0 + gm;
-      float *da = R4_DST(g);
-      const uint8_t *ra = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC;
-      v128 acca = c0 ? ae_load(da) : wasm_f32x4_splat(0.0f);
-      if (h < g1) {
-        float *db = R4_DST(h);
-        v128 accb = c0 ? ae_load(db) : wasm_f32x4_splat(0.0f);
-        group2(ra, (const uint8_t *)W + (size_t)h * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, &acca, &accb);
-        ae_store(db, accb);
-      } else {
-        acca = group(ra, n, x + c0, xs, xa, acca);
+    for (int i = 0; i < gq; i++) {
+      if (g0 + i + 3 * gq < g1) {
+        const uint8_t *r[4]; v128 acc[4];
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
+        group4s(r, n, x + c0, xs, xa, acc);
+        for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
+      } else for (int k = 0; k < 4; k++) {
+        const int g = g0 + i + k * gq;
+        if (g >= g1) break;
+        float *d = R4_DST(g);
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
       }
-      ae_store(da, acca);
     }
   }
 #undef R4_DST
