@@ -17,7 +17,9 @@
  * sumi = sum(q x) - 8 sum(x) (exact integers). Scales: v128.load16x4_s, << 13, & 0x8fffffff = d_w * 2^-112 exactly
  * (finite halves, which ae_repack_q4_0_r4 guarantees); d_x carries the 2^112 (as dot_q4_0_simd128.c).
  * A group is one sequential stream of 72 B records (the plain layout's 4 rows are 4 streams in the same pages, which
- * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). */
+ * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). The
+ * matvec reads 4 groups from the 4 quarters of its row range record by record: 4 sequential streams in different
+ * pages keep more DRAM reads in flight than one (1.4-1.7x from DRAM; "Decode matvecs from DRAM"). */
 #include "simd128_util.h"
 
 #if AE_RELAXED
@@ -151,16 +153,8 @@ AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xs
     acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
   return acc;
 }
-/* Two groups far apart (records from ra, rb), record by record: two sequential streams in different pages */
-AE_INLINE void group2(const uint8_t *ra, const uint8_t *rb, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa,
-                      v128 *acca, v128 *accb) {
-  v128 a = *acca, b2 = *accb;
-  for (int b = 0; b < n; b++, ra += AE_R4_REC, rb += AE_R4_REC) {
-    a = fma_rec(a, rec_sums(ra, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(ra));
-    b2 = fma_rec(b2, rec_sums(rb, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rb));
-  }
-  *acca = a; *accb = b2;
-}
+/* Four groups far apart (records from r[k]), record by record: four sequential streams in different pages, which DRAM
+ * serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"; 8 streams spill in V8's code). */
 AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];

@@ -156,13 +156,9 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
   }
 }
 
-/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
- * the super-block sums go to sv, then the float sequence of the 4 rows runs in the lanes of one f32x4 (the
- * reference's acc += (d_w d_x) (float)sumi per lane, in block order) with the 4 weight scales converted at once. */
-static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
-  v128 sv[4][AE_QK_CHUNK];
-  for (int j = 0; j < 4; j++)
-    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
+/* The float step of 4 consecutive rows (w) from their super-block sums sv: the reference's acc += (d_w d_x) (float)sumi
+ * per lane, in block order, with the 4 weight scales converted at once. */
+AE_INLINE v128 rows4_float(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, v128 sv[4][AE_QK_CHUNK]) {
   v128 acc = wasm_f32x4_splat(0.0f);
   for (int i = 0; i < nb; i++) {
     const ae_block_q6_K *b = w + i;
@@ -173,16 +169,50 @@ static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const 
   return acc;
 }
 
+/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
+ * the super-block sums go to sv, then the float step. */
+static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
+  v128 sv[4][AE_QK_CHUNK];
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
+  return rows4_float(w, nb, x, sv);
+}
+
+/* Four sets of 4 consecutive rows far apart (w[s]), super-block by super-block in turn: four sequential streams in
+ * different pages, which DRAM serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Each set's
+ * sums and float step are rows4's. */
+static void rows4x4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp, v128 out[4]) {
+  v128 sv[4][4][AE_QK_CHUNK];
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < nb; i++)
+      for (int s = 0; s < 4; s++) sv[s][j][i] = row_sbv(w[s] + (size_t)j * nb + i, &xp[i]);
+  for (int s = 0; s < 4; s++) out[s] = rows4_float(w[s], nb, x, sv[s]);
+}
+
 void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
   if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
   xk xs[AE_QK_PREP];
   const xk *xp = prep(x, nb, xs);
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) ae_store(y + r, rows4((const ae_block_q6_K *)W + (size_t)r * nb, nb, x, xp));
-  for (; r < r1; r++) {
-    const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)r * nb;
+  const ae_block_q6_K *w0 = (const ae_block_q6_K *)W;
+  const int nset = (r1 - r0) / 4, q = (nset + 3) / 4;   /* 4-row sets r0 + 4 (i + k q), k < 4, read together */
+  for (int i = 0; i < q; i++) {
+    if (i + 3 * q < nset) {
+      const ae_block_q6_K *w[4];
+      v128 out[4];
+      for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(r0 + 4 * (i + k * q)) * nb;
+      rows4x4(w, nb, x, xp, out);
+      for (int k = 0; k < 4; k++) ae_store(y + r0 + 4 * (i + k * q), out[k]);
+    } else {
+      for (int k = 0; k < 4 && i + k * q < nset; k++) {
+        const int r = r0 + 4 * (i + k * q);
+        ae_store(y + r, rows4(w0 + (size_t)r * nb, nb, x, xp));
+      }
+    }
+  }
+  for (int r = r0 + 4 * nset; r < r1; r++) {
+    const ae_block_q6_K *w = w0 + (size_t)r * nb;
     float sum = 0.0f;
     for (int i = 0; i < nb; i++) sum += (ae_h2f_s(w[i].d) * x[i].d) * (float)row_sb(&w[i], &xp[i]);
     y[r] = sum;
