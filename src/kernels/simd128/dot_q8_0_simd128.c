@@ -85,38 +85,60 @@ AE_INLINE v128 unpair(v128 ab, v128 cd) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
+/* Blocks b, b + 1 of 4 rows (w0 = row 0's blocks, row stride nb) into acc (lanes = rows); bad collects the scales'
+ * inf / nan check (only when !exact). */
+AE_INLINE v128 step2(v128 acc, v128 *bad, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx, int exact) {
+  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
+  const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
+  v128 d0, d1;
+  if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
+  else { *bad = ae_h16_infnan_acc(*bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
+  t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+  t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+  t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
+  t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
+  v128 i0 = unpair(t[0], t[1]);
+  v128 i1 = unpair(t[2], t[3]);
+  i0 = wasm_i32x4_shr(i0, Q8_SH);
+  i1 = wasm_i32x4_shr(i1, Q8_SH);
+  acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
+}
+/* The last block b of an odd count, 4 rows (exact scale conversion) */
+AE_INLINE v128 step1(v128 acc, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx) {
+  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  volatile v128 t[2];
+  const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
+  t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+  t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+  v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), Q8_SH);
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+}
+
 /* 4 rows x blocks [0, n) of the chunk; acc in/out (lanes = rows). Returns 1 if a scale was inf/nan
  * (only when !exact: the caller recomputes with exact = 1). */
 AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, const xblk *xs, const float *dx, int exact) {
-  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
-  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
   int b = 0;
-  for (; b + 2 <= n; b += 2) {
-    const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
-    v128 d0, d1;
-    if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
-    else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
-    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
-    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
-    t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
-    v128 i0 = unpair(t[0], t[1]);
-    v128 i1 = unpair(t[2], t[3]);
-    i0 = wasm_i32x4_shr(i0, Q8_SH);
-    i1 = wasm_i32x4_shr(i1, Q8_SH);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
-  }
-  if (b < n) {
-    const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
-    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
-    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), Q8_SH);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
-  }
+  for (; b + 2 <= n; b += 2) acc = step2(acc, &bad, w0, nb, b, xs, dx, exact);
+  if (b < n) acc = step1(acc, w0, nb, b, xs, dx);
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
+}
+/* Two 4-row groups far apart (wa, wb), two blocks of each in turn: the rows' streams in two regions of memory.
+ * Returns a bit per group whose scales had an inf/nan (the caller recomputes that group with group4(exact)). */
+AE_INLINE int group4x2(v128 *acca, v128 *accb, const ae_block_q8_0 *wa, const ae_block_q8_0 *wb, size_t nb, int n,
+                       const xblk *xs, const float *dx) {
+  v128 a = *acca, c = *accb, bada = wasm_i32x4_splat(0), badb = bada;
+  int b = 0;
+  for (; b + 2 <= n; b += 2) {
+    a = step2(a, &bada, wa, nb, b, xs, dx, 0);
+    c = step2(c, &badb, wb, nb, b, xs, dx, 0);
+  }
+  if (b < n) { a = step1(a, wa, nb, b, xs, dx); c = step1(c, wb, nb, b, xs, dx); }
+  *acca = a; *accb = c;
+  return ae_h16_has_infnan(bada) | ae_h16_has_infnan(badb) << 1;
 }
 
 /* One row without the chunk preparation (for calls on fewer than 4 rows: vec_dot, short row runs);
@@ -145,14 +167,24 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
   for (int c0 = 0; c0 < nb; c0 += AE_Q8_CHUNK) {
     const int n = nb - c0 < AE_Q8_CHUNK ? nb - c0 : AE_Q8_CHUNK;
     prep(x + c0, n, xs, dx);
-    int r = r0;
-    for (; r + 4 <= r1; r += 4) {
-      const ae_block_q8_0 *w0 = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
-      const v128 start = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
-      v128 acc = start;
-      if (group4(&acc, w0, (size_t)nb, n, xs, dx, 0)) { acc = start; group4(&acc, w0, (size_t)nb, n, xs, dx, 1); }
-      ae_store(y + r, acc);
+    const int ng = (r1 - r0) / 4, gh = (ng + 1) / 2;   /* 4-row groups; group i is read together with gh + i */
+    for (int i = 0; i < gh; i++) {
+      const int ra = r0 + 4 * i, rb = r0 + 4 * (gh + i);
+      const ae_block_q8_0 *wa = (const ae_block_q8_0 *)W + (size_t)ra * nb + c0;
+      const v128 sa = c0 ? ae_load(y + ra) : wasm_f32x4_splat(0.0f);
+      v128 acca = sa;
+      if (gh + i < ng) {
+        const ae_block_q8_0 *wb = (const ae_block_q8_0 *)W + (size_t)rb * nb + c0;
+        const v128 sb = c0 ? ae_load(y + rb) : wasm_f32x4_splat(0.0f);
+        v128 accb = sb;
+        const int bad = group4x2(&acca, &accb, wa, wb, (size_t)nb, n, xs, dx);
+        if (bad & 1) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
+        if (bad & 2) { accb = sb; group4(&accb, wb, (size_t)nb, n, xs, dx, 1); }
+        ae_store(y + rb, accb);
+      } else if (group4(&acca, wa, (size_t)nb, n, xs, dx, 0)) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
+      ae_store(y + ra, acca);
     }
+    int r = r0 + 4 * ng;
     for (; r < r1; r++) {
       const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
