@@ -154,6 +154,19 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
   }
   *y = sum;
 }
+AE_INLINE int group4x4(v128 acc[4], const ae_block_q8_0 *const w[4], size_t nb, int n, const xblk *xs, const float *dx) {
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = wasm_i32x4_splat(0), b1 = b0, b2 = b0, b3 = b0;
+  int b = 0;
+  for (; b + 2 <= n; b += 2) {
+    a0 = step2(a0, &b0, w[0], nb, b, xs, dx, 0);
+    a1 = step2(a1, &b1, w[1], nb, b, xs, dx, 0);
+    a2 = step2(a2, &b2, w[2], nb, b, xs, dx, 0);
+    a3 = step2(a3, &b3, w[3], nb, b, xs, dx, 0);
+  }
+  if (b < n) { a0 = step1(a0, w[0], nb, b, xs, dx); a1 = step1(a1, w[1], nb, b, xs, dx); a2 = step1(a2, w[2], nb, b, xs, dx); a3 = step1(a3, w[3], nb, b, xs, dx); }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+  return ae_h16_has_infnan(b0) | ae_h16_has_infnan(b1) << 1 | ae_h16_has_infnan(b2) << 2 | ae_h16_has_infnan(b3) << 3;
+}
 
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK8_0;
@@ -167,22 +180,24 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
   for (int c0 = 0; c0 < nb; c0 += AE_Q8_CHUNK) {
     const int n = nb - c0 < AE_Q8_CHUNK ? nb - c0 : AE_Q8_CHUNK;
     prep(x + c0, n, xs, dx);
-    const int ng = (r1 - r0) / 4, gh = (ng + 1) / 2;   /* 4-row groups; group i is read together with gh + i */
-    for (int i = 0; i < gh; i++) {
-      const int ra = r0 + 4 * i, rb = r0 + 4 * (gh + i);
-      const ae_block_q8_0 *wa = (const ae_block_q8_0 *)W + (size_t)ra * nb + c0;
-      const v128 sa = c0 ? ae_load(y + ra) : wasm_f32x4_splat(0.0f);
-      v128 acca = sa;
-      if (gh + i < ng) {
-        const ae_block_q8_0 *wb = (const ae_block_q8_0 *)W + (size_t)rb * nb + c0;
-        const v128 sb = c0 ? ae_load(y + rb) : wasm_f32x4_splat(0.0f);
-        v128 accb = sb;
-        const int bad = group4x2(&acca, &accb, wa, wb, (size_t)nb, n, xs, dx);
-        if (bad & 1) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
-        if (bad & 2) { accb = sb; group4(&accb, wb, (size_t)nb, n, xs, dx, 1); }
-        ae_store(y + rb, accb);
-      } else if (group4(&acca, wa, (size_t)nb, n, xs, dx, 0)) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
-      ae_store(y + ra, acca);
+    const int ng = (r1 - r0) / 4, gq = (ng + 3) / 4;   /* 4-row groups; group i is read together with i + k gq */
+    for (int i = 0; i < gq; i++) {
+      if (i + 3 * gq < ng) {
+        const ae_block_q8_0 *w[4]; v128 st[4], acc[4];
+        for (int k = 0; k < 4; k++) { const int r = r0 + 4 * (i + k * gq); w[k] = (const ae_block_q8_0 *)W + (size_t)r * nb + c0; acc[k] = st[k] = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f); }
+        const int bad = group4x4(acc, w, (size_t)nb, n, xs, dx);
+        for (int k = 0; k < 4; k++) {
+          if (bad >> k & 1) { acc[k] = st[k]; group4(&acc[k], w[k], (size_t)nb, n, xs, dx, 1); }
+          ae_store(y + r0 + 4 * (i + k * gq), acc[k]);
+        }
+      } else for (int k = 0; k < 4 && i + k * gq < ng; k++) {
+        const int r = r0 + 4 * (i + k * gq);
+        const ae_block_q8_0 *wa = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
+        const v128 sa = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
+        v128 acca = sa;
+        if (group4(&acca, wa, (size_t)nb, n, xs, dx, 0)) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
+        ae_store(y + r, acca);
+      }
     }
     int r = r0 + 4 * ng;
     for (; r < r1; r++) {
