@@ -126,21 +126,6 @@ AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, cons
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
-/* Two 4-row groups far apart (wa, wb), two blocks of each in turn: the rows' streams in two regions of memory.
- * Returns a bit per group whose scales had an inf/nan (the caller recomputes that group with group4(exact)). */
-AE_INLINE int group4x2(v128 *acca, v128 *accb, const ae_block_q8_0 *wa, const ae_block_q8_0 *wb, size_t nb, int n,
-                       const xblk *xs, const float *dx) {
-  v128 a = *acca, c = *accb, bada = wasm_i32x4_splat(0), badb = bada;
-  int b = 0;
-  for (; b + 2 <= n; b += 2) {
-    a = step2(a, &bada, wa, nb, b, xs, dx, 0);
-    c = step2(c, &badb, wb, nb, b, xs, dx, 0);
-  }
-  if (b < n) { a = step1(a, wa, nb, b, xs, dx); c = step1(c, wb, nb, b, xs, dx); }
-  *acca = a; *accb = c;
-  return ae_h16_has_infnan(bada) | ae_h16_has_infnan(badb) << 1;
-}
-
 /* One row without the chunk preparation (for calls on fewer than 4 rows: vec_dot, short row runs);
  * the same integer sums and float sequence as the prepared paths. */
 static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *y) {
@@ -153,7 +138,9 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
     sum += (float)sumi * (ae_h2f_s(w[b].d) * dxb);
   }
   *y = sum;
-}
+}/* Four 4-row groups far apart (w[k]), two blocks of each in turn: the rows' streams in four regions of memory, which
+ * DRAM serves faster than one region (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Returns a bit per group whose
+ * scales had an inf/nan (the caller recomputes that group with group4(exact)). */
 AE_INLINE int group4x4(v128 acc[4], const ae_block_q8_0 *const w[4], size_t nb, int n, const xblk *xs, const float *dx) {
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = wasm_i32x4_splat(0), b1 = b0, b2 = b0, b3 = b0;
   int b = 0;
