@@ -2,7 +2,7 @@
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
 //   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
-//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N]
+//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256]
 // --type q4_0_r4: the load-time repacked q4_0 layout (dot_q4_0_r4_simd128.c), checked against the q4_0 reference.
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
@@ -107,14 +107,15 @@ const wasm = path.join(tmp, 'kab.wasm');
 execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory', '-Wl,--allow-undefined',
   '-Wl,--max-memory=4294967296', '-Wl,-z,stack-size=1048576', ...objs, '-o', wasm], { stdio: 'inherit' });
 
-const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });
+const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });   // grows to the copies (4 GiB at most)
 const mod = new WebAssembly.Module(fs.readFileSync(wasm));
 const imports = { env: { memory: mem } };
 for (const im of WebAssembly.Module.imports(mod)) if (im.kind === 'function') (imports[im.module] ??= {})[im.name] = () => { throw new Error(`kernel-ab: ${im.name} called (not linked)`); };
 const X = new WebAssembly.Instance(mod, imports).exports;
 fs.rmSync(tmp, { recursive: true, force: true });
 const nb = cols / QK, matBytes = rows * nb * bs, NT = Math.max(1, NV);
-const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(256 * 2 ** 20 / matBytes));
+const coldMiB = Number(opt('--cold-mib', 256));   // cold: the weights' copies span this much (> the last-level cache)
+const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(coldMiB * 2 ** 20 / matBytes));
 const xStride = Math.ceil(nb * actBytes / 16) * 16;
 const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
 const W = (y1 + NT * rows * 4 + 4095) & ~4095;
