@@ -9,7 +9,8 @@
  * |t| <= 4 x 63 x 128 < 2^15) are narrowed into one i16x8 and multiplied by both scales with one dot_i16x8.
  * Matvec: 4 consecutive rows one after the other (one sequential weight stream), their super-block sums kept on
  * the stack, then the float sequence of the 4 rows in the lanes of one f32x4 with the 4 fp16 scales converted at
- * once; rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
+ * once; 4 such 4-row sets from the quarters of the row range are read super-block by super-block in turn (4 streams:
+ * DRAM serves them faster than one, docs/DESIGN.md "Decode matvecs: streams"); rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
  * super-block outer (8 rows inner). Every path uses the reference's float sequence per row: bit-exact for any
  * row range. V8 (11.x) notes: each group of 4 chunks' partial sum is stored to its own volatile slot (orders
  * the schedule, no spills); the block and activation pointers pass through an empty asm so clang folds the

@@ -9,7 +9,8 @@
  * accumulator (integer sums transposed with 6 shuffles), so each row sees the same scalar operation
  * sequence as the 1-row path and the reference: bit-exact for any row range. Weight scales are
  * converted 8 at a time with the fast fp16 conversion; a row group that meets an inf/nan scale is
- * recomputed with the exact one. Two blocks per loop iteration. Partial sums cross column chunks
+ * recomputed with the exact one. Two blocks per loop iteration; the matvec reads 4 row groups from the quarters of
+ * its row range in turn (4 regions of memory: DRAM serves them faster, docs/DESIGN.md "Decode matvecs: streams"). Partial sums cross column chunks
  * through y (a float store/load is exact), so chunking does not change any result. */
 #include "simd128_util.h"
 
