@@ -10,8 +10,8 @@
  * sequence as the 1-row path and the reference: bit-exact for any row range. Weight scales are
  * converted 8 at a time with the fast fp16 conversion; a row group that meets an inf/nan scale is
  * recomputed with the exact one. Two blocks per loop iteration; the matvec reads 4 row groups from the quarters of
- * its row range in turn (4 regions of memory: DRAM serves them faster, docs/DESIGN.md "Decode matvecs: streams"). Partial sums cross column chunks
- * through y (a float store/load is exact), so chunking does not change any result. */
+ * its row range in turn (4 regions of memory: DRAM serves them faster, docs/DESIGN.md "Decode matvecs: streams").
+ * Partial sums cross column chunks through y (a float store/load is exact), so chunking does not change any result. */
 #include "simd128_util.h"
 
 #define AE_Q8_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4) B = 8.5 KiB of stack */
@@ -139,7 +139,9 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
     sum += (float)sumi * (ae_h2f_s(w[b].d) * dxb);
   }
   *y = sum;
-}/* Four 4-row groups far apart (w[k]), two blocks of each in turn: the rows' streams in four regions of memory, which
+}
+
+/* Four 4-row groups far apart (w[k]), two blocks of each in turn: the rows' streams in four regions of memory, which
  * DRAM serves faster than one region (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Returns a bit per group whose
  * scales had an inf/nan (the caller recomputes that group with group4(exact)). */
 AE_INLINE int group4x4(v128 acc[4], const ae_block_q8_0 *const w[4], size_t nb, int n, const xblk *xs, const float *dx) {
