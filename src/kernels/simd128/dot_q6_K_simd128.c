@@ -60,7 +60,7 @@ void ae_to_float_q6_K_simd128(const void *x, float *y, int n) {
 /* Relaxed build: the activation is used as it is (its bytes are ae_rdot16's signed operand, the 6-bit values the
  * 7-bit one): no preparation, any row length in one pass. */
 typedef ae_block_q8_K xk;
-#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB) */
+#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB per 4-row set, 16 KiB for 4) */
 #define AE_QK_PREP 1
 AE_INLINE const xk *prep(const ae_block_q8_K *x, int n, xk *xs) { (void)n; (void)xs; return x; }
 AE_INLINE v128 xk_bs(const xk *x, int h) { return ae_load(x->bsums + 8 * h); }
@@ -88,12 +88,12 @@ AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) 
   decode_k(l0, l1, hb, k, &e, &o);
   return wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
 }
-#endif
 
-/* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 */
+/* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 (plain build) */
 AE_INLINE v128 scale_pair(v128 sp, int i) {
   return i ? wasm_i32x4_shuffle(sp, sp, 1, 1, 3, 3) : wasm_i32x4_shuffle(sp, sp, 0, 0, 2, 2);
 }
+#endif
 
 /* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
  * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
