@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
-//   node bench/kernel-ab.mjs [--type q4_0|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
-//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N]
+//   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
+//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256]
+// --type q4_0_r4: the load-time repacked q4_0 layout (dot_q4_0_r4_simd128.c), checked against the q4_0 reference.
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
 //   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.
@@ -25,14 +26,18 @@ const { has, opt } = args();
 const type = opt('--type', 'q4_0');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
 const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
-  q6_K: [210, 256, 'q8_K', [208]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []] };
-const GEMM_FILE = { q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
-const ALL_TYPES = ['f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
+  q6_K: [210, 256, 'q8_K', [208]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]] };
+// load-time repacked layouts (kernels.h AE_Q4_0_R4): weights generated in the file dtype's layout, the reference run on
+// them, then every copy repacked in place with the scalar repack (ae_repack_<type>_ref) before the kernels run
+const REPACKED = { q4_0_r4: 'q4_0' };
+const GEMM_FILE = { q4_0_r4: 'dot_q4_0_r4', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
+const ALL_TYPES = ['q4_0_r4', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
 const NV = Number(opt('--tokens', 1));
 if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
 const [bs, QK, act, scaleOffs] = TYPES[type];
 const actBytes = act === 'q8_0' ? 34 : act === 'q8_K' ? 292 : 4 * QK;
-const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : null;
+const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : REPACKED[type] ? 'repack_ref.c' : null;
+const base = REPACKED[type] ?? type;   // the dtype whose scalar reference the kernels must equal
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');
 const relaxed = has('--relaxed');
@@ -60,9 +65,10 @@ function compile(src, name, inc) {
 compile(`#include "kernels/kernels.h"
 #include <wasm_simd128.h>
 AE_EXPORT void kab_ref(const void *W, int ncols, const void *x, float *y, int r0, int r1) {
-  for (int r = r0; r < r1; r++) ae_vec_dot_${type}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / ${QK}) * ${bs}, x);
+  for (int r = r0; r < r1; r++) ae_vec_dot_${base}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / ${QK}) * ${bs}, x);
 }
 AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_${act}_ref(x, y, n); }
+${REPACKED[type] ? `AE_EXPORT int kab_repack(void *W, int r, int c, void *t) { return ae_repack_${type}_ref(W, r, c, t); }` : ''}
 AE_EXPORT int kab_probe(const void *p, int bytes) {
   const v128_t *v = (const v128_t *)p;
   v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
@@ -83,30 +89,33 @@ revs.forEach((rev, i) => {
   const fix = (src) => src.replace(/#include "([\w.]+\.(?:h|inc))"/g, (m, f) => (local.includes(f) ? `#include "kernels/simd128/${f}"` : m));
   const k = fix(show(rev, `src/kernels/simd128/dot_${type}_simd128.c`));
   // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
-  const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`)).join('\n');
+  const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`))
+    .concat(Object.keys(REPACKED).map((t) => `#define ae_repack_${t} kab${i}_repack_${t}`)).join('\n');
   compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows_${type}(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
   if (NV > 1) {
     let g = null;
     try { g = fix(show(rev, `src/kernels/simd128/${GEMM_FILE[type]}_simd128.c`)); } catch { /* no GEMM file at this revision */ }
+    if (g && GEMM_FILE[type] === `dot_${type}`) g = '';   // the matvec's file holds the GEMM (compiled above)
     if (g && !g.includes(`ae_matmul_rows_${type}_simd128(`)) g = null;
-    const body = g ? `kab${i}_matmul_rows_${type}(W, c, x, xs, nv, y, ys, a, b);`
+    const body = g !== null ? `kab${i}_matmul_rows_${type}(W, c, x, xs, nv, y, ys, a, b);`
       : `for (int rc = a; rc < b; rc += 16) for (int t = 0; t < nv; t++) kab${i}_matvec_rows_${type}(W, c, (const char *)x + (size_t)t * xs, y + (size_t)t * ys, rc, rc + 16 < b ? rc + 16 : b);`;
-    compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'));
-    if (!g) process.stderr.write(`${rev}: no ae_matmul_rows_${type}_simd128, timing the matvec per token over 16-row chunks\n`);
+    compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\n${g === '' ? `void kab${i}_matmul_rows_${type}(const void *, int, const void *, size_t, int, float *, int, int, int);` : ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'));
+    if (g === null) process.stderr.write(`${rev}: no ae_matmul_rows_${type}_simd128, timing the matvec per token over 16-row chunks\n`);
   }
 });
 const wasm = path.join(tmp, 'kab.wasm');
 execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory', '-Wl,--allow-undefined',
   '-Wl,--max-memory=4294967296', '-Wl,-z,stack-size=1048576', ...objs, '-o', wasm], { stdio: 'inherit' });
 
-const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });
+const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });   // grows to the copies (4 GiB at most)
 const mod = new WebAssembly.Module(fs.readFileSync(wasm));
 const imports = { env: { memory: mem } };
 for (const im of WebAssembly.Module.imports(mod)) if (im.kind === 'function') (imports[im.module] ??= {})[im.name] = () => { throw new Error(`kernel-ab: ${im.name} called (not linked)`); };
 const X = new WebAssembly.Instance(mod, imports).exports;
 fs.rmSync(tmp, { recursive: true, force: true });
 const nb = cols / QK, matBytes = rows * nb * bs, NT = Math.max(1, NV);
-const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(256 * 2 ** 20 / matBytes));
+const coldMiB = Number(opt('--cold-mib', 256));   // cold: the weights' copies span this much (> the last-level cache)
+const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(coldMiB * 2 ** 20 / matBytes));
 const xStride = Math.ceil(nb * actBytes / 16) * 16;
 const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
 const W = (y1 + NT * rows * 4 + 4095) & ~4095;
@@ -138,6 +147,11 @@ for (let t = 0; t < NT; t++) {
   else X.kab_ref(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
 }
 const ref = new Uint32Array(mem.buffer, y0, NT * rows).slice();
+if (REPACKED[type]) {   // every copy into the repacked layout (the reference above ran on the file layout)
+  const tmpW = W + copies * matBytes, need = tmpW + 4 * nb * bs + 64;
+  if (need > mem.buffer.byteLength) mem.grow(Math.ceil((need - mem.buffer.byteLength) / 65536));
+  for (let c = 0; c < copies; c++) if (X.kab_repack(W + c * matBytes, rows, cols, tmpW)) throw new Error('repack refused');
+}
 const check = (rev, f, a, b) => {
   new Uint32Array(mem.buffer, y1, NT * rows).fill(0xdeadbeef);
   f(a, b);

@@ -414,6 +414,7 @@ test('q4_0 repacked at load (AE_Q4_0_R4): repack SIMD == reference bytes, unpack
     k.f32(y1, rows).fill(NaN);
     X.kt_matvec(R4, SIMD, P, cols, xq, y1, 1, Math.max(2, rows - 1));
     assert.ok(Number.isNaN(k.f32(y1, rows)[0]) && (rows < 3 || Number.isNaN(k.f32(y1, rows)[rows - 1])), 'rows outside [r0, r1) untouched');
+    if (rows > 2) assertBitsEqual(k.f32(y1 + 4, rows - 2), ref.subarray(1, rows - 1), `${rows}x${cols} R4 rows 1..${rows - 1}`);
     for (const nvec of [2, 4, 5, 9]) {
       const xqs = Math.ceil(k.rowSize(T.Q8_0, cols) / 64) * 64 + 64, ystr = rows + 3;
       const xqm = k.alloc(xqs * nvec), ym = k.alloc(ystr * nvec * 4), yv = k.alloc(rows * 4);

@@ -15,7 +15,7 @@ import { setFlagsFromString } from 'node:v8';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as TOL from './helpers/tolerances.mjs';
-import { ROOT, loadKernels, rng, randomRow, QUANT_TYPES, FLOAT_TYPES, TYPE_NAMES, BLOCK, modulePath } from './helpers/kernels.mjs';
+import { ROOT, loadKernels, rng, randomRow, QUANT_TYPES, FLOAT_TYPES, TYPE_NAMES, BLOCK, T, modulePath } from './helpers/kernels.mjs';
 
 const ENV_JS = new URL('../dist/src/runtime/env.js', import.meta.url).href;
 
@@ -183,6 +183,34 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
     kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
     assert.ok(bitsEqualNaN(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul: relaxed != plain`);
     kp.release(mp); kr.release(mr);
+  }
+});
+
+test('q8_0 / q6_K / q4_K / q5_K matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
+  // the q8_0 matvec reads 4-row groups i, i + q, i + 2q, i + 3q together and redoes a group whose fp16 scales hold an
+  // inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two groups from
+  // the two halves. Row counts with and without tails; ranges not aligned to the groups.
+  const r = rng(915);
+  for (const kk of [kp, kr]) for (const [type, cols] of [[T.Q8_0, 3072], [T.Q8_0, 160], [T.Q6_K, 768], [T.Q4_K, 512], [T.Q5_K, 256]]) for (const rows of [16, 52, 71, 133]) {
+    const mark = kk.mark();
+    const W = randomRow(r, type, rows * cols, 0.03), [, bsz] = BLOCK[type], nblk = (rows * cols) / BLOCK[type][0];
+    const so = type === T.Q6_K ? 208 : 0;
+    const bad = type === T.Q8_0 && rows > 16 ? [[r.int(0, nblk - 1), 0x7c00], [r.int(0, nblk - 1), 0xfc00], [r.int(0, nblk - 1), 0x7e01]] : [];
+    for (const [i, h] of bad) { W[i * bsz + so] = h & 255; W[i * bsz + so + 1] = h >> 8; }
+    const Wp = put(kk, W), xf = kk.putF32(r.floats(cols).map((v) => v * 3)), xq = kk.alloc(Math.max(64, kk.rowSize(kk.x.kt_traits(type, 0, 2), cols)));
+    kk.x.kt_quantize(type, REF, xf, xq, cols);
+    const y0 = kk.alloc(rows * 4), y1 = kk.alloc(rows * 4);
+    kk.x.kt_matvec(type, REF, Wp, cols, xq, y0, 0, rows);
+    const ref = Float32Array.from(kk.f32(y0, rows)), what = `${kk === kp ? 'plain' : 'relaxed'} ${TYPE_NAMES[type]} ${rows}x${cols}`;
+    if (bad.length) assert.ok(ref.some((v) => !Number.isFinite(v)), `${what}: the inf / NaN scales reach the output`);
+    for (const [a, b] of [[0, rows], [1, rows - 1], [3, rows], [5, Math.min(rows, 5 + 4 * 5)]]) {
+      kk.f32(y1, rows).fill(1234.5);
+      kk.x.kt_matvec(type, SIMD, Wp, cols, xq, y1, a, b);
+      const got = kk.f32(y1, rows);
+      assert.ok(bitsEqualNaN(got.subarray(a, b), ref.subarray(a, b)), `${what} rows ${a}..${b} != reference`);
+      for (let i = 0; i < rows; i++) if (i < a || i >= b) assert.equal(got[i], 1234.5, `${what}: row ${i} outside ${a}..${b} written`);
+    }
+    kk.release(mark);
   }
 });
 

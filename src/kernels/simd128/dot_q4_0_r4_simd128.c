@@ -17,7 +17,9 @@
  * sumi = sum(q x) - 8 sum(x) (exact integers). Scales: v128.load16x4_s, << 13, & 0x8fffffff = d_w * 2^-112 exactly
  * (finite halves, which ae_repack_q4_0_r4 guarantees); d_x carries the 2^112 (as dot_q4_0_simd128.c).
  * A group is one sequential stream of 72 B records (the plain layout's 4 rows are 4 streams in the same pages, which
- * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). */
+ * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). The
+ * matvec reads 4 groups from the 4 quarters of its row range record by record: 4 sequential streams in different
+ * pages keep more DRAM reads in flight than one (1.4-1.7x from DRAM; "Decode matvecs from DRAM"). */
 #include "simd128_util.h"
 
 #if AE_RELAXED
@@ -151,6 +153,19 @@ AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xs
     acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
   return acc;
 }
+/* Four groups far apart (records from r[k]), record by record: four sequential streams in different pages, which DRAM
+ * serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"; 8 streams spill in V8's code). */
+AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+  for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
+    a0 = fma_rec(a0, rec_sums(p0, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p0));
+    a1 = fma_rec(a1, rec_sums(p1, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p1));
+    a2 = fma_rec(a2, rec_sums(p2, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p2));
+    a3 = fma_rec(a3, rec_sums(p3, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p3));
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
 
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
@@ -158,20 +173,29 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
+  const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
   _Alignas(16) float part[2][4];                 /* a partial group's 4 rows (only some are stored into y) */
   xaux xa[R4_CHUNK];
   xsplat xs[AE_RELAXED ? 1 : R4_CHUNK];
+#define R4_DST(g) ((4 * (g) >= r0 && 4 * (g) + 4 <= r1) ? y + 4 * (g) : part[(g) == g0 ? 0 : 1])
   for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
     const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
     for (int b = 0; b < n; b++) { prep_aux(x + c0 + b, xa + b); if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b); }
-    for (int g = g0; g < g1; g++) {
-      const int full = 4 * g >= r0 && 4 * g + 4 <= r1;
-      float *dst = full ? y + 4 * g : part[g == g0 ? 0 : 1];
-      const v128 start = c0 ? ae_load(dst) : wasm_f32x4_splat(0.0f);
-      const uint8_t *rec = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC;
-      ae_store(dst, group(rec, n, x + c0, xs, xa, start));
+    for (int i = 0; i < gq; i++) {
+      if (g0 + i + 3 * gq < g1) {
+        const uint8_t *r[4]; v128 acc[4];
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
+        group4s(r, n, x + c0, xs, xa, acc);
+        for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
+      } else for (int k = 0; k < 4; k++) {
+        const int g = g0 + i + k * gq;
+        if (g >= g1) break;
+        float *d = R4_DST(g);
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+      }
     }
   }
+#undef R4_DST
   for (int r = r0; r < r1; r++) {
     const int g = r >> 2;
     if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];

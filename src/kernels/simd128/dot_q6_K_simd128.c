@@ -9,7 +9,8 @@
  * |t| <= 4 x 63 x 128 < 2^15) are narrowed into one i16x8 and multiplied by both scales with one dot_i16x8.
  * Matvec: 4 consecutive rows one after the other (one sequential weight stream), their super-block sums kept on
  * the stack, then the float sequence of the 4 rows in the lanes of one f32x4 with the 4 fp16 scales converted at
- * once; rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
+ * once; 4 such 4-row sets from the quarters of the row range are read super-block by super-block in turn (4 streams:
+ * DRAM serves them faster than one, docs/DESIGN.md "Decode matvecs: streams"); rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
  * super-block outer (8 rows inner). Every path uses the reference's float sequence per row: bit-exact for any
  * row range. V8 (11.x) notes: each group of 4 chunks' partial sum is stored to its own volatile slot (orders
  * the schedule, no spills); the block and activation pointers pass through an empty asm so clang folds the
@@ -59,7 +60,7 @@ void ae_to_float_q6_K_simd128(const void *x, float *y, int n) {
 /* Relaxed build: the activation is used as it is (its bytes are ae_rdot16's signed operand, the 6-bit values the
  * 7-bit one): no preparation, any row length in one pass. */
 typedef ae_block_q8_K xk;
-#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB) */
+#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB per 4-row set, 16 KiB for 4) */
 #define AE_QK_PREP 1
 AE_INLINE const xk *prep(const ae_block_q8_K *x, int n, xk *xs) { (void)n; (void)xs; return x; }
 AE_INLINE v128 xk_bs(const xk *x, int h) { return ae_load(x->bsums + 8 * h); }
@@ -87,12 +88,12 @@ AE_INLINE v128 chunk_dot(v128 l0, v128 l1, v128 hb, int k, const xk *xs, int c) 
   decode_k(l0, l1, hb, k, &e, &o);
   return wasm_i32x4_add(wasm_i32x4_dot_i16x8(e, xs->X[2 * c]), wasm_i32x4_dot_i16x8(o, xs->X[2 * c + 1]));
 }
-#endif
 
-/* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 */
+/* [sc_i x 4, sc_{i+2} x 4] (i16 lanes) from the (sc, sc) pairs in the i32 lanes of sp, i = 0, 1 (plain build) */
 AE_INLINE v128 scale_pair(v128 sp, int i) {
   return i ? wasm_i32x4_shuffle(sp, sp, 1, 1, 3, 3) : wasm_i32x4_shuffle(sp, sp, 0, 0, 2, 2);
 }
+#endif
 
 /* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
  * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
@@ -156,13 +157,9 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
   }
 }
 
-/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
- * the super-block sums go to sv, then the float sequence of the 4 rows runs in the lanes of one f32x4 (the
- * reference's acc += (d_w d_x) (float)sumi per lane, in block order) with the 4 weight scales converted at once. */
-static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
-  v128 sv[4][AE_QK_CHUNK];
-  for (int j = 0; j < 4; j++)
-    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
+/* The float step of 4 consecutive rows (w) from their super-block sums sv: the reference's acc += (d_w d_x) (float)sumi
+ * per lane, in block order, with the 4 weight scales converted at once. */
+AE_INLINE v128 rows4_float(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, v128 sv[4][AE_QK_CHUNK]) {
   v128 acc = wasm_f32x4_splat(0.0f);
   for (int i = 0; i < nb; i++) {
     const ae_block_q6_K *b = w + i;
@@ -173,16 +170,50 @@ static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const 
   return acc;
 }
 
+/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
+ * the super-block sums go to sv, then the float step. */
+static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
+  v128 sv[4][AE_QK_CHUNK];
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
+  return rows4_float(w, nb, x, sv);
+}
+
+/* Four sets of 4 consecutive rows far apart (w[s]), super-block by super-block in turn: four sequential streams in
+ * different pages, which DRAM serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Each set's
+ * sums and float step are rows4's. */
+static void rows4x4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp, v128 out[4]) {
+  v128 sv[4][4][AE_QK_CHUNK];
+  for (int j = 0; j < 4; j++)
+    for (int i = 0; i < nb; i++)
+      for (int s = 0; s < 4; s++) sv[s][j][i] = row_sbv(w[s] + (size_t)j * nb + i, &xp[i]);
+  for (int s = 0; s < 4; s++) out[s] = rows4_float(w[s], nb, x, sv[s]);
+}
+
 void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
   if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
   xk xs[AE_QK_PREP];
   const xk *xp = prep(x, nb, xs);
-  int r = r0;
-  for (; r + 4 <= r1; r += 4) ae_store(y + r, rows4((const ae_block_q6_K *)W + (size_t)r * nb, nb, x, xp));
-  for (; r < r1; r++) {
-    const ae_block_q6_K *w = (const ae_block_q6_K *)W + (size_t)r * nb;
+  const ae_block_q6_K *w0 = (const ae_block_q6_K *)W;
+  const int nset = (r1 - r0) / 4, q = (nset + 3) / 4;   /* 4-row sets r0 + 4 (i + k q), k < 4, read together */
+  for (int i = 0; i < q; i++) {
+    if (i + 3 * q < nset) {
+      const ae_block_q6_K *w[4];
+      v128 out[4];
+      for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(r0 + 4 * (i + k * q)) * nb;
+      rows4x4(w, nb, x, xp, out);
+      for (int k = 0; k < 4; k++) ae_store(y + r0 + 4 * (i + k * q), out[k]);
+    } else {
+      for (int k = 0; k < 4 && i + k * q < nset; k++) {
+        const int r = r0 + 4 * (i + k * q);
+        ae_store(y + r, rows4(w0 + (size_t)r * nb, nb, x, xp));
+      }
+    }
+  }
+  for (int r = r0 + 4 * nset; r < r1; r++) {
+    const ae_block_q6_K *w = w0 + (size_t)r * nb;
     float sum = 0.0f;
     for (int i = 0; i < nb; i++) sum += (ae_h2f_s(w[i].d) * x[i].d) * (float)row_sb(&w[i], &xp[i]);
     y[r] = sum;

@@ -9,8 +9,9 @@
  * accumulator (integer sums transposed with 6 shuffles), so each row sees the same scalar operation
  * sequence as the 1-row path and the reference: bit-exact for any row range. Weight scales are
  * converted 8 at a time with the fast fp16 conversion; a row group that meets an inf/nan scale is
- * recomputed with the exact one. Two blocks per loop iteration. Partial sums cross column chunks
- * through y (a float store/load is exact), so chunking does not change any result. */
+ * recomputed with the exact one. Two blocks per loop iteration; the matvec reads 4 row groups from the quarters of
+ * its row range in turn (4 regions of memory: DRAM serves them faster, docs/DESIGN.md "Decode matvecs: streams").
+ * Partial sums cross column chunks through y (a float store/load is exact), so chunking does not change any result. */
 #include "simd128_util.h"
 
 #define AE_Q8_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4) B = 8.5 KiB of stack */
@@ -85,40 +86,47 @@ AE_INLINE v128 unpair(v128 ab, v128 cd) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
+/* Blocks b, b + 1 of 4 rows (w0 = row 0's blocks, row stride nb) into acc (lanes = rows); bad collects the scales'
+ * inf / nan check (only when !exact). */
+AE_INLINE v128 step2(v128 acc, v128 *bad, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx, int exact) {
+  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
+  const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
+  v128 d0, d1;
+  if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
+  else { *bad = ae_h16_infnan_acc(*bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
+  t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+  t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+  t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
+  t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
+  v128 i0 = unpair(t[0], t[1]);
+  v128 i1 = unpair(t[2], t[3]);
+  i0 = wasm_i32x4_shr(i0, Q8_SH);
+  i1 = wasm_i32x4_shr(i1, Q8_SH);
+  acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
+}
+/* The last block b of an odd count, 4 rows (exact scale conversion) */
+AE_INLINE v128 step1(v128 acc, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx) {
+  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+  volatile v128 t[2];
+  const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
+  t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
+  t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
+  v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), Q8_SH);
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+}
+
 /* 4 rows x blocks [0, n) of the chunk; acc in/out (lanes = rows). Returns 1 if a scale was inf/nan
  * (only when !exact: the caller recomputes with exact = 1). */
 AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, const xblk *xs, const float *dx, int exact) {
-  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
-  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
   int b = 0;
-  for (; b + 2 <= n; b += 2) {
-    const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
-    v128 d0, d1;
-    if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
-    else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
-    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
-    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    t[2] = pair(bdot(&w0[b + 1], &xs[b + 1]), bdot(&w1[b + 1], &xs[b + 1]));
-    t[3] = pair(bdot(&w2[b + 1], &xs[b + 1]), bdot(&w3[b + 1], &xs[b + 1]));
-    v128 i0 = unpair(t[0], t[1]);
-    v128 i1 = unpair(t[2], t[3]);
-    i0 = wasm_i32x4_shr(i0, Q8_SH);
-    i1 = wasm_i32x4_shr(i1, Q8_SH);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
-  }
-  if (b < n) {
-    const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
-    t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
-    t[1] = pair(bdot(&w2[b], &xs[b]), bdot(&w3[b], &xs[b]));
-    v128 i0 = wasm_i32x4_shr(unpair(t[0], t[1]), Q8_SH);
-    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
-  }
+  for (; b + 2 <= n; b += 2) acc = step2(acc, &bad, w0, nb, b, xs, dx, exact);
+  if (b < n) acc = step1(acc, w0, nb, b, xs, dx);
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
-
 /* One row without the chunk preparation (for calls on fewer than 4 rows: vec_dot, short row runs);
  * the same integer sums and float sequence as the prepared paths. */
 static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *y) {
@@ -133,6 +141,23 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
   *y = sum;
 }
 
+/* Four 4-row groups far apart (w[k]), two blocks of each in turn: the rows' streams in four regions of memory, which
+ * DRAM serves faster than one region (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Returns a bit per group whose
+ * scales had an inf/nan (the caller recomputes that group with group4(exact)). */
+AE_INLINE int group4x4(v128 acc[4], const ae_block_q8_0 *const w[4], size_t nb, int n, const xblk *xs, const float *dx) {
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = wasm_i32x4_splat(0), b1 = b0, b2 = b0, b3 = b0;
+  int b = 0;
+  for (; b + 2 <= n; b += 2) {
+    a0 = step2(a0, &b0, w[0], nb, b, xs, dx, 0);
+    a1 = step2(a1, &b1, w[1], nb, b, xs, dx, 0);
+    a2 = step2(a2, &b2, w[2], nb, b, xs, dx, 0);
+    a3 = step2(a3, &b3, w[3], nb, b, xs, dx, 0);
+  }
+  if (b < n) { a0 = step1(a0, w[0], nb, b, xs, dx); a1 = step1(a1, w[1], nb, b, xs, dx); a2 = step1(a2, w[2], nb, b, xs, dx); a3 = step1(a3, w[3], nb, b, xs, dx); }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+  return ae_h16_has_infnan(b0) | ae_h16_has_infnan(b1) << 1 | ae_h16_has_infnan(b2) << 2 | ae_h16_has_infnan(b3) << 3;
+}
+
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK8_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
@@ -145,14 +170,26 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
   for (int c0 = 0; c0 < nb; c0 += AE_Q8_CHUNK) {
     const int n = nb - c0 < AE_Q8_CHUNK ? nb - c0 : AE_Q8_CHUNK;
     prep(x + c0, n, xs, dx);
-    int r = r0;
-    for (; r + 4 <= r1; r += 4) {
-      const ae_block_q8_0 *w0 = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
-      const v128 start = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
-      v128 acc = start;
-      if (group4(&acc, w0, (size_t)nb, n, xs, dx, 0)) { acc = start; group4(&acc, w0, (size_t)nb, n, xs, dx, 1); }
-      ae_store(y + r, acc);
+    const int ng = (r1 - r0) / 4, gq = (ng + 3) / 4;   /* 4-row groups; group i is read together with i + k gq */
+    for (int i = 0; i < gq; i++) {
+      if (i + 3 * gq < ng) {
+        const ae_block_q8_0 *w[4]; v128 st[4], acc[4];
+        for (int k = 0; k < 4; k++) { const int r = r0 + 4 * (i + k * gq); w[k] = (const ae_block_q8_0 *)W + (size_t)r * nb + c0; acc[k] = st[k] = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f); }
+        const int bad = group4x4(acc, w, (size_t)nb, n, xs, dx);
+        for (int k = 0; k < 4; k++) {
+          if (bad >> k & 1) { acc[k] = st[k]; group4(&acc[k], w[k], (size_t)nb, n, xs, dx, 1); }
+          ae_store(y + r0 + 4 * (i + k * gq), acc[k]);
+        }
+      } else for (int k = 0; k < 4 && i + k * gq < ng; k++) {
+        const int r = r0 + 4 * (i + k * gq);
+        const ae_block_q8_0 *wa = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
+        const v128 sa = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
+        v128 acca = sa;
+        if (group4(&acca, wa, (size_t)nb, n, xs, dx, 0)) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
+        ae_store(y + r, acca);
+      }
     }
+    int r = r0 + 4 * ng;
     for (; r < r1; r++) {
       const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
