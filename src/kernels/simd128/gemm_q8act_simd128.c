@@ -25,7 +25,7 @@
  * next tokens' activation loads and spills), the block / activation pointers pass through an empty asm (every load
  * then has a constant offset, no address add per load), and a row whose block scales are all finite (row_finite,
  * checked once per row chunk) converts its scales by moving the half's bits (bscale_fast: 3 integer operations
- * instead of the branchy scalar conversion) against d_x 2^112. Together ~1.2-1.4x on q8_0 (kernel-ab). */
+ * instead of the branchy scalar conversion) against d_x 2^112. Together 1.0-1.4x on q8_0 (kernel-ab, noisy machine). */
 #include "simd128_util.h"
 
 #define GEMM_ROWS 64
