@@ -46,6 +46,35 @@ test('matmul == matvec per token (bit for bit) and == the reference for quantise
   }
 });
 
+// The q8_0 / q4_0 GEMM converts a row's block scales by moving the half's bits into a float (d_w 2^-112, exact for
+// finite halves) and takes d_x 2^112; rows with an inf / NaN scale take the exact conversion (test below). Here: zero,
+// negative, subnormal and the largest finite halves as weight scales, and tiny activations (subnormal or zero d_x).
+test('q8_0 / q4_0 matmul == matvec == reference with zero, subnormal and extreme finite scales', () => {
+  const r = rng(79);
+  for (const name of ['q8_0', 'q4_0']) withMark(() => {
+    const type = +Object.keys(TYPE_NAMES).find((t) => TYPE_NAMES[t] === name);
+    const rows = 10, cols = 1024, nvec = 7, rs = k.rowSize(type, cols), bs = BLOCK[type][1], nb = cols / BLOCK[type][0];
+    const bytes = randomRow(r, type, rows * cols, 0.03);
+    const halves = [0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x1234];
+    for (let row = 0; row < rows; row++) for (let b = 0; b < nb; b += 1 + (row % 3)) {
+      const h = halves[(row + b) % halves.length], p = row * rs + b * bs;
+      bytes[p] = h & 0xff; bytes[p + 1] = h >> 8;
+    }
+    const W = k.putU8(bytes);
+    const xqs = Math.ceil(k.rowSize(vdt(type), cols) / 16) * 16;
+    const xq = k.alloc(xqs * nvec), y = k.alloc(rows * nvec * 4), yv = k.alloc(rows * 4), yr = k.alloc(rows * 4);
+    const scales = [1, 1e-6, 3e-8, 0, 1e4, 1, 2e-7];   // activation magnitudes: normal, subnormal and zero d_x
+    for (let b = 0; b < nvec; b++) X.kt_quantize(type, SIMD, k.putF32(r.floats(cols).map((v) => v * scales[b])), xq + b * xqs, cols);
+    X.kt_matmul(type, W, cols, xq, xqs, nvec, y, rows, 0, rows);
+    for (let b = 0; b < nvec; b++) {
+      X.kt_matvec(type, SIMD, W, cols, xq + b * xqs, yv, 0, rows);
+      X.kt_matvec(type, REF, W, cols, xq + b * xqs, yr, 0, rows);
+      assertBitsEqual(k.f32(y + b * rows * 4, rows), k.f32(yv, rows), `${name} token ${b} vs matvec`);
+      assertBitsEqual(k.f32(y + b * rows * 4, rows), k.f32(yr, rows), `${name} token ${b} vs reference`);
+    }
+  });
+});
+
 test('matmul == matvec with infinite and NaN weight scales (quantised dtypes) or weights (f16)', () => {
   const r = rng(78);
   for (const type of WEIGHT_TYPES.filter((t) => ROW[t].act !== 'f32' || TYPE_NAMES[t] === 'f16')) withMark(() => {

@@ -60,6 +60,31 @@ for (const [arch, dtype, kvDtype] of CASES) {
   }
 }
 
+// A prompt chunk that is not the prompt's last runs no output head (Engine.forward noLogits, want_all -1 in C): the
+// logits stay what they were, the KV cache is filled as usual, so the last chunk's logits equal one forward's.
+test('llama q4_0: chunks without logits then the last chunk == one forward, and a chunk without logits leaves the logits', async () => {
+  const { file } = await generateModel('llama', 'q4_0', 5);
+  const prompt = [1, 17, 290, 33, 5, 260, 301, 44, 120, 7, 19];
+  for (const threads of [1, 2]) {
+    const model = await load(file, { threads, maxBatch: 16 });
+    try {
+      const e = model.engine;
+      e.forward(prompt, 0);
+      const whole = e.logits();
+      model.reset();
+      e.forward([3, 4, 5], 0);
+      const before = e.logits();
+      assert.ok(!Buffer.from(before.buffer).equals(Buffer.from(whole.buffer)));
+      model.reset();
+      e.forward(prompt.slice(0, 4), 0, false, 0, true);
+      assert.ok(Buffer.from(e.logits().buffer).equals(Buffer.from(before.buffer)), `${threads} thread(s): a chunk without logits changed them`);
+      e.forward(prompt.slice(4, 9), 4, false, 0, true);
+      e.forward(prompt.slice(9), 9);
+      assert.ok(Buffer.from(e.logits().buffer).equals(Buffer.from(whole.buffer)), `${threads} thread(s): chunked prefill logits differ from one forward`);
+    } finally { model.dispose(); }
+  }
+});
+
 // Prefill (tokens in batches: the GEMM kernels, 4-token tiles plus a tail) gives the same bits as feeding the
 // tokens one by one (the matvec kernels), on 1 and 2 threads: every kernel of the batched path computes
 // each token's values with the per-token operation sequence.

@@ -206,7 +206,8 @@ export class AetherModel extends openai.OpenAIMethods {
       throwIfAborted(signal);
       const chunk = ids.slice(s, Math.min(ids.length, s + n));
       const t0 = now();
-      this.engine.forward(chunk, s);
+      // only the prompt's last token needs logits: the chunks before it run no output head
+      this.engine.forward(chunk, s, false, 0, s + chunk.length < ids.length);
       this.cached.push(...chunk);
       s += chunk.length;
       const ms = now() - t0;

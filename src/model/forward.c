@@ -779,8 +779,15 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
     return;
   }
 
+  /* ---- no logits (a prompt chunk before the last): the KV cache is all this forward was for ---- */
+  if (a->want_all < 0) {
+    if (ith == 0) m->n_past = pos + n;
+    TICK(c->n_layers, AE_OP_OUTPUT);
+    return;
+  }
+
   /* ---- output head: last token, or all tokens when asked ---- */
-  const int all = a->want_all && c->logits_all;
+  const int all = a->want_all > 0 && c->logits_all;
   const int nout = all ? n : 1;
   const ae_tensor *out = m->output.data ? &m->output : &m->tok_embd;
   if (!ready) {   /* the last FFN's residual add (every token), the output norm and conversion */

@@ -37,9 +37,9 @@ AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
     ae_pool_run_steps(pool, AE_JOB_FORWARD, (uint32_t)(uintptr_t)a, mm->flow, ae_forward_max_steps(&mm->cfg));
   }
   if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED; /* the results are garbage */
-  if (a->status == AE_OK) {
+  if (a->status == AE_OK && a->want_all >= 0) {   /* (want_all < 0: no logits, nothing to check) */
     const ae_model *m = a->model;
-    const size_t rows = a->want_all && m->cfg.logits_all ? (size_t)a->n_tokens : 1;
+    const size_t rows = a->want_all > 0 && m->cfg.logits_all ? (size_t)a->n_tokens : 1;
     if (any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab)) a->status = AE_ERR_NONFINITE;
   }
   return a->status;

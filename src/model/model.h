@@ -307,13 +307,14 @@ enum ae_head_stat {
 };
 
 /* One forward job: tokens[0..n) at positions pos..pos+n-1. Logits of the last token (or of all
- * tokens when cfg.logits_all and want_all) land in model->logits. */
+ * tokens when cfg.logits_all and want_all > 0) land in model->logits; want_all < 0: no output head at all (a
+ * prompt chunk that is not the prompt's last: only the KV cache is filled, model->logits keeps its old values). */
 typedef struct {
   ae_model *model;
   const int32_t *tokens;
   int32_t n_tokens;
   int32_t pos;
-  int32_t want_all;
+  int32_t want_all;   /* 1: every token's logits (cfg.logits_all), 0: the last token's, -1: none */
   int32_t status;  /* out: ae_status */
   /* NULL: logits as usual. Else no output head: the final-normed hidden state of every row (dim floats each)
    * is added to hidden_sum (dim floats; embeddings: the host divides by the token count) */

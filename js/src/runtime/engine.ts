@@ -600,11 +600,12 @@ export class Engine {
   }
 
   /**
-   * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched). With
-   * `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed hidden state of every
-   * token is added there instead.
+   * Run tokens at positions pos..pos+n-1 through the model (n may exceed maxBatch: batched; the batches before the
+   * last run no output head). With `hiddenSum` (a heap offset of dim floats) there are no logits: the final-normed
+   * hidden state of every token is added there instead. With `noLogits` no output head runs at all (a prompt chunk
+   * that is not the prompt's last: only the KV cache is filled; logits() keeps the previous values).
    */
-  forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0): void {
+  forward(tokens: ArrayLike<number>, pos: number, wantAll = false, hiddenSum = 0, noLogits = false): void {
     this.check();
     const n = tokens.length;
     if (n === 0) return;
@@ -621,7 +622,9 @@ export class Engine {
       dv.setUint32(this.args + FWD.TOKENS, this.tokBuf, true);
       dv.setInt32(this.args + FWD.N_TOKENS, chunk, true);
       dv.setInt32(this.args + FWD.POS, pos + s, true);
-      dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : 0, true);
+      // want_all: 1 every token's logits, 0 the last token's, -1 none (not the last batch, or noLogits)
+      const none = !wantAll && !hiddenSum && (noLogits || s + chunk < n);
+      dv.setInt32(this.args + FWD.WANT_ALL, wantAll ? 1 : none ? -1 : 0, true);
       dv.setUint32(this.args + FWD.HIDDEN_SUM, hiddenSum, true);
       this.poolStatus(this.core.ae_forward(this.pool, this.args), {
         op: 'forward', subject: `${chunk} tokens at position ${pos + s}, n_ctx ${this.nCtx}`, details: { pos: pos + s, n: chunk },

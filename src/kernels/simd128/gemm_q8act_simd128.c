@@ -18,7 +18,14 @@
  * 4 i32x4.dot_i16x8 + 4 activation loads + the reduction per (row, token, block), which a tile cannot
  * share; only the weight unpacking and scale conversion are shared. A 2-row x 4-token tile (each
  * activation load serving two rows) was slower: 8 unpacked weight vectors + partial sums exceed V8's 16
- * SIMD registers on x64 and spill. */
+ * SIMD registers on x64 and spill.
+ *
+ * Code generation (docs/DESIGN.md "Relaxed SIMD", V8 code generation; docs/PERFORMANCE.md "Prefill: chunks without
+ * logits, the q8_0 GEMM tile"): each token's 4-dot partial is stored to a volatile slot (V8 otherwise hoists the
+ * next tokens' activation loads and spills), the block / activation pointers pass through an empty asm (every load
+ * then has a constant offset, no address add per load), and a row whose block scales are all finite (row_finite,
+ * checked once per row chunk) converts its scales by moving the half's bits (bscale_fast: 3 integer operations
+ * instead of the branchy scalar conversion) against d_x 2^112. Together 1.0-1.4x on q8_0 (kernel-ab, noisy machine). */
 #include "simd128_util.h"
 
 #define GEMM_ROWS 64
@@ -41,8 +48,9 @@ enum { W_Q8_0, W_Q4_0 };
 #define Q4_SUM8 2048
 #endif
 
-/* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], sum8[4 b + t], dx[4 b + t]. */
-AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xblk *xs, int32_t *sum8, float *dx) {
+/* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], sum8[4 b + t], dx[4 b + t] (d_x) and
+ * dxs[4 b + t] (d_x 2^112, for bscale_fast; exact: |d_x| <= 65504, so d_x 2^112 < FLT_MAX). */
+AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xblk *xs, int32_t *sum8, float *dx, float *dxs) {
   for (int t = 0; t < 4; t++) {
     const ae_block_q8_0 *xb = (const ae_block_q8_0 *)(x + (size_t)(t < nt ? t : nt - 1) * stride) + c0;
     for (int b = 0; b < n; b++) {
@@ -62,6 +70,7 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
         sum8[4 * b + t] = Q4_SUM8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(s));
       }
       dx[4 * b + t] = ae_h2f_s(xb[b].d);
+      dxs[4 * b + t] = dx[4 * b + t] * 0x1p112f;
     }
   }
 }
@@ -87,6 +96,20 @@ AE_INLINE v128 bscale(const uint8_t *w) {
   __builtin_memcpy(&h, w, 2);
   return wasm_f32x4_splat(ae_h2f_s(h));
 }
+/* d_w 2^-112 (exact for finite halves: the half's bits moved into a float's, as dot_q4_0_r4_simd128.c); with d_x 2^112
+ * the product d_w' d_x' is the same real number as d_w d_x, so the same float. Rows with an inf / nan scale take
+ * bscale (row_finite). */
+AE_INLINE v128 bscale_fast(const uint8_t *w) {
+  int16_t h;
+  __builtin_memcpy(&h, w, 2);
+  return wasm_f32x4_splat(ae_u2f(((uint32_t)(int32_t)h << 13) & 0x8fffffffu));
+}
+/* every block scale of a row finite (blocks of bs bytes, the f16 scale first) */
+AE_INLINE int row_finite(const uint8_t *w, int nb, size_t bs) {
+  int bad = 0;
+  for (int b = 0; b < nb; b++, w += bs) { uint16_t h; __builtin_memcpy(&h, w, 2); bad |= (h & 0x7c00) == 0x7c00; }
+  return !bad;
+}
 
 /* Block sums -> acc += (float)sumi * (d_w * d_x) per token lane. */
 AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 dw, const float *dx) {
@@ -95,8 +118,9 @@ AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 d
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(dw, ae_load(dx))));
 }
 
-/* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). */
-AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
+/* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). fast: the row's scales are finite
+ * (bscale_fast with dx = d_x 2^112), else bscale with dx = d_x. */
+AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
   const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
   for (int b = 0; b < n; b++, w += bs) {
 #if AE_RELAXED
@@ -112,16 +136,21 @@ AE_INLINE v128 row1x4(int kind, const uint8_t *w, int n, const xblk *xs, const i
       const v128 de = wasm_i16x8_add(wasm_i32x4_shuffle(d, e, 0, 4, 1, 5), wasm_i32x4_shuffle(d, e, 2, 6, 3, 7));
       const v128 s = wasm_i32x4_extadd_pairwise_i16x8(
           wasm_i16x8_add(wasm_i32x4_shuffle(ac, de, 0, 1, 4, 5), wasm_i32x4_shuffle(ac, de, 2, 3, 6, 7)));
-      acc = fma_block(kind, acc, s, sum8 + 4 * b, bscale(w), dx + 4 * b);
+      acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
       continue;
     }
 #endif
     v128 m[4];
-    unpack(kind, w, m);
     const xblk *x = xs + 4 * b;
-    const v128 s = ae_reduce4_i32(dot4(m[0], m[1], m[2], m[3], x), dot4(m[0], m[1], m[2], m[3], x + 1),
-                                  dot4(m[0], m[1], m[2], m[3], x + 2), dot4(m[0], m[1], m[2], m[3], x + 3));
-    acc = fma_block(kind, acc, s, sum8 + 4 * b, bscale(w), dx + 4 * b);
+    __asm__("" : "+r"(x)); __asm__("" : "+r"(w));   /* opaque: every load takes a constant offset (DESIGN.md) */
+    unpack(kind, w, m);
+    volatile v128 sink[4];
+    const v128 d0 = dot4(m[0], m[1], m[2], m[3], x); sink[0] = d0;
+    const v128 d1 = dot4(m[0], m[1], m[2], m[3], x + 1); sink[1] = d1;
+    const v128 d2 = dot4(m[0], m[1], m[2], m[3], x + 2); sink[2] = d2;
+    const v128 d3 = dot4(m[0], m[1], m[2], m[3], x + 3); sink[3] = d3;
+    const v128 s = ae_reduce4_i32(d0, d1, d2, d3);
+    acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
   }
   return acc;
 }
@@ -132,20 +161,24 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
   const size_t rs = (size_t)nb * (kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0));
   xblk xs[4 * GEMM_CB];
   int32_t sum8[4 * GEMM_CB];
-  float dx[4 * GEMM_CB];
+  float dx[4 * GEMM_CB], dxs[4 * GEMM_CB];
+  uint8_t fin[GEMM_ROWS];
   const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
   for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
     const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
+    for (int r = rc; r < re; r++) fin[r - rc] = (uint8_t)row_finite((const uint8_t *)W + (size_t)r * rs, nb, bs);
     for (int t0 = 0; t0 < nvec; t0 += 4) {
       const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
       const uint8_t *xt = (const uint8_t *)xq + (size_t)t0 * xq_stride;
       float *yt = y + (size_t)t0 * y_stride;
       for (int c0 = 0; c0 < nb; c0 += GEMM_CB) {
         const int n = nb - c0 < GEMM_CB ? nb - c0 : GEMM_CB;
-        prep4(kind, xt, xq_stride, nt, c0, n, xs, sum8, dx);
-        for (int r = rc; r < re; r++)
-          ae_gemm_store_y(yt, y_stride, nt, r, row1x4(kind, (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs, n, xs, sum8, dx,
-                                              ae_gemm_load_y(yt, y_stride, nt, r, c0)));
+        prep4(kind, xt, xq_stride, nt, c0, n, xs, sum8, dx, dxs);
+        for (int r = rc; r < re; r++) {
+          const uint8_t *wr = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * bs;
+          const v128 a = ae_gemm_load_y(yt, y_stride, nt, r, c0);
+          ae_gemm_store_y(yt, y_stride, nt, r, fin[r - rc] ? row1x4(kind, 1, wr, n, xs, sum8, dxs, a) : row1x4(kind, 0, wr, n, xs, sum8, dx, a));
+        }
       }
     }
   }
