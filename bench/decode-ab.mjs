@@ -5,13 +5,10 @@
 //   node bench/decode-ab.mjs MODEL CHECKOUT_A CHECKOUT_B ... [--simd relaxed,plain] [--tokens 16] [--rounds 7]
 // A checkout is a directory with a built dist/ and wasm/ (e.g. a second git worktree of the revision to compare).
 // Per round and build: a prompt of 8 ids, 2 warm-up tokens, then --tokens Engine.forward calls; medians over rounds.
-import v8 from 'node:v8';
 import path from 'node:path';
-import { args, machine, median } from './lib/common.mjs';
+import { args, machine, median, wasmFlags } from './lib/common.mjs';
 
-v8.setFlagsFromString('--no-liftoff');
-v8.setFlagsFromString('--no-wasm-lazy-compilation');
-v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+wasmFlags();
 const { argv, opt } = args();
 const pos = argv.filter((a, i) => !a.startsWith('--') && !(i > 0 && argv[i - 1].startsWith('--')));
 const [file, ...roots] = pos;

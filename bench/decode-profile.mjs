@@ -10,12 +10,9 @@
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
 // process CPU time per forward + sample (with 1 thread the compute itself: other processes add wall time, not this).
-import v8 from 'node:v8';
-import { args, machine, median, repoRoot } from './lib/common.mjs';
+import { args, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
-v8.setFlagsFromString('--no-liftoff');
-v8.setFlagsFromString('--no-wasm-lazy-compilation');
-v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+wasmFlags();
 const { argv, opt } = args();
 const file = argv[0];
 if (!file || file.startsWith('--')) throw new Error('usage: node bench/decode-profile.mjs MODEL [--simd relaxed,plain] [--tokens N] [--rounds R]');

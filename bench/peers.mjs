@@ -36,8 +36,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { args, machine, median, repoRoot } from './lib/common.mjs';
+import { args, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
 export const RUNTIMES = ['aether-node', 'aether-node-plain', 'aether-chromium', 'aether-chromium-plain', 'llama-native', 'wllama', 'wllama-compat'];
 
@@ -316,9 +315,7 @@ async function main() {
     return;
   }
   // what the aether CLI sets for itself (js/cli/aether.ts): optimising tier from the start, relaxed SIMD
-  setFlagsFromString('--no-liftoff');
-  setFlagsFromString('--no-wasm-lazy-compilation');
-  setFlagsFromString('--experimental-wasm-relaxed-simd');
+  wasmFlags();
   const { SHAPES } = await import('./lib/peer-models.mjs');
   const { MODELS } = await import('./gen-gguf.mjs');
   const layersOf = (shape) => o.layers ?? (shape === 's15m' ? SHAPES.s15m.layers : MODELS[shape === 'phi3' ? 'phi3-mini-4k' : shape].layers);

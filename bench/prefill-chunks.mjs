@@ -8,12 +8,9 @@
 //                                       [--roots DIR,DIR]   (built checkouts, each loaded in this process: their generate()
 //                                       prefill is measured in the same interleaved rounds, a before / after; the chunk
 //                                       cases run on the first; default: this checkout)
-import v8 from 'node:v8';
-import { args, machine, median, repoRoot } from './lib/common.mjs';
+import { args, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
-v8.setFlagsFromString('--no-liftoff');
-v8.setFlagsFromString('--no-wasm-lazy-compilation');
-v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
+wasmFlags();
 const { argv, opt } = args();
 const file = argv[0];
 if (!file || file.startsWith('--')) throw new Error('usage: node bench/prefill-chunks.mjs MODEL [--simd relaxed] [--prompt 64] [--chunks 16+logits,16,64] [--rounds 7]');

@@ -1,5 +1,6 @@
 // Shared by the benchmarks: command-line options, the machine description every report carries, and a
 // median. Figures from these benches go into docs/PERFORMANCE.md with the command that produced them.
+import v8 from 'node:v8';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,3 +32,9 @@ export function machine() {
 }
 
 export function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; }
+
+/** V8 flags of the end-to-end benches, set before any wasm compiles: optimising tier only (no Liftoff, no lazy
+ *  compilation: no tier-up during the timing) and relaxed SIMD (behind a flag in Node 20), as the CLI sets them. */
+export function wasmFlags() {
+  for (const f of ['--no-liftoff', '--no-wasm-lazy-compilation', '--experimental-wasm-relaxed-simd']) v8.setFlagsFromString(f);
+}

@@ -204,6 +204,22 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 
 /* ---- prefill GEMM ---- */
 #define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
+/* GEMM rows r0..r1 outside whole 4-row groups: the matvec per token (it handles partial groups). Sets the whole
+ * groups' range a0..a1; returns 0 when there is none (everything done). Used by both builds' GEMM. */
+static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                      int r0, int r1, int *a0p, int *a1p) {
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
+  *a0p = a0; *a1p = a1;
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    float *yt = y + (size_t)t * y_stride;
+    if (a0 >= a1) { ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, r0, r1); continue; }
+    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, r0, a0);
+    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, a1, r1);
+  }
+  return a0 < a1;
+}
+
 #if AE_RELAXED
 /* Relaxed: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' activations are copied to one
  * stack array (xt4: per block the 4 tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the
@@ -254,18 +270,8 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, v128 acc[4]) 
 
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
-  if (r0 >= r1 || nvec <= 0) return;
-  /* rows outside whole groups: the matvec per token (it handles partial groups) */
-  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
-  if (a0 >= a1) {
-    for (int t = 0; t < nvec; t++) ae_matvec_rows_q4_0_r4_simd128(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
-    return;
-  }
-  for (int t = 0; t < nvec; t++) {
-    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
-    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, r0, a0);
-    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, a1, r1);
-  }
+  int a0, a1;
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   xt4 xs[R4_GEMM_CB];
@@ -325,18 +331,8 @@ AE_INLINE void gemm_tile2(const uint8_t *rec, int n, const ae_block_q8_0 *x0, co
 
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
-  if (r0 >= r1 || nvec <= 0) return;
-  /* rows outside whole groups: the matvec per token (it handles partial groups) */
-  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
-  if (a0 >= a1) {
-    for (int t = 0; t < nvec; t++) ae_matvec_rows_q4_0_r4_simd128(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
-    return;
-  }
-  for (int t = 0; t < nvec; t++) {
-    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
-    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, r0, a0);
-    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, y + (size_t)t * y_stride, a1, r1);
-  }
+  int a0, a1;
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   xaux xa[4 * R4_GEMM_CB];
