@@ -10,7 +10,7 @@
  * leaves the model usable.
  */
 import { AetherError, throwIfAborted } from './errors.js';
-import { CMP_MODES, DEFAULT_KV_DTYPE, Engine, type CompressionModeName, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo } from './runtime/engine.js';
+import { CMP_MODES, DEFAULT_KV_DTYPE, Engine, type CompressionModeName, type EngineOptions, type ModelConfig, type SamplerParams, type TensorInfo, type WarmupStats } from './runtime/engine.js';
 import { probeFeatures, isNode } from './runtime/env.js';
 import { createTokenizer, type Tokenizer } from './tokenizer/index.js';
 import type { TokenizerData } from './tokenizer/types.js';
@@ -165,7 +165,7 @@ export class AetherModel extends openai.OpenAIMethods {
 
   get threads(): number { return this.engine.threads; }
   /** What the load's warm-up did (LoadOptions.warmup), or null when there was none. */
-  warmupStats: { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number } | null = null;
+  warmupStats: WarmupStats | null = null;
   /** The wasm build in use: 'relaxed' (relaxed SIMD) or 'plain' (EngineOptions.simd). */
   get simd(): 'relaxed' | 'plain' { return this.engine.simd; }
   get nCtx(): number { return this.engine.nCtx; }

@@ -8,7 +8,7 @@
  */
 import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import { AetherError, throwIfAborted } from '../errors.js';
-import type { ModelConfig } from '../runtime/engine.js';
+import type { ModelConfig, WarmupStats } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
 import type { KvPolicy } from '../formats/kv-policy.js';
@@ -128,7 +128,7 @@ export class BrowserModel extends openai.OpenAIMethods {
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  readonly warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
+  readonly warmup: WarmupStats | null;
   readonly nCtx: number;
   /** The engine's memory plan: bytes of weights, KV cache, scratch and FFN module data, n_ctx, KV dtypes
    *  (EngineOptions); refreshed by setFfnMode. */

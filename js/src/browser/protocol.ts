@@ -16,7 +16,7 @@
  */
 import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats, LoadOptions } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
-import type { KvDtype, LocalHeadsSpec, MemoryPlan, ModelConfig } from '../runtime/engine.js';
+import type { KvDtype, LocalHeadsSpec, MemoryPlan, ModelConfig, WarmupStats } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
@@ -91,7 +91,7 @@ export interface ModelInfo {
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
   /** The load's warm-up (rounds, ms), or null. */
-  warmup: { rounds: number; ms: number; roundMs: number[]; prefillMs?: number[]; decodeMs?: number[]; batchMs?: number } | null;
+  warmup: WarmupStats | null;
   nCtx: number;
   /** What the engine put in wasm memory (weights, KV cache, scratch) and its context / KV dtypes. */
   memory: MemoryPlan;

@@ -146,6 +146,10 @@ export interface EngineOptions {
 }
 
 const STACK_SIZE = 1 << 20;
+/** What Engine.warmup did: its rounds, the time spent, each round's time and its prefill and decode parts (ms), and the
+ *  maxBatch batch's time (0: not run). */
+export interface WarmupStats { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number }
+
 /** Default of EngineOptions.singleThreadBelow (bytes of weights per decode token). */
 export const SINGLE_THREAD_BELOW = 0;
 
@@ -566,7 +570,7 @@ export class Engine {
    * (the caller forgets its cached tokens). Returns the rounds, the time spent, each round's time (and its prefill
    * and decode parts) and the maxBatch batch's time (0: not run).
    */
-  warmup(maxMs = 3000, prefillChunk = 16): { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number } {
+  warmup(maxMs = 3000, prefillChunk = 16): WarmupStats {
     this.check();
     const now = () => performance.now();
     const r1 = (x: number) => Math.round(x * 10) / 10;
