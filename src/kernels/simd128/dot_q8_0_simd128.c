@@ -28,34 +28,10 @@ void ae_to_float_q8_0_simd128(const void *x, float *y, int n) {
 }
 
 /* ---- dot ----
- * The relaxed form below (activations split by sign, 4 i32 relaxed dots per block) measured slower than the plain one
- * in Node 20 (V8 11.3 lowers the i32 relaxed dot to 3 instructions: 0.8-0.9x, docs/PERFORMANCE.md "Relaxed SIMD") and
- * in Chromium 156 end to end (bench/peers.mjs, s15m q8_0: 0.8x): the relaxed build compiles the plain form
- * (AE_Q8_0_RDOT 0). Both give the same bits. */
-#define AE_Q8_0_RDOT 0
-#if AE_RELAXED && AE_Q8_0_RDOT
-/* Relaxed build: the activation split by sign, xp = max(x, 0) and xn = max(-x, 0) (both in [0, 127]: the
- * quantiser's |x| <= 127; -128 would clamp to 127), is the 7-bit operand of ae_rdot and the weight bytes
- * are used as they are (any value, -128 included): sum(w x) = sum(w xp) - sum(w xn), exact (Q8_SH 0). */
-#define Q8_SH 0
-typedef struct { v128 e0, o0, e1, o1; } xblk;   /* xp / xn of bytes 0..15 and 16..31 */
-
-AE_INLINE void prep(const ae_block_q8_0 *x, int n, xblk *xs, float *dx) {
-  const v128 z = wasm_i8x16_splat(0);
-  for (int b = 0; b < n; b++) {
-    const v128 a = ae_load(x[b].qs), c = ae_load(x[b].qs + 16);
-    xs[b].e0 = wasm_i8x16_max(a, z); xs[b].o0 = wasm_i8x16_max(wasm_i8x16_sub_sat(z, a), z);
-    xs[b].e1 = wasm_i8x16_max(c, z); xs[b].o1 = wasm_i8x16_max(wasm_i8x16_sub_sat(z, c), z);
-    dx[b] = ae_h2f_s(x[b].d);
-  }
-}
-
-/* i32x4 partial sums of sum(w x) for one block */
-AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
-  const v128 a = ae_load(wb->qs), c = ae_load(wb->qs + 16), z = wasm_i32x4_splat(0);
-  return wasm_i32x4_sub(ae_rdot(c, x->e1, ae_rdot(a, x->e0, z)), ae_rdot(c, x->o1, ae_rdot(a, x->o0, z)));
-}
-#else
+ * Both builds compile this form: a relaxed form (activations split by sign into [0, 127], 4 i32 relaxed dots per
+ * block, exact) measured slower in Node 20 (V8 11.3 lowers the i32 relaxed dot to 3 instructions: 0.8-0.9x,
+ * docs/PERFORMANCE.md "Relaxed SIMD") and in Chromium 156 end to end (bench/peers.mjs, s15m q8_0: 0.8x), so it was
+ * removed. */
 #define Q8_SH 8
 typedef struct { v128 e0, o0, e1, o1; } xblk;   /* even / odd i16 of bytes 0..15 and 16..31 */
 
@@ -75,7 +51,6 @@ AE_INLINE v128 bdot(const ae_block_q8_0 *wb, const xblk *x) {
   const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(c, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(c, hi), x->o1));
   return wasm_i32x4_add(s0, s1);
 }
-#endif
 
 /* ae_reduce4_i32 in two halves: pair(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; unpair(pair(a,b), pair(c,d)) =
  * [sum a, sum b, sum c, sum d]. */
