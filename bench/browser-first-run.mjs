@@ -6,7 +6,10 @@
 // first / median(rest).
 //
 //   node bench/browser-first-run.mjs [--model models/tiny-llama-a-q8_0.rknot] [--gens 10] [--gen-tokens 32]
-//        [--threads 1] [--warmup on,off] [--simd auto] [--timing] [--json]
+//        [--threads 1] [--warmup on,off] [--simd auto] [--pages 1] [--timing] [--json]
+//
+// --pages N: each configuration N times, each in a fresh page (a fresh load); prints the median over the pages of
+// first / median(rest), since one page's first generation is one sample of a noisy quantity.
 //
 // --timing: the engine's time counters (setTiming / metrics()) on for every generation (zeroed before each): ms per
 // op class of each generation (prefill and decode together) and the rest of the generation's time (outside the
@@ -32,11 +35,12 @@ const THREADS = Number(a.opt('--threads', 1));
 const SIMD = a.opt('--simd', 'auto');
 const WARMUPS = a.opt('--warmup', 'on,off').split(',');
 const TIMING = a.has('--timing');
+const PAGES = Number(a.opt('--pages', 1));
 
 const server = await startServer({ port: 0, isolate: true });
 const results = [];
 try {
-  for (const warm of WARMUPS) {
+  for (const warm of WARMUPS) for (let pg = 0; pg < PAGES; pg++) {
     const { page, close } = await launchChromium({ prefix: 'aether-first-run-' });
     try {
       await page.goto(`${server.url}examples/browser/minimal.html`);
@@ -68,7 +72,7 @@ try {
       const dec = r.gens.map((g) => g.decodeTps), pre = r.gens.map((g) => g.prefillTps);
       const same = r.gens.every((g) => g.tokens === r.gens[0].tokens);
       const row = {
-        warmup: warm, warmup_stats: r.warmup, simd: r.simd, threads: r.threads, load_ms: Math.round(r.loadMs),
+        warmup: warm, page: pg, warmup_stats: r.warmup, simd: r.simd, threads: r.threads, load_ms: Math.round(r.loadMs),
         decode_tps: dec.map((x) => +x.toFixed(1)), prefill_tps: pre.map((x) => +x.toFixed(1)),
         first_over_rest_decode: +(dec[0] / median(dec.slice(1))).toFixed(3),
         first_over_rest_prefill: +(pre[0] / median(pre.slice(1))).toFixed(3), same_tokens: same,
@@ -99,6 +103,16 @@ try {
 } finally {
   await server.close();
 }
-const report = { bench: 'browser-first-run', machine: machine(), chromium: CHROMIUM, model: MODEL, gen_tokens: G, results };
+if (PAGES > 1 && !a.has('--json')) {
+  for (const warm of WARMUPS) {
+    const rows = results.filter((r) => r.warmup === warm);
+    const f = (k) => rows.map((r) => r[k]);
+    process.stdout.write(`warmup ${warm}, ${rows.length} pages: first / median(rest) decode ${f('first_over_rest_decode').join(' ')} (median ${median(f('first_over_rest_decode')).toFixed(3)}), ` +
+      `prefill ${f('first_over_rest_prefill').join(' ')} (median ${median(f('first_over_rest_prefill')).toFixed(3)})` +
+      (TIMING ? `; engine op time first / median(rest) ${rows.map((r) => (r.timing_ms.sum_of_ops[0] / r.timing_ms.sum_of_ops[1]).toFixed(3)).join(' ')} ` +
+        `(median ${median(rows.map((r) => r.timing_ms.sum_of_ops[0] / r.timing_ms.sum_of_ops[1])).toFixed(3)})` : '') + '\n');
+  }
+}
+const report = { bench: 'browser-first-run', pages: PAGES, machine: machine(), chromium: CHROMIUM, model: MODEL, gen_tokens: G, results };
 if (a.has('--json')) process.stdout.write(JSON.stringify(report) + '\n');
 else process.stdout.write(`machine: ${JSON.stringify(report.machine)}\n`);
