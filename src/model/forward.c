@@ -181,13 +181,20 @@ static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float
   return prep_rows(m, ws, nw, x, x_stride, ncols, b0, b1);
 }
 
-/* Rows of one thread's chunk: how many rows a chunk of a matmul section has. About 8 chunks per thread
- * (a descheduled thread's share is taken over in small pieces), at least 16 rows, a multiple of `align`
- * (4: the 4-row matvec groups; or an activation block size when the chunk's output is converted). */
+/* Rows of one thread's chunk: how many rows a chunk of a matmul section has. Up to 8 chunks per thread (a
+ * descheduled thread's share is taken over in small pieces) but chunks of at least ~64 rows, their count a multiple
+ * of the thread count (balanced halves when both threads run); rows a multiple of `align` (4: the 4-row matvec
+ * groups; or an activation block size when the chunk's output is converted). Every chunk costs a claim and a done
+ * count on counters both threads touch (~160 ns per cross-core transfer on the session-8 VM): at dim 288 the
+ * earlier 16-row minimum made 15-18 chunks of ~1 us of work per step, and 2-thread decode of s15m was 7-9% slower
+ * than with these (docs/PERFORMANCE.md "Threads at small shapes"). With 2 threads, 1024 rows and more are unchanged. */
 static int chunk_rows(int rows, int nth, int align) {
   if (nth <= 1) return rows > 0 ? rows : 1;
-  int c = (rows + 8 * nth - 1) / (8 * nth);
-  if (c < 16) c = 16;
+  int nch = rows / 64;                       /* chunks of at least ~64 rows */
+  if (nch > 8 * nth) nch = 8 * nth;          /* at most 8 per thread */
+  nch = nch / nth * nth;                     /* a multiple of the thread count */
+  if (nch < nth) nch = nth;
+  const int c = (rows + nch - 1) / nch;
   return (c + align - 1) / align * align;
 }
 
