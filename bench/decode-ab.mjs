@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 // CPU time per decode token of two (or more) checkouts' builds, loaded into ONE process and measured in interleaved
 // rounds: the A/B for a kernel change end to end. CPU time (process.cpuUsage) is robust to other processes' wall
-// time on a shared machine (not to a busy SMT sibling); wall time is printed too. 1 thread.
+// time on a shared machine (not to a busy SMT sibling); wall time is printed too. 1 thread by default.
 //   node bench/decode-ab.mjs MODEL CHECKOUT_A CHECKOUT_B ... [--simd relaxed,plain] [--tokens 16] [--rounds 7]
+//                            [--threads 1]
+// --threads N > 1: every build runs on N threads (its own worker pool; the pools of the builds not being measured
+// sleep); then CPU time counts the waiting threads' spinning too, so compare the wall times (medians and minima).
 // A checkout is a directory with a built dist/ and wasm/ (e.g. a second git worktree of the revision to compare).
 // Per round and build: a prompt of 8 ids, 2 warm-up tokens, then --tokens Engine.forward calls; medians over rounds.
 import path from 'node:path';
@@ -14,11 +17,12 @@ const pos = argv.filter((a, i) => !a.startsWith('--') && !(i > 0 && argv[i - 1].
 const [file, ...roots] = pos;
 if (!file || roots.length < 1) throw new Error('usage: node bench/decode-ab.mjs MODEL CHECKOUT_A [CHECKOUT_B ...] [--simd relaxed,plain] [--tokens 16] [--rounds 7]');
 const simds = String(opt('--simd', 'relaxed,plain')).split(','), N = Number(opt('--tokens', 16)), rounds = Number(opt('--rounds', 7));
+const threads = Number(opt('--threads', 1));
 const vs = [];
 for (const root of roots) {
   const { Aether } = await import(path.resolve(root, 'dist/src/index.js'));
   for (const simd of simds) {
-    const model = await Aether.load(file, { threads: 1, simd, nCtx: 512 });
+    const model = await Aether.load(file, { threads, simd, nCtx: 512 });
     vs.push({ name: `${root} ${model.simd}`, model, cpu: [], wall: [] });
   }
 }
@@ -36,7 +40,7 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
   v.model.reset();
 }
 const m1 = machine();
-console.log(`${file}: ${m0.cpu}, Node ${m0.node}, 1 thread, ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}`);
-console.log('\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) |\n|---|---|---|---|');
-for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(2)} | ${Math.min(...v.cpu).toFixed(2)} | ${median(v.wall).toFixed(2)} |`);
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}`);
+console.log(`\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) | min |\n|---|---|---|---|---|`);
+for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(3)} | ${Math.min(...v.cpu).toFixed(3)} | ${median(v.wall).toFixed(3)} | ${Math.min(...v.wall).toFixed(3)} |`);
 for (const v of vs) v.model.dispose();
