@@ -181,20 +181,30 @@ static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float
   return prep_rows(m, ws, nw, x, x_stride, ncols, b0, b1);
 }
 
-/* Rows of one thread's chunk: how many rows a chunk of a matmul section has. Up to 8 chunks per thread (a
- * descheduled thread's share is taken over in small pieces) but chunks of at least ~64 rows, their count a multiple
- * of the thread count (balanced halves when both threads run); rows a multiple of `align` (4: the 4-row matvec
- * groups; or an activation block size when the chunk's output is converted). Every chunk costs a claim and a done
- * count on counters both threads touch (~160 ns per cross-core transfer on the session-8 VM): at dim 288 the
- * earlier 16-row minimum made 15-18 chunks of ~1 us of work per step, and 2-thread decode of s15m was 7-9% slower
- * than with these (docs/PERFORMANCE.md "Threads at small shapes"). With 2 threads, 1024 rows and more are unchanged. */
-static int chunk_rows(int rows, int nth, int align) {
+/* Rows of one thread's chunk: how many rows a chunk of a matmul section of `n` tokens has (whole range on 1 thread).
+ * Prefill (n > 1): about 8 chunks per thread (a descheduled or slower thread's share is taken over in small pieces:
+ * a chunk is long there), at least 16 rows. Decode (n == 1): up to 8 per thread but at least ~64 rows each, their
+ * count a multiple of the thread count (balanced halves when both threads run). Every chunk costs a claim and a done
+ * count on counters both threads touch (a cross-core round trip is ~300 ns on the session-8 VM) and a kernel call:
+ * at dim 288 the 16-row minimum made decode steps of 15-18 chunks of ~1 us of work, and s15m 2-thread decode ran
+ * 4-13% slower than with these (prefill keeps its chunks: one A/B at SmolLM2-135M's shape gave the larger ones
+ * 4-6% slower, within this VM's noise; docs/PERFORMANCE.md "Session 8"). With 2 threads decode chunks are the
+ * same from 1024 rows up. Rows are a
+ * multiple of `align` (4: the 4-row matvec groups; or an activation block size when the chunk's output is
+ * converted). */
+static int chunk_rows(int rows, int n, int nth, int align) {
   if (nth <= 1) return rows > 0 ? rows : 1;
-  int nch = rows / 64;                       /* chunks of at least ~64 rows */
-  if (nch > 8 * nth) nch = 8 * nth;          /* at most 8 per thread */
-  nch = nch / nth * nth;                     /* a multiple of the thread count */
-  if (nch < nth) nch = nth;
-  const int c = (rows + nch - 1) / nch;
+  int c;
+  if (n > 1) {
+    c = (rows + 8 * nth - 1) / (8 * nth);
+    if (c < 16) c = 16;
+  } else {
+    int nch = rows / 64;                       /* chunks of at least ~64 rows */
+    if (nch > 8 * nth) nch = 8 * nth;          /* at most 8 per thread */
+    nch = nch / nth * nth;                     /* a multiple of the thread count */
+    if (nch < nth) nch = nth;
+    c = (rows + nch - 1) / nch;
+  }
   return (c + align - 1) / align * align;
 }
 
@@ -334,8 +344,8 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   }
   const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
   const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
-  const int cr = chunk_rows(H, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
-  const int cr_down = chunk_rows(D, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+  const int cr = chunk_rows(H, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+  const int cr_down = chunk_rows(D, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
   for (int c; (c = ae_dyn_claim(d, nch)) >= 0;) gate_up_chunk(m, L, n, c * cr, c * cr + cr < H ? c * cr + cr : H);
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
@@ -474,11 +484,11 @@ static int tok_chunk(int n, int nth) {
 
 /* The matmuls of one section (same input x), split into row chunks: chunk c -> matmul i rows [r0, r1). */
 typedef struct { int cr[4], nc[4], total; } mm_plan;
-static mm_plan mm_plan_of(const mm_item *it, int nit, int nth) {
+static mm_plan mm_plan_of(const mm_item *it, int nit, int n, int nth) {
   mm_plan p;
   p.total = 0;
   for (int i = 0; i < nit; i++) {
-    p.cr[i] = chunk_rows(it[i].w->ne1, nth, 4);
+    p.cr[i] = chunk_rows(it[i].w->ne1, n, nth, 4);
     p.nc[i] = it[i].w->data ? (it[i].w->ne1 + p.cr[i] - 1) / p.cr[i] : 0;
     p.total += p.nc[i];
   }
@@ -649,7 +659,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
       const mm_item sep[] = {{&L->wq, m->qkv, qkvd}, {&L->wk, m->qkv + qd, qkvd}, {&L->wv, m->qkv + qd + kvd, qkvd}};
       const mm_item *it = L->wqkv.data ? fused : sep;
       const int nit = L->wqkv.data ? 1 : 3;
-      const mm_plan pl = mm_plan_of(it, nit, nth);
+      const mm_plan pl = mm_plan_of(it, nit, n, nth);
       FLOW_CHUNKS(pl.total, ch) {
         mm_chunk(m, it, &pl, ch, m->xb, D, n);
         FLOW_LAST(pl.total) ae_flow_complete(&fl);
@@ -696,7 +706,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
     }
     {   /* wo rows; residual add, FFN norm and the conversion for gate / up (decode: the epilogue) */
       const mm_item it[] = {{&L->wo, m->tmp, D}};
-      const mm_plan pl = mm_plan_of(it, 1, nth);
+      const mm_plan pl = mm_plan_of(it, 1, n, nth);
       const ae_tensor *ws[] = {&L->w_gate, &L->w_up};
       FLOW_CHUNKS(pl.total, ch) {
         mm_chunk(m, it, &pl, ch, m->xb, qd, n);
@@ -733,8 +743,8 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
     if (dense) {   /* gate / up rows in chunks aligned to down's activation block, act and conversion per chunk */
       const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
       const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
-      const int cr = chunk_rows(H, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
-      const int cr_down = chunk_rows(D, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+      const int cr = chunk_rows(H, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+      const int cr_down = chunk_rows(D, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
       FLOW_CHUNKS(nch, ch) {
         gate_up_chunk(m, L, n, ch * cr, ch * cr + cr < H ? ch * cr + cr : H);
         FLOW_LAST(nch) { L->ffn_active = n * H; ae_flow_complete(&fl); }
@@ -771,7 +781,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
       FLOW_LAST(ntc) ae_flow_complete(&fl);
     }
     FLOW_WAIT(ntc);
-    const int dc = chunk_rows(D, nth, 4), ndc = (D + dc - 1) / dc;
+    const int dc = chunk_rows(D, n, nth, 4), ndc = (D + dc - 1) / dc;
     FLOW_CHUNKS(ndc, ch) {   /* split by dimension, rows summed in order: the same sums on any thread count */
       const int i0 = ch * dc, i1 = i0 + dc < D ? i0 + dc : D;
       for (int i = i0; i < i1; i++) {
@@ -807,7 +817,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
   }
   {   /* logits rows; Gemma 2's final soft-capping on each chunk's rows */
     const mm_item it[] = {{out, m->logits, c->vocab}};
-    const mm_plan pl = mm_plan_of(it, 1, nth);
+    const mm_plan pl = mm_plan_of(it, 1, nout, nth);
     FLOW_CHUNKS(pl.total, ch) {
       mm_chunk(m, it, &pl, ch, m->xb, D, nout);
       if (c->final_softcap > 0.0f) {
