@@ -9,12 +9,15 @@
  * accumulator (integer sums transposed with 6 shuffles), so each row sees the same scalar operation
  * sequence as the 1-row path and the reference: bit-exact for any row range. Weight scales are
  * converted 8 at a time with the fast fp16 conversion; a row group that meets an inf/nan scale is
- * recomputed with the exact one. Two blocks per loop iteration; the matvec reads 4 row groups from the quarters of
- * its row range in turn (4 regions of memory: DRAM serves them faster, docs/DESIGN.md "Decode matvecs: streams").
+ * recomputed with the exact one. Two blocks per loop iteration. The 4 rows in the lanes are one row from each
+ * quarter of the row range (r0 + k q + i for lane k), and the next 4 are the rows after them: each lane reads one
+ * sequential stream through its quarter, whole rows in turn (4 regions of memory that the hardware prefetchers
+ * follow; 4 consecutive rows read 2 blocks at a time were 16 short streams in the same pages: 1.2-1.5x slower from
+ * DRAM, most at short rows; docs/DESIGN.md "Decode matvecs: streams", docs/PERFORMANCE.md "Session 8").
  * Partial sums cross column chunks through y (a float store/load is exact), so chunking does not change any result. */
 #include "simd128_util.h"
 
-#define AE_Q8_CHUNK 128   /* blocks per column chunk: 128 * (64 + 4) B = 8.5 KiB of stack */
+#define AE_Q8_CHUNK 320   /* blocks per column chunk at most: 320 * (64 + 4) B = 21.25 KiB of stack; whole rows up to 10240 columns */
 
 /* ---- quantise (ggml quantize_row_q8_0: simd128_util.h ae_q8_block_quant) / dequantise ---- */
 void ae_from_float_q8_0_simd128(const float *x, void *y, int n) {
@@ -61,10 +64,10 @@ AE_INLINE v128 unpair(v128 ab, v128 cd) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
 }
 
-/* Blocks b, b + 1 of 4 rows (w0 = row 0's blocks, row stride nb) into acc (lanes = rows); bad collects the scales'
+/* Blocks b, b + 1 of 4 rows (w[k] = row k's blocks, anywhere) into acc (lanes = rows); bad collects the scales'
  * inf / nan check (only when !exact). */
-AE_INLINE v128 step2(v128 acc, v128 *bad, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx, int exact) {
-  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+AE_INLINE v128 step2(v128 acc, v128 *bad, const ae_block_q8_0 *const w[4], int b, const xblk *xs, const float *dx, int exact) {
+  const ae_block_q8_0 *w0 = w[0], *w1 = w[1], *w2 = w[2], *w3 = w[3];
   volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
   const v128 h = ae_gather8_h(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d, &w0[b + 1].d, &w1[b + 1].d, &w2[b + 1].d, &w3[b + 1].d);
   v128 d0, d1;
@@ -82,8 +85,8 @@ AE_INLINE v128 step2(v128 acc, v128 *bad, const ae_block_q8_0 *w0, size_t nb, in
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
 }
 /* The last block b of an odd count, 4 rows (exact scale conversion) */
-AE_INLINE v128 step1(v128 acc, const ae_block_q8_0 *w0, size_t nb, int b, const xblk *xs, const float *dx) {
-  const ae_block_q8_0 *w1 = w0 + nb, *w2 = w1 + nb, *w3 = w2 + nb;
+AE_INLINE v128 step1(v128 acc, const ae_block_q8_0 *const w[4], int b, const xblk *xs, const float *dx) {
+  const ae_block_q8_0 *w0 = w[0], *w1 = w[1], *w2 = w[2], *w3 = w[3];
   volatile v128 t[2];
   const v128 d0 = ae_gather4_h2f(&w0[b].d, &w1[b].d, &w2[b].d, &w3[b].d);
   t[0] = pair(bdot(&w0[b], &xs[b]), bdot(&w1[b], &xs[b]));
@@ -94,11 +97,11 @@ AE_INLINE v128 step1(v128 acc, const ae_block_q8_0 *w0, size_t nb, int b, const 
 
 /* 4 rows x blocks [0, n) of the chunk; acc in/out (lanes = rows). Returns 1 if a scale was inf/nan
  * (only when !exact: the caller recomputes with exact = 1). */
-AE_INLINE int group4(v128 *accp, const ae_block_q8_0 *w0, size_t nb, int n, const xblk *xs, const float *dx, int exact) {
+AE_INLINE int rows4(v128 *accp, const ae_block_q8_0 *const w[4], int n, const xblk *xs, const float *dx, int exact) {
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
   int b = 0;
-  for (; b + 2 <= n; b += 2) acc = step2(acc, &bad, w0, nb, b, xs, dx, exact);
-  if (b < n) acc = step1(acc, w0, nb, b, xs, dx);
+  for (; b + 2 <= n; b += 2) acc = step2(acc, &bad, w, b, xs, dx, exact);
+  if (b < n) acc = step1(acc, w, b, xs, dx);
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
@@ -116,23 +119,6 @@ static void row1(const ae_block_q8_0 *w, const ae_block_q8_0 *x, int nb, float *
   *y = sum;
 }
 
-/* Four 4-row groups far apart (w[k]), two blocks of each in turn: the rows' streams in four regions of memory, which
- * DRAM serves faster than one region (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Returns a bit per group whose
- * scales had an inf/nan (the caller recomputes that group with group4(exact)). */
-AE_INLINE int group4x4(v128 acc[4], const ae_block_q8_0 *const w[4], size_t nb, int n, const xblk *xs, const float *dx) {
-  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], b0 = wasm_i32x4_splat(0), b1 = b0, b2 = b0, b3 = b0;
-  int b = 0;
-  for (; b + 2 <= n; b += 2) {
-    a0 = step2(a0, &b0, w[0], nb, b, xs, dx, 0);
-    a1 = step2(a1, &b1, w[1], nb, b, xs, dx, 0);
-    a2 = step2(a2, &b2, w[2], nb, b, xs, dx, 0);
-    a3 = step2(a3, &b3, w[3], nb, b, xs, dx, 0);
-  }
-  if (b < n) { a0 = step1(a0, w[0], nb, b, xs, dx); a1 = step1(a1, w[1], nb, b, xs, dx); a2 = step1(a2, w[2], nb, b, xs, dx); a3 = step1(a3, w[3], nb, b, xs, dx); }
-  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-  return ae_h16_has_infnan(b0) | ae_h16_has_infnan(b1) << 1 | ae_h16_has_infnan(b2) << 2 | ae_h16_has_infnan(b3) << 3;
-}
-
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK8_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
@@ -142,30 +128,28 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
   }
   xblk xs[AE_Q8_CHUNK];
   float dx[AE_Q8_CHUNK];
-  for (int c0 = 0; c0 < nb; c0 += AE_Q8_CHUNK) {
-    const int n = nb - c0 < AE_Q8_CHUNK ? nb - c0 : AE_Q8_CHUNK;
+  const int q = (r1 - r0) / 4;   /* lane k runs the rows of quarter k: r0 + k q + i, i = 0 .. q - 1 */
+  /* whole rows when they fit (up to 10240 columns), else equal column chunks: a lane's stream then skips the rest of
+   * each row, which the prefetchers follow worse (896 x 4864 in chunks of 128 + 24 blocks: 7.1 GB/s, whole: 10.2) */
+  const int nchunk = (nb + AE_Q8_CHUNK - 1) / AE_Q8_CHUNK, cb = (nb + nchunk - 1) / nchunk;
+  for (int c0 = 0; c0 < nb; c0 += cb) {
+    const int n = nb - c0 < cb ? nb - c0 : cb;
     prep(x + c0, n, xs, dx);
-    const int ng = (r1 - r0) / 4, gq = (ng + 3) / 4;   /* 4-row groups; group i is read together with i + k gq */
-    for (int i = 0; i < gq; i++) {
-      if (i + 3 * gq < ng) {
-        const ae_block_q8_0 *w[4]; v128 st[4], acc[4];
-        for (int k = 0; k < 4; k++) { const int r = r0 + 4 * (i + k * gq); w[k] = (const ae_block_q8_0 *)W + (size_t)r * nb + c0; acc[k] = st[k] = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f); }
-        const int bad = group4x4(acc, w, (size_t)nb, n, xs, dx);
-        for (int k = 0; k < 4; k++) {
-          if (bad >> k & 1) { acc[k] = st[k]; group4(&acc[k], w[k], (size_t)nb, n, xs, dx, 1); }
-          ae_store(y + r0 + 4 * (i + k * gq), acc[k]);
-        }
-      } else for (int k = 0; k < 4 && i + k * gq < ng; k++) {
-        const int r = r0 + 4 * (i + k * gq);
-        const ae_block_q8_0 *wa = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
-        const v128 sa = c0 ? ae_load(y + r) : wasm_f32x4_splat(0.0f);
-        v128 acca = sa;
-        if (group4(&acca, wa, (size_t)nb, n, xs, dx, 0)) { acca = sa; group4(&acca, wa, (size_t)nb, n, xs, dx, 1); }
-        ae_store(y + r, acca);
+    for (int i = 0; i < q; i++) {
+      const ae_block_q8_0 *w[4];
+      float *yk[4];
+      for (int k = 0; k < 4; k++) {
+        const int r = r0 + k * q + i;
+        w[k] = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
+        yk[k] = y + r;
       }
+      const v128 st = c0 ? wasm_f32x4_make(*yk[0], *yk[1], *yk[2], *yk[3]) : wasm_f32x4_splat(0.0f);
+      v128 acc = st;
+      if (rows4(&acc, w, n, xs, dx, 0)) { acc = st; rows4(&acc, w, n, xs, dx, 1); }
+      *yk[0] = wasm_f32x4_extract_lane(acc, 0); *yk[1] = wasm_f32x4_extract_lane(acc, 1);
+      *yk[2] = wasm_f32x4_extract_lane(acc, 2); *yk[3] = wasm_f32x4_extract_lane(acc, 3);
     }
-    int r = r0 + 4 * ng;
-    for (; r < r1; r++) {
+    for (int r = r0 + 4 * q; r < r1; r++) {   /* the 1-3 rows left */
       const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb + c0;
       float sum = c0 ? y[r] : 0.0f;
       for (int b = 0; b < n; b++) {
