@@ -26,7 +26,7 @@ const { has, opt } = args();
 const type = opt('--type', 'q4_0');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
 const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
-  q6_K: [210, 256, 'q8_K', [208]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]] };
+  q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]] };
 // load-time repacked layouts (kernels.h AE_Q4_0_R4): weights generated in the file dtype's layout, the reference run on
 // them, then every copy repacked in place with the scalar repack (ae_repack_<type>_ref) before the kernels run
 const REPACKED = { q4_0_r4: 'q4_0' };
@@ -36,7 +36,7 @@ const NV = Number(opt('--tokens', 1));
 if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
 const [bs, QK, act, scaleOffs] = TYPES[type];
 const actBytes = act === 'q8_0' ? 34 : act === 'q8_K' ? 292 : 4 * QK;
-const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : REPACKED[type] ? 'repack_ref.c' : null;
+const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : REPACKED[type] ? 'repack_ref.c' : type === 'q5_0' ? 'legacy_q_ref.c' : null;
 const base = REPACKED[type] ?? type;   // the dtype whose scalar reference the kernels must equal
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');

@@ -2,8 +2,10 @@
  * Per block the 5-bit quants are expanded to signed bytes q - 16 (nibbles | 5th bit from qh), the exact
  * integer dot is formed against the activation split once per column chunk (q32_simd128.h), then
  *   acc += (float)sumi * (d_w * d_x)      (block order; exactly ae_vec_dot_q5_0_ref)
- * so any row range gives the reference's bits. Four rows per pass share the activation loads (and keep
- * four weight streams in flight: with two, a 17 MB matrix ran at 0.8 GB/s from DRAM on this VM). */
+ * so any row range gives the reference's bits. Four rows or more: the 4-rows-in-lanes matvec of q32_simd128.h
+ * (ae_q32_matvec4: one row from each quarter of the range per lane, float step on the lanes; session 8, from DRAM:
+ * 1.2-1.6x the earlier 4 consecutive rows with a scalar float step per block and row). Still compute-bound (1.5-3.6
+ * GB/s against a ~9 GB/s read probe: the 5th-bit expansion costs about as much as the dot). */
 #include "q32_simd128.h"
 
 void ae_from_float_q5_0_simd128(const float *x, void *y, int n) { ae_from_float_q5_0_ref(x, y, n); }
@@ -25,31 +27,18 @@ void ae_to_float_q5_0_simd128(const void *x, float *y, int n) {
   }
 }
 
+static void load_q5_0(const uint8_t *blk, v128 *w0, v128 *w1) { expand((const ae_block_q5_0 *)blk, w0, w1); }
+
 void ae_matvec_rows_q5_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK5_0;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  if (r1 - r0 >= 4) { ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), nb, x, y, r0, r1, load_q5_0); return; }
   ae_q32x xs[AE_Q32_CHUNK];
   float dx[AE_Q32_CHUNK];
   for (int c0 = 0; c0 < nb; c0 += AE_Q32_CHUNK) {
     const int n = nb - c0 < AE_Q32_CHUNK ? nb - c0 : AE_Q32_CHUNK;
     for (int b = 0; b < n; b++) { ae_q32_prep(x[c0 + b].qs, &xs[b]); dx[b] = ae_h2f_s(x[c0 + b].d); }
-    int r = r0;
-    for (; r + 4 <= r1; r += 4) {
-      const ae_block_q5_0 *w0 = (const ae_block_q5_0 *)W + (size_t)r * nb + c0;
-      float s[4];
-      for (int k = 0; k < 4; k++) s[k] = c0 ? y[r + k] : 0.0f;
-      for (int b = 0; b < n; b++) {
-#pragma clang loop unroll(full)
-        for (int k = 0; k < 4; k++) {
-          const ae_block_q5_0 *wk = w0 + (size_t)k * nb + b;
-          v128 a0, a1;
-          expand(wk, &a0, &a1);
-          s[k] += (float)ae_q32_dot(a0, a1, &xs[b]) * (ae_h2f_s(wk->d) * dx[b]);
-        }
-      }
-      for (int k = 0; k < 4; k++) y[r + k] = s[k];
-    }
-    for (; r < r1; r++) {
+    for (int r = r0; r < r1; r++) {
       const ae_block_q5_0 *w = (const ae_block_q5_0 *)W + (size_t)r * nb + c0;
       float s = c0 ? y[r] : 0.0f;
       for (int b = 0; b < n; b++) {

@@ -56,4 +56,119 @@ AE_INLINE void ae_q32_store(float *o, v128 w0, v128 w1, float d, float m, int wi
   }
 }
 
+/* ---- 4 rows in the lanes of one f32x4: the matvecs of q8_0 and q5_0 (32-element blocks whose first field is the f16
+ * scale d, q8_0 activations). ld(block, &w0, &w1) gives a block's 32 signed bytes (|w| < 128). Per block and row the
+ * reference's sequence acc += (float)sumi * (d_w * d_x): the integer sums of 4 rows are transposed into the lanes
+ * (pair / unpair) and the float step runs on the 4 lanes at once, so any row range gives the reference's bits. Weight
+ * scales are converted 8 at a time with the fast fp16 conversion; 4 rows that meet an inf / nan scale are recomputed
+ * with the exact one. The 4 rows in the lanes are one from each quarter of the row range (r0 + k q + i for lane k)
+ * and whole rows are read in turn: each lane is one sequential stream through its quarter (4 regions of memory that
+ * the hardware prefetchers follow; 4 consecutive rows read 2 blocks at a time were 16 short streams in the same
+ * pages: 1.1-1.6x slower from DRAM, most at short rows; docs/PERFORMANCE.md "Session 8"). Partial sums cross column
+ * chunks through y (a float store / load is exact). */
+#define AE_Q32_ROWS_CHUNK 320   /* blocks per column chunk at most: 320 * (64 + 4) B = 21.25 KiB of stack; whole rows
+                                   up to 10240 columns (a lane's stream skipping the rest of each row is slower) */
+typedef void (*ae_q32_load_fn)(const uint8_t *blk, v128 *w0, v128 *w1);
+
+/* i32x4 partial sums of 256 * sum(w x) for one block */
+AE_INLINE v128 ae_q32_bdot(v128 w0, v128 w1, const ae_q32x *x) {
+  const v128 hi = wasm_i16x8_splat((int16_t)0xff00);
+  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w0, 8), x->e0), wasm_i32x4_dot_i16x8(wasm_v128_and(w0, hi), x->o0));
+  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w1, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(w1, hi), x->o1));
+  return wasm_i32x4_add(s0, s1);
+}
+AE_INLINE v128 ae_q32_bdot_at(const uint8_t *blk, const ae_q32x *x, ae_q32_load_fn ld) {
+  v128 w0, w1;
+  ld(blk, &w0, &w1);
+  return ae_q32_bdot(w0, w1, x);
+}
+/* ae_reduce4_i32 in two halves: pair(a, b) = [a0+a2, b0+b2, a1+a3, b1+b3]; unpair(pair(a,b), pair(c,d)) =
+ * [sum a, sum b, sum c, sum d]. */
+AE_INLINE v128 ae_q32_pair(v128 a, v128 b) {
+  return wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), wasm_i32x4_shuffle(a, b, 2, 6, 3, 7));
+}
+AE_INLINE v128 ae_q32_unpair(v128 ab, v128 cd) {
+  return wasm_i32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 1, 4, 5), wasm_i32x4_shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/* Blocks b, b + 1 of 4 rows (w[k] = row k's blocks, bs bytes each) into acc (lanes = rows); bad collects the
+ * scales' inf / nan check (only when !exact). */
+AE_INLINE v128 ae_q32_step2(v128 acc, v128 *bad, const uint8_t *const w[4], size_t bs, int b, const ae_q32x *xs,
+                            const float *dx, int exact, ae_q32_load_fn ld) {
+  const uint8_t *p0 = w[0] + (size_t)b * bs, *p1 = w[1] + (size_t)b * bs, *p2 = w[2] + (size_t)b * bs, *p3 = w[3] + (size_t)b * bs;
+  volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
+  const v128 h = ae_gather8_h((const ae_fp16 *)p0, (const ae_fp16 *)p1, (const ae_fp16 *)p2, (const ae_fp16 *)p3,
+                              (const ae_fp16 *)(p0 + bs), (const ae_fp16 *)(p1 + bs), (const ae_fp16 *)(p2 + bs), (const ae_fp16 *)(p3 + bs));
+  v128 d0, d1;
+  if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
+  else { *bad = ae_h16_infnan_acc(*bad, h); d0 = ae_h2f_fast(ae_h16_lo(h)); d1 = ae_h2f_fast(ae_h16_hi(h)); }
+  t[0] = ae_q32_pair(ae_q32_bdot_at(p0, &xs[b], ld), ae_q32_bdot_at(p1, &xs[b], ld));
+  t[1] = ae_q32_pair(ae_q32_bdot_at(p2, &xs[b], ld), ae_q32_bdot_at(p3, &xs[b], ld));
+  t[2] = ae_q32_pair(ae_q32_bdot_at(p0 + bs, &xs[b + 1], ld), ae_q32_bdot_at(p1 + bs, &xs[b + 1], ld));
+  t[3] = ae_q32_pair(ae_q32_bdot_at(p2 + bs, &xs[b + 1], ld), ae_q32_bdot_at(p3 + bs, &xs[b + 1], ld));
+  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), 8);
+  const v128 i1 = wasm_i32x4_shr(ae_q32_unpair(t[2], t[3]), 8);
+  acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
+}
+/* The last block b of an odd count, 4 rows (exact scale conversion) */
+AE_INLINE v128 ae_q32_step1(v128 acc, const uint8_t *const w[4], size_t bs, int b, const ae_q32x *xs, const float *dx,
+                            ae_q32_load_fn ld) {
+  const uint8_t *p0 = w[0] + (size_t)b * bs, *p1 = w[1] + (size_t)b * bs, *p2 = w[2] + (size_t)b * bs, *p3 = w[3] + (size_t)b * bs;
+  volatile v128 t[2];
+  const v128 d0 = ae_gather4_h2f((const ae_fp16 *)p0, (const ae_fp16 *)p1, (const ae_fp16 *)p2, (const ae_fp16 *)p3);
+  t[0] = ae_q32_pair(ae_q32_bdot_at(p0, &xs[b], ld), ae_q32_bdot_at(p1, &xs[b], ld));
+  t[1] = ae_q32_pair(ae_q32_bdot_at(p2, &xs[b], ld), ae_q32_bdot_at(p3, &xs[b], ld));
+  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), 8);
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
+}
+/* 4 rows x blocks [0, n); acc in/out (lanes = rows). Returns 1 if a scale was inf / nan (only when !exact: the caller
+ * recomputes with exact = 1). */
+AE_INLINE int ae_q32_rows4(v128 *accp, const uint8_t *const w[4], size_t bs, int n, const ae_q32x *xs, const float *dx,
+                           int exact, ae_q32_load_fn ld) {
+  v128 acc = *accp, bad = wasm_i32x4_splat(0);
+  int b = 0;
+  for (; b + 2 <= n; b += 2) acc = ae_q32_step2(acc, &bad, w, bs, b, xs, dx, exact, ld);
+  if (b < n) acc = ae_q32_step1(acc, w, bs, b, xs, dx, ld);
+  *accp = acc;
+  return exact ? 0 : ae_h16_has_infnan(bad);
+}
+/* y[r] = row r . x for r in [r0, r1), r1 - r0 >= 4 (W: rows of nb blocks of bs bytes; x: q8_0). */
+AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_block_q8_0 *x, float *y, int r0, int r1,
+                              ae_q32_load_fn ld) {
+  ae_q32x xs[AE_Q32_ROWS_CHUNK];
+  float dx[AE_Q32_ROWS_CHUNK];
+  const int q = (r1 - r0) / 4;   /* lane k runs the rows of quarter k: r0 + k q + i, i = 0 .. q - 1 */
+  const int nchunk = (nb + AE_Q32_ROWS_CHUNK - 1) / AE_Q32_ROWS_CHUNK, cb = (nb + nchunk - 1) / nchunk;
+  for (int c0 = 0; c0 < nb; c0 += cb) {
+    const int n = nb - c0 < cb ? nb - c0 : cb;
+    for (int b = 0; b < n; b++) { ae_q32_prep(x[c0 + b].qs, &xs[b]); dx[b] = ae_h2f_s(x[c0 + b].d); }
+    for (int i = 0; i < q; i++) {
+      const uint8_t *w[4];
+      float *yk[4];
+      for (int k = 0; k < 4; k++) {
+        const int r = r0 + k * q + i;
+        w[k] = W + ((size_t)r * nb + c0) * bs;
+        yk[k] = y + r;
+      }
+      const v128 st = c0 ? wasm_f32x4_make(*yk[0], *yk[1], *yk[2], *yk[3]) : wasm_f32x4_splat(0.0f);
+      v128 acc = st;
+      if (ae_q32_rows4(&acc, w, bs, n, xs, dx, 0, ld)) { acc = st; ae_q32_rows4(&acc, w, bs, n, xs, dx, 1, ld); }
+      *yk[0] = wasm_f32x4_extract_lane(acc, 0); *yk[1] = wasm_f32x4_extract_lane(acc, 1);
+      *yk[2] = wasm_f32x4_extract_lane(acc, 2); *yk[3] = wasm_f32x4_extract_lane(acc, 3);
+    }
+    for (int r = r0 + 4 * q; r < r1; r++) {   /* the 1-3 rows left: one row, the same sums and float sequence */
+      const uint8_t *wr = W + ((size_t)r * nb + c0) * bs;
+      float sum = c0 ? y[r] : 0.0f;
+      for (int b = 0; b < n; b++) {
+        v128 w0, w1;
+        ld(wr + (size_t)b * bs, &w0, &w1);
+        const int32_t sumi = ae_hsum_i32(ae_q32_bdot(w0, w1, &xs[b])) >> 8;
+        sum += (float)sumi * (ae_h2f_s(*(const ae_fp16 *)(wr + (size_t)b * bs)) * dx[b]);
+      }
+      y[r] = sum;
+    }
+  }
+}
+
 #endif
