@@ -41,8 +41,7 @@ void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float
       ae_q32_prep(x[b].qs, &xb);
       v128 w0, w1;
       load_q8_0((const uint8_t *)&w[b], &w0, &w1);
-      const int32_t sumi = ae_hsum_i32(ae_q32_bdot(w0, w1, &xb)) >> 8;
-      sum += (float)sumi * (ae_h2f_s(w[b].d) * ae_h2f_s(x[b].d));
+      sum += (float)ae_q32_dot(w0, w1, &xb) * (ae_h2f_s(w[b].d) * ae_h2f_s(x[b].d));
     }
     y[r] = sum;
   }

@@ -19,12 +19,13 @@ AE_INLINE void ae_q32_prep(const int8_t *qs, ae_q32x *x) {
 
 /* Exact sum(w x) of one block: w0, w1 = signed bytes of elements 0..15 and 16..31 (|w| < 128). With i16
  * lanes b0 | b1 << 8, (w << 8) = 256 b0 and (w & 0xff00) = 256 b1, so the i16 dots give 256 sum(w x). */
-AE_INLINE int32_t ae_q32_dot(v128 w0, v128 w1, const ae_q32x *x) {
+AE_INLINE v128 ae_q32_bdot(v128 w0, v128 w1, const ae_q32x *x) {   /* i32x4 partial sums of 256 sum(w x) */
   const v128 hi = wasm_i16x8_splat((int16_t)0xff00);
   const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w0, 8), x->e0), wasm_i32x4_dot_i16x8(wasm_v128_and(w0, hi), x->o0));
   const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w1, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(w1, hi), x->o1));
-  return ae_hsum_i32(wasm_i32x4_add(s0, s1)) >> 8;
+  return wasm_i32x4_add(s0, s1);
 }
+AE_INLINE int32_t ae_q32_dot(v128 w0, v128 w1, const ae_q32x *x) { return ae_hsum_i32(ae_q32_bdot(w0, w1, x)) >> 8; }
 
 /* Low nibbles (elements 0..15) and high nibbles (16..31) of 16 packed bytes. */
 AE_INLINE v128 ae_q32_lo(v128 qs) { return wasm_v128_and(qs, wasm_i8x16_splat(0x0f)); }
@@ -70,13 +71,6 @@ AE_INLINE void ae_q32_store(float *o, v128 w0, v128 w1, float d, float m, int wi
                                    up to 10240 columns (a lane's stream skipping the rest of each row is slower) */
 typedef void (*ae_q32_load_fn)(const uint8_t *blk, v128 *w0, v128 *w1);
 
-/* i32x4 partial sums of 256 * sum(w x) for one block */
-AE_INLINE v128 ae_q32_bdot(v128 w0, v128 w1, const ae_q32x *x) {
-  const v128 hi = wasm_i16x8_splat((int16_t)0xff00);
-  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w0, 8), x->e0), wasm_i32x4_dot_i16x8(wasm_v128_and(w0, hi), x->o0));
-  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(w1, 8), x->e1), wasm_i32x4_dot_i16x8(wasm_v128_and(w1, hi), x->o1));
-  return wasm_i32x4_add(s0, s1);
-}
 AE_INLINE v128 ae_q32_bdot_at(const uint8_t *blk, const ae_q32x *x, ae_q32_load_fn ld) {
   v128 w0, w1;
   ld(blk, &w0, &w1);
@@ -163,8 +157,7 @@ AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_bloc
       for (int b = 0; b < n; b++) {
         v128 w0, w1;
         ld(wr + (size_t)b * bs, &w0, &w1);
-        const int32_t sumi = ae_hsum_i32(ae_q32_bdot(w0, w1, &xs[b])) >> 8;
-        sum += (float)sumi * (ae_h2f_s(*(const ae_fp16 *)(wr + (size_t)b * bs)) * dx[b]);
+        sum += (float)ae_q32_dot(w0, w1, &xs[b]) * (ae_h2f_s(*(const ae_fp16 *)(wr + (size_t)b * bs)) * dx[b]);
       }
       y[r] = sum;
     }
