@@ -189,9 +189,8 @@ static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float
  * at dim 288 the 16-row minimum made decode steps of 15-18 chunks of ~1 us of work, and s15m 2-thread decode ran
  * 4-13% slower than with these (prefill keeps its chunks: one A/B at SmolLM2-135M's shape gave the larger ones
  * 4-6% slower, within this VM's noise; docs/PERFORMANCE.md "Session 8"). With 2 threads decode chunks are the
- * same from 1024 rows up. Rows are a
- * multiple of `align` (4: the 4-row matvec groups; or an activation block size when the chunk's output is
- * converted). */
+ * same from 1024 rows up. Rows are a multiple of `align` (4: the 4-row matvec groups; or an activation block size
+ * when the chunk's output is converted). */
 static int chunk_rows(int rows, int n, int nth, int align) {
   if (nth <= 1) return rows > 0 ? rows : 1;
   int c;
