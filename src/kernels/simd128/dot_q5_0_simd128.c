@@ -2,7 +2,7 @@
  * Per block the 5-bit quants are expanded to signed bytes q - 16 (nibbles | 5th bit from qh), the exact
  * integer dot is formed against the activation split once per column chunk (q32_simd128.h), then
  *   acc += (float)sumi * (d_w * d_x)      (block order; exactly ae_vec_dot_q5_0_ref)
- * so any row range gives the reference's bits. Four rows or more: the 4-rows-in-lanes matvec of q32_simd128.h
+ * so any row range gives the reference's bits. The matvec is the 4-rows-in-lanes one of q32_simd128.h
  * (ae_q32_matvec4: one row from each quarter of the range per lane, float step on the lanes; session 8, from DRAM:
  * 1.2-1.6x the earlier 4 consecutive rows with a scalar float step per block and row). Still compute-bound (1.5-3.6
  * GB/s against a ~9 GB/s read probe: the 5th-bit expansion costs about as much as the dot). */
@@ -30,25 +30,7 @@ void ae_to_float_q5_0_simd128(const void *x, float *y, int n) {
 static void load_q5_0(const uint8_t *blk, v128 *w0, v128 *w1) { expand((const ae_block_q5_0 *)blk, w0, w1); }
 
 void ae_matvec_rows_q5_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK5_0;
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  if (r1 - r0 >= 4) { ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), nb, x, y, r0, r1, load_q5_0); return; }
-  ae_q32x xs[AE_Q32_CHUNK];
-  float dx[AE_Q32_CHUNK];
-  for (int c0 = 0; c0 < nb; c0 += AE_Q32_CHUNK) {
-    const int n = nb - c0 < AE_Q32_CHUNK ? nb - c0 : AE_Q32_CHUNK;
-    for (int b = 0; b < n; b++) { ae_q32_prep(x[c0 + b].qs, &xs[b]); dx[b] = ae_h2f_s(x[c0 + b].d); }
-    for (int r = r0; r < r1; r++) {
-      const ae_block_q5_0 *w = (const ae_block_q5_0 *)W + (size_t)r * nb + c0;
-      float s = c0 ? y[r] : 0.0f;
-      for (int b = 0; b < n; b++) {
-        v128 w0, w1;
-        expand(&w[b], &w0, &w1);
-        s += (float)ae_q32_dot(w0, w1, &xs[b]) * (ae_h2f_s(w[b].d) * dx[b]);
-      }
-      y[r] = s;
-    }
-  }
+  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), ncols / AE_QK5_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q5_0);
 }
 
 void ae_vec_dot_q5_0_simd128(int n, float *s, const void *w, const void *x) {

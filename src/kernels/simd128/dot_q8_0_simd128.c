@@ -1,11 +1,12 @@
 /* q8_0 weights x q8_0 activations, plus q8_0 quantise / dequantise.
  * Per block: exact integer dot, then in float
  *   acc += (float)sumi * (d_w * d_x)       (block order; exactly ae_vec_dot_q8_0_ref)
- * The matvec of 4 rows or more is q32_simd128.h's ae_q32_matvec4 (4 rows in the lanes, one from each quarter of the
+ * The matvec is q32_simd128.h's ae_q32_matvec4 (4 rows in the lanes, one from each quarter of the
  * row range, whole rows in turn; the activation split into even / odd i16 once per column chunk; a weight chunk of
  * 16 bytes w (i16 lanes b0 | b1 << 8) needs no unpacking: (w << 8) holds 256 * b0 and (w & 0xff00) holds 256 * b1,
- * so dot_i16x8(w << 8, x_even) + dot_i16x8(w & 0xff00, x_odd) = 256 * sum(w x), exact in i32). Fewer rows (vec_dot):
- * one row at a time with the same sums and float sequence. Bit-exact with the reference for any row range. */
+ * so dot_i16x8(w << 8, x_even) + dot_i16x8(w & 0xff00, x_odd) = 256 * sum(w x), exact in i32; fewer than 4 rows,
+ * as vec_dot: one row at a time with the same sums and float sequence). Bit-exact with the reference for any row
+ * range. */
 #include "q32_simd128.h"
 
 /* ---- quantise (ggml quantize_row_q8_0: simd128_util.h ae_q8_block_quant) / dequantise ---- */
@@ -30,21 +31,7 @@ static void load_q8_0(const uint8_t *blk, v128 *w0, v128 *w1) {
 }
 
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK8_0;
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  if (r1 - r0 >= 4) { ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q8_0), nb, x, y, r0, r1, load_q8_0); return; }
-  for (int r = r0; r < r1; r++) {   /* fewer than 4 rows (vec_dot): one row, the same sums and float sequence */
-    const ae_block_q8_0 *w = (const ae_block_q8_0 *)W + (size_t)r * nb;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      ae_q32x xb;
-      ae_q32_prep(x[b].qs, &xb);
-      v128 w0, w1;
-      load_q8_0((const uint8_t *)&w[b], &w0, &w1);
-      sum += (float)ae_q32_dot(w0, w1, &xb) * (ae_h2f_s(w[b].d) * ae_h2f_s(x[b].d));
-    }
-    y[r] = sum;
-  }
+  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q8_0), ncols / AE_QK8_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q8_0);
 }
 
 void ae_vec_dot_q8_0_simd128(int n, float *s, const void *w, const void *x) {

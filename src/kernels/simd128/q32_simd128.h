@@ -127,7 +127,8 @@ AE_INLINE int ae_q32_rows4(v128 *accp, const uint8_t *const w[4], size_t bs, int
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
-/* y[r] = row r . x for r in [r0, r1), r1 - r0 >= 4 (W: rows of nb blocks of bs bytes; x: q8_0). */
+/* y[r] = row r . x for r in [r0, r1) (W: rows of nb blocks of bs bytes; x: q8_0); fewer than 4 rows (vec_dot) take
+ * the one-row tail alone. */
 AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_block_q8_0 *x, float *y, int r0, int r1,
                               ae_q32_load_fn ld) {
   ae_q32x xs[AE_Q32_ROWS_CHUNK];
