@@ -5,7 +5,7 @@
 // tokenizer vocabulary of the model's real size (SentencePiece-style for Phi-3 / Gemma 2, byte-level BPE with
 // a merge hierarchy for Llama 3 / Qwen2 / SmolLM2, the real special tokens at their real ids).
 //
-//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q4_K_M,q8_0|all] [--layers N] [--out /work/gen/real-shapes] [--force]
+//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q4_K_M,q5_K_M,q8_0|all] [--layers N] [--out /work/gen/real-shapes] [--force]
 //
 // Files: OUT/<model>-<quant>.gguf (never committed; /work/gen is shared scratch); with --layers N (fewer layers,
 // every other shape the model's: e.g. the 2-layer Phi-3 of bench/peers.mjs) OUT/<model>-L<N>-<quant>.gguf.
@@ -42,8 +42,8 @@ export const MODELS = {
   'smollm2-360m': { arch: 'llama', dim: 960, layers: 32, heads: 15, kvHeads: 5, headDim: 64, ffn: 2560, vocab: 49152, ctx: 8192,
     ropeBase: 100000, eps: 1e-5, tied: true, tok: 'smollm' },
 };
-export const QUANTS = ['q4_0', 'q4_K_M', 'q8_0'];
-const FILE_TYPE = { q4_0: 2, q8_0: 7, q4_K_M: 15 };   // llama_ftype
+export const QUANTS = ['q4_0', 'q4_K_M', 'q5_K_M', 'q8_0'];
+const FILE_TYPE = { q4_0: 2, q8_0: 7, q4_K_M: 15, q5_K_M: 17 };   // llama_ftype
 const GGML = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, q4_K: 12, q5_K: 13, q6_K: 14 };
 const BLOCK = { f32: [1, 4], f16: [1, 2], q4_0: [32, 18], q4_1: [32, 20], q5_0: [32, 22], q5_1: [32, 24], q8_0: [32, 34],
   q4_K: [256, 144], q5_K: [256, 176], q6_K: [256, 210] };
@@ -84,6 +84,7 @@ const moreBits = (i, n) => i < Math.trunc(n / 8) || i >= Math.trunc(7 * n / 8) |
  *    Q8_0 files, and when its row length is not a multiple of 256);
  *  - Q4_K_M: attn_v and ffn_down -> q6_K on the layers use_more_bits picks (the first and last eighth and every
  *    third in between), attn_qkv (Phi-3) -> q5_K, everything else q4_K; token_embd of an untied model q4_K;
+ *  - Q5_K_M: the same with q5_K for q4_K and q6_K for Phi-3's attn_qkv;
  *  - a K-quant whose row length is not a multiple of 256 falls back: q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0
  *    (and to f16 if not a multiple of 32).
  * Approximation: llama.cpp counts attn_v / ffn_down tensors in file order; here the layer index is used (the same
@@ -91,16 +92,16 @@ const moreBits = (i, n) => i < Math.trunc(n / 8) || i >= Math.trunc(7 * n / 8) |
  */
 export function tensorType(m, name, ne, quant) {
   if (ne.length === 1) return 'f32';
-  const base = quant === 'q4_K_M' ? 'q4_K' : quant;
+  const base = quant === 'q4_K_M' ? 'q4_K' : quant === 'q5_K_M' ? 'q5_K' : quant;
   const isOutput = name === 'output.weight' || (m.tied && name === 'token_embd.weight');
   let t = base;
   const layer = /^blk\.(\d+)\./.exec(name);
   const il = layer ? Number(layer[1]) : -1;
   if (isOutput) t = quant === 'q8_0' || ne[0] % 256 !== 0 ? 'q8_0' : 'q6_K';
-  else if (quant === 'q4_K_M') {
+  else if (quant === 'q4_K_M' || quant === 'q5_K_M') {
     if (name.endsWith('attn_v.weight') && moreBits(il, m.layers)) t = 'q6_K';
     else if (name.endsWith('ffn_down.weight') && moreBits(il, m.layers)) t = 'q6_K';
-    else if (name.endsWith('attn_qkv.weight')) t = 'q5_K';
+    else if (name.endsWith('attn_qkv.weight')) t = quant === 'q4_K_M' ? 'q5_K' : 'q6_K';
   }
   if (BLOCK[t][0] === 256 && ne[0] % 256 !== 0) t = { q4_K: 'q5_0', q5_K: 'q5_1', q6_K: 'q8_0' }[t];
   if (ne[0] % BLOCK[t][0] !== 0) t = 'f16';

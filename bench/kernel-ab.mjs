@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
-//   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q4_K|q6_K] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
+//   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q5_0|q5_0_x8|q4_K|q6_K|...] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
 //                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256]
-// --type q4_0_r4: the load-time repacked q4_0 layout (dot_q4_0_r4_simd128.c), checked against the q4_0 reference.
+// --type q4_0_r4 / q5_0_x8 / q5_1_x8: the load-time repacked q4_0 / q5_0 / q5_1 layouts (kernels.h), checked against the file dtype's
+//   reference. Several types of one file dtype (--type q5_0,q5_0_x8): each type's kernels of every revision, on the
+//   same weights (a copy set per layout), interleaved in the same rounds.
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
 //   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.
@@ -23,21 +25,26 @@ import { args, repoRoot } from './lib/common.mjs';
 v8.setFlagsFromString('--no-liftoff');
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has, opt } = args();
-const type = opt('--type', 'q4_0');
+const types = String(opt('--type', 'q4_0')).split(',');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
 const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
-  q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]] };
+  q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], q5_0_x8: [22, 32, 'q8_0', [0]], q4_1: [20, 32, 'q8_1', [0, 2]], q5_1: [24, 32, 'q8_1', [0, 2]], q5_1_x8: [24, 32, 'q8_1', [0, 2]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]] };
 // load-time repacked layouts (kernels.h AE_Q4_0_R4): weights generated in the file dtype's layout, the reference run on
 // them, then every copy repacked in place with the scalar repack (ae_repack_<type>_ref) before the kernels run
-const REPACKED = { q4_0_r4: 'q4_0' };
-const GEMM_FILE = { q4_0_r4: 'dot_q4_0_r4', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
-const ALL_TYPES = ['q4_0_r4', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
+const REPACKED = { q4_0_r4: 'q4_0', q5_0_x8: 'q5_0', q5_1_x8: 'q5_1' };
+// the kernel file of a type (default dot_<type>_simd128.c) and the scalar repack's call (W, rows, cols, tmp)
+const KFILE = { q5_0_x8: 'dot_q5_0', q5_1_x8: 'dot_q5_1' };
+const REPACK_CALL = { q4_0_r4: 'return ae_repack_q4_0_r4_ref(W, r, c, t);', q5_0_x8: 'ae_repack_q5_0_x8_ref(W, (size_t)r * (c / 32)); return 0;',
+  q5_1_x8: 'ae_repack_q5_1_x8_ref(W, (size_t)r * (c / 32)); return 0;' };
+const GEMM_FILE = { q4_0_r4: 'dot_q4_0_r4', q5_0: 'gemm_q32', q5_0_x8: 'gemm_q32', q4_1: 'gemm_q32', q5_1: 'gemm_q32', q5_1_x8: 'gemm_q32', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
+const ALL_TYPES = ['q4_0_r4', 'q5_0_x8', 'q5_1_x8', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
 const NV = Number(opt('--tokens', 1));
-if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
-const [bs, QK, act, scaleOffs] = TYPES[type];
-const actBytes = act === 'q8_0' ? 34 : act === 'q8_K' ? 292 : 4 * QK;
-const refFile = type === 'q5_K' ? 'q5_K_ref.c' : type === 'bf16' ? 'bf16_ref.c' : REPACKED[type] ? 'repack_ref.c' : type === 'q5_0' ? 'legacy_q_ref.c' : null;
-const base = REPACKED[type] ?? type;   // the dtype whose scalar reference the kernels must equal
+for (const type of types) if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
+const base = REPACKED[types[0]] ?? types[0];   // the dtype whose scalar reference the kernels must equal
+if (types.some((t) => (REPACKED[t] ?? t) !== base)) throw new Error('--type: several types must share one file dtype');
+const [bs, QK, act, scaleOffs] = TYPES[base];
+const actBytes = act === 'q8_0' ? 34 : act === 'q8_1' ? 36 : act === 'q8_K' ? 292 : 4 * QK;
+const refFiles = [{ q5_K: 'q5_K_ref.c', bf16: 'bf16_ref.c', q5_0: 'legacy_q_ref.c', q4_1: 'legacy_q_ref.c', q5_1: 'legacy_q_ref.c' }[base], types.some((t) => REPACKED[t]) ? 'repack_ref.c' : null].filter(Boolean);
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');
 const relaxed = has('--relaxed');
@@ -68,15 +75,17 @@ AE_EXPORT void kab_ref(const void *W, int ncols, const void *x, float *y, int r0
   for (int r = r0; r < r1; r++) ae_vec_dot_${base}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / ${QK}) * ${bs}, x);
 }
 AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_${act}_ref(x, y, n); }
-${REPACKED[type] ? `AE_EXPORT int kab_repack(void *W, int r, int c, void *t) { return ae_repack_${type}_ref(W, r, c, t); }` : ''}
+${types.filter((t) => REPACKED[t]).map((t) => `AE_EXPORT int kab_repack_${t}(void *W, int r, int c, void *t) { ${REPACK_CALL[t]} }`).join('\n')}
 AE_EXPORT int kab_probe(const void *p, int bytes) {
   const v128_t *v = (const v128_t *)p;
   v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
   for (int i = 0; i < bytes / 16; i += 4) { a = wasm_v128_xor(a, v[i]); b = wasm_v128_xor(b, v[i + 1]); c = wasm_v128_xor(c, v[i + 2]); d = wasm_v128_xor(d, v[i + 3]); }
   return wasm_i32x4_extract_lane(wasm_v128_xor(wasm_v128_xor(a, b), wasm_v128_xor(c, d)), 0);
 }`, 'ref', path.join(repoRoot, 'src'));
-for (const f of ['quants_ref.c', 'fp16_ref.c', ...(refFile ? [refFile] : [])]) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8').replace('#include "ref_util.h"', '#include "kernels/ref/ref_util.h"'), f.replace('.c', ''), path.join(repoRoot, 'src'));
-revs.forEach((rev, i) => {
+for (const f of ['quants_ref.c', 'fp16_ref.c', ...refFiles]) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8').replace('#include "ref_util.h"', '#include "kernels/ref/ref_util.h"'), f.replace('.c', ''), path.join(repoRoot, 'src'));
+const entries = types.flatMap((type) => revs.map((rev) => ({ type, rev })));
+const label = (e) => (types.length > 1 ? `${e.type} ${e.rev}` : e.rev);
+entries.forEach(({ type, rev }, i) => {
   const inc = path.join(tmp, `rev${i}`);
   // the headers and shared .inc files next to the kernels (simd128_util.h, k45_simd128.inc, ...) at that revision
   const local = (rev === 'work' ? fs.readdirSync(path.join(repoRoot, 'src/kernels/simd128'))
@@ -87,7 +96,7 @@ revs.forEach((rev, i) => {
     fs.writeFileSync(path.join(inc, p), show(rev, p));
   }
   const fix = (src) => src.replace(/#include "([\w.]+\.(?:h|inc))"/g, (m, f) => (local.includes(f) ? `#include "kernels/simd128/${f}"` : m));
-  const k = fix(show(rev, `src/kernels/simd128/dot_${type}_simd128.c`));
+  const k = fix(show(rev, `src/kernels/simd128/${KFILE[type] ?? `dot_${type}`}_simd128.c`));
   // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
   const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`))
     .concat(Object.keys(REPACKED).map((t) => `#define ae_repack_${t} kab${i}_repack_${t}`)).join('\n');
@@ -95,7 +104,7 @@ revs.forEach((rev, i) => {
   if (NV > 1) {
     let g = null;
     try { g = fix(show(rev, `src/kernels/simd128/${GEMM_FILE[type]}_simd128.c`)); } catch { /* no GEMM file at this revision */ }
-    if (g && GEMM_FILE[type] === `dot_${type}`) g = '';   // the matvec's file holds the GEMM (compiled above)
+    if (g && GEMM_FILE[type] === (KFILE[type] ?? `dot_${type}`)) g = '';   // the matvec's file holds the GEMM (compiled above)
     if (g && !g.includes(`ae_matmul_rows_${type}_simd128(`)) g = null;
     const body = g !== null ? `kab${i}_matmul_rows_${type}(W, c, x, xs, nv, y, ys, a, b);`
       : `for (int rc = a; rc < b; rc += 16) for (int t = 0; t < nv; t++) kab${i}_matvec_rows_${type}(W, c, (const char *)x + (size_t)t * xs, y + (size_t)t * ys, rc, rc + 16 < b ? rc + 16 : b);`;
@@ -119,7 +128,12 @@ const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(coldMiB * 2 ** 20 / ma
 const xStride = Math.ceil(nb * actBytes / 16) * 16;
 const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
 const W = (y1 + NT * rows * 4 + 4095) & ~4095;
-if (W + copies * matBytes > mem.buffer.byteLength) mem.grow(Math.ceil((W + copies * matBytes - mem.buffer.byteLength) / 65536));
+// a copy set per layout: the file layout's at W, then one per repacked type (each repacked from the file layout's)
+const layouts = [...new Set(types.map((t) => (REPACKED[t] ? t : base)))].sort((a, b) => (a === base ? -1 : b === base ? 1 : 0));
+if (layouts[0] !== base) layouts.unshift(base);
+const setOf = (t) => W + layouts.indexOf(REPACKED[t] ? t : base) * copies * matBytes;
+const end = W + layouts.length * copies * matBytes;
+if (end > mem.buffer.byteLength) mem.grow(Math.ceil((end - mem.buffer.byteLength) / 65536));
 const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer), fv = new DataView(new ArrayBuffer(4));
 let s = 12345;
 const rnd = () => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return (s >>> 0) / 4294967296; };
@@ -147,10 +161,14 @@ for (let t = 0; t < NT; t++) {
   else X.kab_ref(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
 }
 const ref = new Uint32Array(mem.buffer, y0, NT * rows).slice();
-if (REPACKED[type]) {   // every copy into the repacked layout (the reference above ran on the file layout)
-  const tmpW = W + copies * matBytes, need = tmpW + 4 * nb * bs + 64;
+for (const t of layouts.filter((l) => l !== base)) {   // every copy into its repacked layout (the reference ran on the file layout)
+  const tmpW = end, need = tmpW + 4 * nb * bs + 64;
   if (need > mem.buffer.byteLength) mem.grow(Math.ceil((need - mem.buffer.byteLength) / 65536));
-  for (let c = 0; c < copies; c++) if (X.kab_repack(W + c * matBytes, rows, cols, tmpW)) throw new Error('repack refused');
+  const u = new Uint8Array(mem.buffer);
+  for (let c = 0; c < copies; c++) {
+    u.copyWithin(setOf(t) + c * matBytes, W + c * matBytes, W + (c + 1) * matBytes);
+    if (X[`kab_repack_${t}`](setOf(t) + c * matBytes, rows, cols, tmpW)) throw new Error('repack refused');
+  }
 }
 const check = (rev, f, a, b) => {
   new Uint32Array(mem.buffer, y1, NT * rows).fill(0xdeadbeef);
@@ -159,21 +177,21 @@ const check = (rev, f, a, b) => {
   for (let t = 0; t < NT; t++) for (let r = a; r < b; r++)
     if (got[t * rows + r] !== ref[t * rows + r]) throw new Error(`${rev}: token ${t} row ${r} (rows ${a}..${b}) differs from the reference`);
 };
-const fns = revs.map((rev, i) => [rev, NV > 1
+const fns = entries.map((e, i) => [label(e), setOf(e.type), NV > 1
   ? (w, a, b) => X[`kab_mm${i}`](w, cols, xq, xStride, NV, y1, rows, a, b)
   : (w, a, b) => X[`kab_mv${i}`](w, cols, xq, y1, a, b)]);
-for (const [rev, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) check(rev, (a, b) => f(W, a, b), a, b);
-if (mode !== 'hot') fns.push(['read probe', (w) => X.kab_probe(w, matBytes)]);
+for (const [name, w0, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) check(name, (a, b) => f(w0, a, b), a, b);
+if (mode !== 'hot') fns.push(['read probe', W, (w) => X.kab_probe(w, matBytes)]);
 const best = new Map();
 let ci = 0;
-for (let r = 0; r < rounds; r++) for (const [name, f] of fns) {
+for (let r = 0; r < rounds; r++) for (const [name, w0, f] of fns) {
   const c0 = process.cpuUsage();
   const cpu = () => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
   let k = 0;
-  while (cpu() < 40) { f(W + (ci++ % copies) * matBytes, 0, rows); k++; }
+  while (cpu() < 40) { f(w0 + (ci++ % copies) * matBytes, 0, rows); k++; }
   best.set(name, Math.min(best.get(name) ?? Infinity, cpu() / k));
 }
-console.log(`${type} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
+console.log(`${types.join(', ')} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
 for (const [name] of fns) {
   const ms = best.get(name);
   console.log(`  ${name.padEnd(12)} ${ms.toFixed(3)} ms  ${(matBytes / ms / 1e6).toFixed(1)} GB/s${name !== 'read probe' ? `  ${(rows * cols * NT / ms / 1e6).toFixed(2)} GMAC/s` : ''}`);

@@ -93,7 +93,8 @@ test('convert refuses any output that is a file of the input folder, existing or
 });
 
 // 3. The on-the-fly cache was keyed by the folder's path, size and mtime: config.json edited in place served the stale model.
-test('conversion cache key follows the content of every input file (config.json edited in place, same size and mtime)', async () => {
+// (And each version of a source left its conversion in the cache forever: now a new one replaces the stale one.)
+test('conversion cache key follows the content of every input file (config.json edited in place, same size and mtime); the stale conversion is removed', async () => {
   const hf = copyHF('hf-cache');
   const cfg = path.join(hf, 'config.json');
   const a = await resolveNodeSource(hf);
@@ -108,6 +109,7 @@ test('conversion cache key follows the content of every input file (config.json 
   fs.utimesSync(hf, fs.statSync(hf).atime, fs.statSync(hf).mtime);
   const b = await resolveNodeSource(hf);
   assert.notEqual(b, a, 'edited config.json: a new conversion');
+  assert.ok(!fs.existsSync(a), 'the stale conversion of the same source is removed');
   const m = await load(b);
   assert.equal(m.config.norm_eps, 2e-5);
   m.dispose();

@@ -8,6 +8,7 @@ import {
   f32bits, sameBits, assertBitsEqual, bitsF32, halfBitsToF32Bits, floatToHalfBits, randomRow,
 } from './helpers/kernels.mjs';
 import { decodeToF32, encodeFromF32 } from '../dist/src/formats/quantize.js';
+import { unpackQ5X8 } from '../dist/src/runtime/engine.js';
 
 const k = await loadKernels({ pages: 2048 });
 const X = k.x;
@@ -440,6 +441,56 @@ test('q4_0 repacked at load (AE_Q4_0_R4): repack SIMD == reference bytes, unpack
   });
 });
 
+for (const [FT, name, off, seed] of [[T.Q5_0, 'q5_0', 2, 54], [T.Q5_1, 'q5_1', 4, 55]]) test(`${name} repacked at load (AE_${name.toUpperCase()}_X8): repack SIMD == reference bytes, unpack (C and JS) restores them; matvec / matmul == the ${name} reference bit for bit (any rows, tokens, column chunks, inf / nan scales)`, () => {
+  const r = rng(seed);
+  const X8 = X[`kt_${name}_x8_type`](), bs = BLOCK[FT][1], repack = X[`kt_repack_${name}_x8`], unpack = X[`kt_unpack_${name}_x8`];
+  const halfs = [0x0000, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x8001, 0x2e66, 0xae66];
+  for (const [rows, cols, special] of [[1, 32, 0], [3, 64, 0], [8, 96, 0], [37, 3104, 0], [260, 256, 0], [5, 16416, 0], [9, 10272, 0], [6, 896, 1]]) withMark(() => {
+    const nb = cols / 32, rs = nb * bs, n = rows * nb;
+    const w = randomRow(r, FT, rows * cols, 0.03), dv = new DataView(w.buffer);
+    for (let i = 0; i < n; i++) {   // every byte pattern of qh / qs; signs, zero, subnormal, the largest finite halves
+      for (let j = off; j < bs; j++) if (r.next() < 0.5) w[i * bs + j] = r.int(0, 255);
+      if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
+      if (r.next() < 0.05) dv.setUint16(i * bs, halfs[r.int(0, halfs.length - 1)], true);
+      if (special && r.next() < 0.02) dv.setUint16(i * bs, [0x7c00, 0xfc00, 0x7e00][r.int(0, 2)], true);   // inf / nan scales
+    }
+    const W = k.putU8(w), P = k.putU8(w), Q = k.putU8(w);
+    repack(SIMD, P, n);
+    repack(REF, Q, n);
+    assert.deepEqual(k.u8(P, rows * rs), k.u8(Q, rows * rs), `${rows}x${cols}: SIMD repack == reference`);
+    assert.notDeepEqual(k.u8(P, rows * rs), k.u8(W, rows * rs));
+    assert.deepEqual(unpackQ5X8(k.u8(P, rows * rs).slice(), bs, off), w, `${rows}x${cols}: JS unpack (Engine.tensorBytes) restores the file bytes`);
+    unpack(Q, n);
+    assert.deepEqual(k.u8(Q, rows * rs), k.u8(W, rows * rs), `${rows}x${cols}: unpack restores the file bytes`);
+    const xq = quantAct(FT, r.floats(cols).map((v, i) => (i % 97 === 0 ? 1e3 : v)), SIMD);
+    const y0 = k.alloc(rows * 4), y1 = k.alloc(rows * 4), y2 = k.alloc(rows * 4);
+    X.kt_matvec(FT, REF, W, cols, xq, y0, 0, rows);
+    X.kt_matvec(X8, SIMD, P, cols, xq, y1, 0, rows);
+    X.kt_matvec(X8, REF, P, cols, xq, y2, 0, rows);
+    const ref = Float32Array.from(k.f32(y0, rows));
+    assertBitsEqual(k.f32(y1, rows), ref, `${rows}x${cols} X8 matvec vs ${name} reference`);
+    assertBitsEqual(k.f32(y2, rows), ref, `${rows}x${cols} X8 reference vs ${name} reference`);
+    for (let trial = 0; trial < 3; trial++) {
+      k.f32(y1, rows).fill(NaN);
+      let a = 0;
+      while (a < rows) { const b = Math.min(rows, a + r.int(1, 7)); X.kt_matvec(X8, SIMD, P, cols, xq, y1, a, b); a = b; }
+      assertBitsEqual(k.f32(y1, rows), ref, `${rows}x${cols} X8 split`);
+    }
+    for (const nvec of [2, 4, 5, 9]) {
+      const xqs = Math.ceil(k.rowSize(vdt(FT), cols) / 64) * 64 + 64, ystr = rows + 3;
+      const xqm = k.alloc(xqs * nvec), ym = k.alloc(ystr * nvec * 4), yv = k.alloc(rows * 4);
+      for (let b = 0; b < nvec; b++) X.kt_quantize(FT, SIMD, k.putF32(r.floats(cols)), xqm + b * xqs, cols);
+      for (const [a, b] of [[0, rows], [rows > 2 ? 1 : 0, rows > 2 ? rows - 1 : rows]]) {
+        X.kt_matmul(X8, P, cols, xqm, xqs, nvec, ym, ystr, a, b);
+        for (let t = 0; t < nvec; t++) {
+          X.kt_matvec(FT, REF, W, cols, xqm + t * xqs, yv, a, b);
+          assertBitsEqual(k.f32(ym + (t * ystr + a) * 4, b - a), k.f32(yv + a * 4, b - a), `${rows}x${cols} X8 matmul ${nvec} tokens rows ${a}..${b} token ${t}`);
+        }
+      }
+    }
+  });
+});
+
 test('matvec 3072x8192 (first, middle and last rows) for every dtype', () => {
   const r = rng(52);
   const cols = 8192, rowsTotal = 3072;
@@ -667,6 +718,7 @@ test('stack use per kernel call <= 32 KiB (guard below a 32 KiB stack stays inta
       X.kt_matvec(type, SIMD, W, cols, xq, y, 0, 5);
       X.kt_matvec(type, REF, W, cols, xq, y, 0, 5);
       X.kt_vec_dot(type, SIMD, cols, W, xq);
+      X.kt_matmul(type, W, cols, xq, 0, 5, y, 1, 0, 1);   // 5 tokens (the same one): a tile of 4 and a lone token
       X.kt_quantize(type, SIMD, xs, q2, cols);
       X.kt_quantize(type, REF, xs, q2, cols);
       X.kt_get_row(0, type, W, 1, cols, k.alloc(cols * 4));
@@ -684,6 +736,18 @@ test('stack use per kernel call <= 32 KiB (guard below a 32 KiB stack stays inta
       X.kt_matmul(R4, W, cols, xq, 0, 5, y, 8, 0, 8);
     } finally { X.__stack_pointer.value = saved; }
     check('q4_0 repacked');
+  }
+  for (const [FT, name] of [[T.Q5_0, 'q5_0'], [T.Q5_1, 'q5_1']]) {   // the repacked q5_0 / q5_1 layouts' matvec / matmul / repack
+    const X8 = X[`kt_${name}_x8_type`]();
+    const W = k.putU8(randomRow(r, FT, 8 * cols, 0.03)), xq = quantAct(FT, r.floats(cols), SIMD), y = k.alloc(8 * 4 * 5);
+    X.__stack_pointer.value = top;
+    try {
+      X[`kt_repack_${name}_x8`](SIMD, W, 8 * cols / 32);
+      X.kt_matvec(X8, SIMD, W, cols, xq, y, 0, 8);
+      X.kt_matvec(X8, SIMD, W, cols, xq, y, 1, 7);
+      X.kt_matmul(X8, W, cols, xq, 0, 5, y, 8, 0, 8);
+    } finally { X.__stack_pointer.value = saved; }
+    check(`${name} repacked`);
   }
   const n = 4099, a = k.putF32(r.floats(n)), b = k.putF32(r.floats(n)), o = k.alloc(n * 4);
   const q = k.putF32(r.floats(128)), kv = k.putF32(r.floats(128 * 300)), att = k.alloc(300 * 4), cs = k.alloc(128 * 4);

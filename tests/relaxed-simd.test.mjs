@@ -160,6 +160,44 @@ test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), 
   assert.ok(checked >= QUANT_TYPES.length * 4, `only ${checked} cases checked`);
 });
 
+for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) test(`${name} in the load-time layout (AE_${name.toUpperCase()}_X8): relaxed matvec / matmul (q5_0: its own i16-dot GEMM tile) == plain == the ${name} reference (bits; NaN payloads free), every byte value, inf / NaN scales, 1..9 tokens`, () => {
+  const r = rng(seed);
+  const X8 = kp.x[`kt_${name}_x8_type`](), bs = BLOCK[FT][1], off = FT === T.Q5_0 ? 2 : 4;
+  for (const [rows, cols] of [[1, 32], [5, 96], [9, 3072], [64, 896], [13, 4864], [7, 8192]]) {
+    const mp = kp.mark(), mr = kr.mark();
+    const nb = cols / 32, W = randomRow(r, FT, rows * cols, 0.03), dv = new DataView(W.buffer);
+    for (let i = 0; i < rows * nb; i++) {
+      for (let j = off; j < bs; j++) if (r.next() < 0.5) W[i * bs + j] = r.int(0, 255);
+      if (r.next() < 0.01) dv.setUint16(i * bs, [0x7c00, 0xfc00, 0x7e00][r.int(0, 2)], true);
+    }
+    const nvec = 9, xb = kp.rowSize(vdt(FT), cols), xs = Math.ceil(xb / 64) * 64;
+    const xq = kp.alloc(xs * nvec);
+    for (let v = 0; v < nvec; v++) kp.x.kt_quantize(FT, SIMD, kp.putF32(acts(r, cols)), xq + v * xs, cols);
+    const xqBytes = kp.u8(xq, xs * nvec).slice();
+    const W0 = put(kp, W), Wp = put(kp, W), Wr = put(kr, W), xqr = put(kr, xqBytes);
+    kp.x[`kt_repack_${name}_x8`](SIMD, Wp, rows * nb);
+    kr.x[`kt_repack_${name}_x8`](SIMD, Wr, rows * nb);
+    const yref = kp.alloc(rows * 4 * nvec), yp = kp.alloc(rows * 4 * nvec), yr = kr.alloc(rows * 4 * nvec);
+    for (let v = 0; v < nvec; v++) kp.x.kt_matvec(FT, REF, W0, cols, xq + v * xs, yref + v * rows * 4, 0, rows);
+    kp.x.kt_matvec(X8, SIMD, Wp, cols, xq, yp, 0, rows);
+    kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, 0, rows);
+    assert.ok(bitsEqualNaN(kp.f32(yp, rows), kp.f32(yref, rows)), `${rows}x${cols} plain X8 matvec vs q5_0 reference`);
+    assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec vs q5_0 reference`);
+    for (const nv of [2, 3, 4, 5, 9]) {
+      kp.x.kt_matmul(X8, Wp, cols, xq, xs, nv, yp, rows, 0, rows);
+      kr.x.kt_matmul(X8, Wr, cols, xqr, xs, nv, yr, rows, 0, rows);
+      assert.ok(bitsEqualNaN(kp.f32(yp, rows * nv), kp.f32(yref, rows * nv)), `${rows}x${cols} plain X8 matmul ${nv} tokens vs reference`);
+      assert.ok(bitsEqualNaN(kr.f32(yr, rows * nv), kp.f32(yref, rows * nv)), `${rows}x${cols} relaxed X8 matmul ${nv} tokens vs reference`);
+    }
+    if (rows > 2) {   // a row range inside the matrix
+      kr.f32(yr, rows * 4).fill(7);
+      kr.x.kt_matmul(X8, Wr, cols, xqr, xs, 4, yr, rows, 1, rows - 1);
+      for (let v = 0; v < 4; v++) assert.ok(bitsEqualNaN(kr.f32(yr + (v * rows + 1) * 4, rows - 2), kp.f32(yref + (v * rows + 1) * 4, rows - 2)), `${rows}x${cols} relaxed X8 matmul rows 1..${rows - 1}`);
+    }
+    kp.release(mp); kr.release(mr);
+  }
+});
+
 test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts not a multiple of 4 and inf / NaN block scales', () => {
   // the relaxed q4_0 matvec has two 4-row paths (segmented when the chunk's block count is a multiple of 4, else
   // interleaved) and both redo a row group with the exact fp16 conversion when a scale is inf / NaN

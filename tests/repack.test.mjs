@@ -1,8 +1,8 @@
-// Load-time repack of q4_0 matrices (EngineOptions.repack; docs/DESIGN.md "Repacked weights"): whole generated
+// Load-time repack of q4_0, q5_0 and q5_1 matrices (EngineOptions.repack; docs/DESIGN.md "Repacked weights"): whole generated
 // models give the same logits bit for bit with and without it (prefill and decode), in the plain and the relaxed
 // build, on 1 and 2 threads; every consumer of the repacked matrices keeps working (FFN modules: fused, static with
 // compacted copies and the neuron-major down made from tensorBytes, dynamic; tensorBytes returns the file bytes);
-// the token embedding, a tied output and non-q4_0 matrices stay as they are. Kernel-level checks of the layout are
+// the token embedding, a tied output and matrices of other dtypes stay as they are. Kernel-level checks of the layout are
 // in tests/kernels.test.mjs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,16 +29,16 @@ async function run(file, opts, setup) {
 }
 const same = (a, b, what) => a.out.forEach((l, i) => assert.ok(bitsEqual(l, b.out[i]), `${what}: step ${i} logits differ`));
 
-for (const arch of ['llama', 'phi3', 'qwen2']) {
-  test(`${arch} q4_0: repack on == off bit for bit (plain and relaxed builds), 1 vs 2 threads`, async () => {
-    const g = await generateModel(arch, 'q4_0', 3);
+for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_0'], ['llama', 'q5_0'], ['qwen2', 'q5_0'], ['llama', 'q5_1'], ['phi3', 'q5_1']]) {
+  test(`${arch} ${dtype}: repack on == off bit for bit (plain and relaxed builds), 1 vs 2 threads`, async () => {
+    const g = await generateModel(arch, dtype, 3);
     for (const simd of ['plain', 'relaxed']) {
       const off = await run(g.file, { simd, repack: false });
       const on = await run(g.file, { simd, repack: true });
       const on2 = await run(g.file, { simd, repack: true, threads: 2 });
       assert.equal(off.repacked.length, 0);
-      const matrices = [...g.dtypes].filter(([n, d]) => d === 'q4_0' && n !== 'token_embd.weight').map(([n]) => n).sort();
-      assert.deepEqual(on.repacked, matrices, 'every q4_0 matrix but the token embedding is repacked');
+      const matrices = [...g.dtypes].filter(([n, d]) => d === dtype && n !== 'token_embd.weight').map(([n]) => n).sort();
+      assert.deepEqual(on.repacked, matrices, `every ${dtype} matrix but the token embedding is repacked`);
       assert.ok(!on.repacked.includes('token_embd.weight'));
       same(off, on, `${simd} repack`);
       same(on, on2, `${simd} 1 vs 2 threads`);
@@ -48,15 +48,16 @@ for (const arch of ['llama', 'phi3', 'qwen2']) {
   });
 }
 
-test('mixed dtypes: only q4_0 matrices are repacked (q8_0 / f16 untouched), results unchanged', async () => {
-  const g = await generateModel('llama', 'q4_0', 5, { dtypeOf: (n) => (n.includes('ffn_down') ? 'q8_0' : n.includes('attn_output') ? 'f16' : undefined) });
+test('mixed dtypes: only q4_0, q5_0 and q5_1 matrices are repacked (q8_0 / f16 untouched), results unchanged', async () => {
+  const g = await generateModel('llama', 'q4_0', 5, { dtypeOf: (n) => (n.includes('ffn_down') ? 'q8_0' : n.includes('attn_output') ? 'f16' : n.includes('ffn_up') ? 'q5_0' : n.includes('attn_k') ? 'q5_1' : undefined) });
   const off = await run(g.file, { simd: 'relaxed', repack: false }), on = await run(g.file, { simd: 'relaxed', repack: true });
-  assert.ok(on.repacked.length > 0 && on.repacked.every((n) => g.dtypes.get(n) === 'q4_0'));
+  for (const d of ['q4_0', 'q5_0', 'q5_1']) assert.ok(on.repacked.some((n) => g.dtypes.get(n) === d), `a ${d} matrix is repacked`);
+  assert.ok(on.repacked.every((n) => ['q4_0', 'q5_0', 'q5_1'].includes(g.dtypes.get(n))));
   same(off, on, 'mixed');
 });
 
-test('tensorBytes of a repacked matrix = the file bytes; FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack', async () => {
-  const g = await generateModel('llama', 'q4_0', 7);
+for (const dtype of ['q4_0', 'q5_0', 'q5_1']) test(`${dtype}: tensorBytes of a repacked matrix = the file bytes; FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack`, async () => {
+  const g = await generateModel('llama', dtype, 7);
   const opts = { simd: 'relaxed', modules: ['ffn-fused', 'ffn-saturated'] };
   const m = await load(g.file, { ...opts, repack: true, nCtx: 64 });
   try {

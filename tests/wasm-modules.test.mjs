@@ -140,6 +140,11 @@ for (const m of built) {
     // the load-time repacked q4_0 layout (kernels.h AE_Q4_0_R4): its matvec and prefill GEMM
     const R4 = inst.exports.kt_q4_0_r4_type(), r4ops = relaxed ? ['i16x8.dot_i8x16_i7x16_s', 'v128.load32_splat'] : ['i32x4.dot_i16x8_s', 'v128.load32_splat'];
     KERNELS.push(['matvec q4_0_r4', r4ops, inst.exports.kt_dtype_fn(R4, 1)], ['matmul q4_0_r4', r4ops, inst.exports.kt_dtype_fn(R4, 2)]);
+    // the load-time q5_0 layout (kernels.h AE_Q5_0_X8): its 5-bit expansion is one i16x8.mul of the splatted T bytes
+    const X8 = inst.exports.kt_q5_0_x8_type(), x8ops = ['i32x4.dot_i16x8_s', 'i16x8.mul', 'v128.load32_splat'];
+    KERNELS.push(['matvec q5_0_x8', x8ops, inst.exports.kt_dtype_fn(X8, 1)], ['matmul q5_0_x8', x8ops, inst.exports.kt_dtype_fn(X8, 2)]);
+    const X81 = inst.exports.kt_q5_1_x8_type();
+    KERNELS.push(['matvec q5_1_x8', x8ops, inst.exports.kt_dtype_fn(X81, 1)], ['matmul q5_1_x8', x8ops, inst.exports.kt_dtype_fn(X81, 2)]);
     for (let i = 0; i < KERNELS.length; i++) {
       const [what, ops, ti] = KERNELS[i];
       assert.ok(table.has(ti), `${what}: table index ${ti} not in the element section`);

@@ -309,6 +309,37 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q5_0_X8 is the in-memory layout a q5_0 matrix gets at load (ae_model_repack_tensor), block by block in place:
+ * the same 22 bytes (ae_block_q5_0's size), the f16 scale d first, then T[4] and A[16] in place of qh and qs. With
+ * q_e the block's 5-bit values (element e = q_e - 16):
+ *   A[p] = ((q_p << 3) ^ 0x80) | (q_{p+16} & 7)                              p < 16
+ *   T[p & 3] bit 6 - 2 (p >> 2) = bit 3 of q_{p+16}, bit 7 - 2 (p >> 2) = NOT bit 4 of q_{p+16}
+ * so the SIMD kernels get 8 (q - 16) of all 32 elements as bytes in 8 operations (q32_simd128.h ae_q5_0_x8_load)
+ * where the file layout takes 17. Every q5_0 matrix is repacked (any shape, any scale: the kernels handle inf / nan
+ * scales as the q5_0 ones do). Traits: q5_0's sizes and activation dtype, matvec / matmul of this layout, no
+ * vec_dot / to_float (row access through ae_unpack_q5_0_x8). Results equal the q5_0 kernels' bit for bit. */
+#define AE_Q5_0_X8 ((ae_type)257)
+void ae_repack_q5_0_x8(void *W, size_t nblocks);       /* SIMD128 */
+void ae_repack_q5_0_x8_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q5_0_x8(void *W, size_t nblocks);       /* the inverse (tests, tools) */
+/* Reference: rows [r0, r1) of an X8 matrix, the q5_0 reference's operation sequence (ae_vec_dot_q5_0_ref). */
+void ae_matvec_q5_0_x8_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
+/* AE_Q5_1_X8: the same for q5_1 (Q5_K_M files fall back to it for rows not a multiple of 256 long), in place: d and
+ * m first, then T[4] and A[16] from the 5-bit values q (element = q d + m) as in AE_Q5_0_X8. Its kernels get the
+ * bytes 8 (q - 16) and add 16 sum(x) (the activation block's integer sum) back to the integer sums: exact. */
+#define AE_Q5_1_X8 ((ae_type)258)
+void ae_repack_q5_1_x8(void *W, size_t nblocks);       /* SIMD128 */
+void ae_repack_q5_1_x8_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q5_1_x8(void *W, size_t nblocks);       /* the inverse (tests, tools) */
+void ae_matvec_q5_1_x8_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

@@ -44,15 +44,26 @@ static const ae_type_traits k_ref[AE_TYPE_COUNT] = {
 static const ae_type_traits k_q4_0_r4 = {"q4_0_r4", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0,
                                          ae_matvec_rows_q4_0_r4_simd128, ae_matmul_rows_q4_0_r4_simd128};
 static const ae_type_traits k_q4_0_r4_ref = {"q4_0_r4", AE_QK4_0, sizeof(ae_block_q4_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0, 0, 0};
+/* The same for q5_0's load-time layout (kernels.h AE_Q5_0_X8; ae_matvec_ref runs ae_matvec_q5_0_x8_ref for it). */
+static const ae_type_traits k_q5_0_x8 = {"q5_0_x8", AE_QK5_0, sizeof(ae_block_q5_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0,
+                                         ae_matvec_rows_q5_0_x8_simd128, ae_matmul_rows_q5_0_x8_simd128};
+static const ae_type_traits k_q5_0_x8_ref = {"q5_0_x8", AE_QK5_0, sizeof(ae_block_q5_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0, 0, 0};
+static const ae_type_traits k_q5_1_x8 = {"q5_1_x8", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0,
+                                         ae_matvec_rows_q5_1_x8_simd128, ae_matmul_rows_q5_1_x8_simd128};
+static const ae_type_traits k_q5_1_x8_ref = {"q5_1_x8", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0, 0, 0};
 
 const ae_type_traits *ae_traits(ae_type t) {
   if (t == AE_Q4_0_R4) return &k_q4_0_r4;
+  if (t == AE_Q5_0_X8) return &k_q5_0_x8;
+  if (t == AE_Q5_1_X8) return &k_q5_1_x8;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_simd[t].name) return 0;
   return &k_simd[t];
 }
 
 const ae_type_traits *ae_traits_ref(ae_type t) {
   if (t == AE_Q4_0_R4) return &k_q4_0_r4_ref;
+  if (t == AE_Q5_0_X8) return &k_q5_0_x8_ref;
+  if (t == AE_Q5_1_X8) return &k_q5_1_x8_ref;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_ref[t].name) return 0;
   return &k_ref[t];
 }

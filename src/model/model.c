@@ -121,19 +121,28 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
   return AE_OK;
 }
 
-/* Load-time repack of one weight matrix into the layout its kernels stream fastest (docs/DESIGN.md "Repacked
- * weights"; kernels.h AE_Q4_0_R4), in place, after init (the weights are in memory and checked). Returns 1 when
- * the tensor was repacked, 0 when it stays as it is (absent, not q4_0, rows % 4 != 0, an inf/nan block scale, the
- * token embedding, which get_rows reads by row, or a matrix sharing its bytes), < 0 an error. The tensor's type
- * becomes AE_Q4_0_R4: every consumer dispatches on it (ae_traits), so nothing else changes. Scratch: the run
- * state's hb (free between forward calls), at least 4 rows of the widest matrix (checked). */
+/* Load-time repack of one weight matrix into the layout its kernels run fastest (docs/DESIGN.md "Repacked
+ * weights"), in place, after init (the weights are in memory and checked): q4_0 -> AE_Q4_0_R4 (kernels.h; rows in
+ * groups of 4), q5_0 -> AE_Q5_0_X8 and q5_1 -> AE_Q5_1_X8 (block by block). Returns 1 when the tensor was repacked, 0 when it stays as it
+ * is (absent, another dtype, q4_0 with rows % 4 != 0 or an inf/nan block scale, the token embedding, which get_rows
+ * reads by row, or a matrix sharing its bytes), < 0 an error. The tensor's type becomes the repacked one: every
+ * consumer dispatches on it (ae_traits), so nothing else changes. Scratch (q4_0): the run state's hb (free between
+ * forward calls), at least 4 rows of the widest matrix (checked). */
 AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
   if (!m->initialised || (layer >= 0 && layer >= m->cfg.n_layers) || layer < -1) return AE_ERR_INVALID_ARG;
   ae_tensor *t = tensor_slot(m, layer, role);
   if (!t) return AE_ERR_INVALID_ARG;
-  if (!t->data || t->type != AE_Q4_0 || t->ne1 % 4 || t->ne1 < 4) return 0;
+  if (!t->data || (t->type != AE_Q4_0 && t->type != AE_Q5_0 && t->type != AE_Q5_1)) return 0;
   if (role == AE_T_TOK_EMBD && layer < 0) return 0;
   if (t != &m->tok_embd && t->data == m->tok_embd.data) return 0;
+  if (t->type == AE_Q5_0 || t->type == AE_Q5_1) {
+    const size_t nblocks = (size_t)t->ne1 * (size_t)(t->ne0 / 32);
+    if (t->type == AE_Q5_0) ae_repack_q5_0_x8((void *)(uintptr_t)t->data, nblocks);
+    else ae_repack_q5_1_x8((void *)(uintptr_t)t->data, nblocks);
+    t->type = t->type == AE_Q5_0 ? AE_Q5_0_X8 : AE_Q5_1_X8;
+    return 1;
+  }
+  if (t->ne1 % 4 || t->ne1 < 4) return 0;
   const size_t need = 4 * ae_row_size(AE_Q4_0, t->ne0), have = (size_t)m->cfg.max_batch * (size_t)m->cfg.hidden_dim * 4;
   if (need > have) return 0;
   if (ae_repack_q4_0_r4((void *)(uintptr_t)t->data, t->ne1, t->ne0, m->hb)) return 0;

@@ -25,10 +25,18 @@ export async function resolveNodeSource(src: string, signal?: AbortSignal): Prom
   const key = await cacheKey(src, isDir);
   const dir = path.join(os.tmpdir(), 'aether-cache');
   fs.mkdirSync(dir, { recursive: true });
-  const out = path.join(dir, `${path.basename(src).replace(/\.gguf$/i, '')}-${key}.rknot`);
+  // <name>-<8 hex of the source's absolute path>-<key>.rknot: the conversions of one source share the prefix
+  const crypto = await import('node:crypto');
+  const prefix = `${path.basename(src).replace(/\.gguf$/i, '')}-${crypto.createHash('sha256').update(path.resolve(src)).digest('hex').slice(0, 8)}-`;
+  const out = path.join(dir, `${prefix}${key}.rknot`);
   if (fs.existsSync(out)) return out;
   const { convertModel } = await import('../formats/convert.js');
   await convertModel(src, out, { quant: 'keep', signal } as any);
+  // conversions of earlier versions of this source (the file at this path replaced or edited since) can never be
+  // served again: remove them, so a re-downloaded 2 GB GGUF does not leave its old 2 GB conversion behind
+  for (const f of fs.readdirSync(dir)) {
+    if (f.startsWith(prefix) && f.endsWith('.rknot') && f !== path.basename(out)) fs.rmSync(path.join(dir, f), { force: true });
+  }
   return out;
 }
 

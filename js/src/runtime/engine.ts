@@ -137,10 +137,11 @@ export interface EngineOptions {
    */
   simd?: SimdMode;
   /**
-   * Repack q4_0 weight matrices at load into the row-interleaved layout of their fastest kernels (docs/DESIGN.md
-   * "Repacked weights"; in place, no extra memory, results bit-identical): true, false, or 'auto' (default: on, with
-   * either build: the R4 matvec reads 4 groups as 4 streams and is 1.3-1.9x the file layout's from DRAM in both builds,
-   * docs/PERFORMANCE.md "Decode matvecs from DRAM"; until then 'auto' meant the relaxed build only).
+   * Repack q4_0, q5_0 and q5_1 weight matrices at load into the layouts of their fastest kernels (docs/DESIGN.md
+   * "Repacked weights"; in place, no extra memory, results bit-identical): q4_0 rows interleaved in groups of 4, q5_0 /
+   * q5_1 blocks with their bits rearranged. true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
+   * streams and is 1.3-1.9x the file layout's from DRAM in both builds, docs/PERFORMANCE.md "Decode matvecs from
+   * DRAM"; the q5_0 layout's expansion takes 8 operations instead of 17, "Session 9").
    */
   repack?: boolean | 'auto';
 }
@@ -960,7 +961,10 @@ export class Engine {
     const t = this.tensorTable.get(name);
     if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
     const v = this.heap.u8(this.dataBase + t.offset, t.bytes);
-    return this.repacked.has(name) ? unpackQ4_0R4(v, t.shape[1], t.shape[0]) : v;
+    if (!this.repacked.has(name)) return v;
+    if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
+    if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
+    return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
   }
 
   /** The load-time repack (EngineOptions.repack): C decides per tensor (ae_model_repack_tensor) and repacks in place. */
@@ -1066,6 +1070,28 @@ export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: Kv
 
 function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
 function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }
+
+/**
+ * The file layout of a q5_0 / q5_1 matrix repacked at load (src/kernels/kernels.h AE_Q5_0_X8 / AE_Q5_1_X8; the inverse
+ * of ae_repack_q5_0_x8 / _q5_1_x8, as ae_unpack_*): blocks of `bs` bytes (22 / 24) whose 20 bytes at `off` (2 / 4, after
+ * the f16 fields) are T[4], A[16] instead of qh[4], qs[16]. With q the 5-bit values, A[p] = ((q[p] << 3) ^ 0x80) |
+ * (q[p + 16] & 7) and T[p & 3] holds bit 3 / NOT bit 4 of q[p + 16] at bits 6 - 2 (p >> 2) / 7 - 2 (p >> 2).
+ */
+export function unpackQ5X8(src: Uint8Array, bs: number, off: number): Uint8Array {
+  const out = src.slice(), q = new Uint8Array(32);
+  for (let o = off; o < src.length; o += bs) {
+    for (let p = 0; p < 16; p++) {
+      const sh = 2 * (p >> 2), t = src[o + (p & 3)], a = src[o + 4 + p];
+      q[p] = (a ^ 0x80) >> 3;
+      q[p + 16] = (a & 7) | (((t >> (6 - sh)) & 1) << 3) | ((((t >> (7 - sh)) & 1) ^ 1) << 4);
+    }
+    let qh = 0;
+    for (let e = 0; e < 32; e++) qh |= (q[e] >> 4) << e;
+    for (let i = 0; i < 4; i++) out[o + i] = (qh >>> (8 * i)) & 255;
+    for (let p = 0; p < 16; p++) out[o + 4 + p] = (q[p] & 15) | ((q[p + 16] & 15) << 4);
+  }
+  return out;
+}
 
 /**
  * The file layout of a q4_0 matrix repacked at load (src/kernels/kernels.h AE_Q4_0_R4; the inverse of

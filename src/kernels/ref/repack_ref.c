@@ -1,5 +1,6 @@
-/* The load-time repacked q4_0 layout (kernels.h AE_Q4_0_R4): repack / unpack in place, and the scalar reference
- * matvec over it (the specification the SIMD kernels in simd128/dot_q4_0_r4_simd128.c are checked against). */
+/* The load-time repacked layouts (kernels.h AE_Q4_0_R4, AE_Q5_0_X8, AE_Q5_1_X8): repack / unpack in place, and the scalar
+ * reference matvecs over them (the specification the SIMD kernels in simd128/dot_q4_0_r4_simd128.c and
+ * dot_q5_0_simd128.c / dot_q5_1_simd128.c are checked against). */
 #include "kernels/ref/ref_util.h"
 
 /* Byte i of chunk j of row k's part of a record: elements 8j+i (low nibble) and 8j+4+i (high nibble) of the row's
@@ -74,6 +75,91 @@ void ae_matvec_q4_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
         sumi += ((w.qs[j] >> 4) - 8) * (int)x[b].qs[j + AE_QK4_0 / 2];
       }
       sum += (float)sumi * (AE_FP16(w.d) * AE_FP16(x[b].d));
+    }
+    y[r] = sum;
+  }
+}
+
+/* ---- AE_Q5_0_X8 / AE_Q5_1_X8 (kernels.h): the 5-bit values of a block, from either layout, and the layouts from
+ * them. The 20 bytes after the block's f16 fields (d for q5_0; d, m for q5_1): qh[4] qs[16] in the file, T[4] A[16]
+ * in the X8 layout. */
+static void q5_values(const uint8_t *p, uint8_t q[32]) {   /* p: the file's qh, then qs */
+  uint32_t qh;
+  __builtin_memcpy(&qh, p, 4);
+  const uint8_t *qs = p + 4;
+  for (int e = 0; e < 32; e++) q[e] = (uint8_t)((e < 16 ? qs[e] & 15 : qs[e - 16] >> 4) | (((qh >> e) & 1) << 4));
+}
+static void x8_values(const uint8_t *p, uint8_t q[32]) {   /* p: T, then A */
+  const uint8_t *t = p, *a = p + 4;
+  for (int i = 0; i < 16; i++) {
+    const int sh = 2 * (i >> 2), tb = t[i & 3];
+    q[i] = (uint8_t)((a[i] ^ 0x80) >> 3);
+    q[i + 16] = (uint8_t)((a[i] & 7) | (((tb >> (6 - sh)) & 1) << 3) | ((((tb >> (7 - sh)) & 1) ^ 1) << 4));
+  }
+}
+static void x8_repack(void *W, size_t nblocks, size_t bs, size_t off) {
+  for (size_t i = 0; i < nblocks; i++) {
+    uint8_t *p = (uint8_t *)W + i * bs + off, q[32], o[20] = {0};
+    q5_values(p, q);
+    for (int i2 = 0; i2 < 16; i2++) {
+      const int sh = 2 * (i2 >> 2), hi = q[i2 + 16];
+      o[4 + i2] = (uint8_t)(((q[i2] << 3) ^ 0x80) | (hi & 7));
+      o[i2 & 3] |= (uint8_t)((((hi >> 3) & 1) << (6 - sh)) | ((((hi >> 4) & 1) ^ 1) << (7 - sh)));
+    }
+    __builtin_memcpy(p, o, 20);
+  }
+}
+static void x8_unpack(void *W, size_t nblocks, size_t bs, size_t off) {
+  for (size_t i = 0; i < nblocks; i++) {
+    uint8_t *p = (uint8_t *)W + i * bs + off, q[32], o[20];
+    x8_values(p, q);
+    uint32_t qh = 0;
+    for (int e = 0; e < 32; e++) qh |= (uint32_t)(q[e] >> 4) << e;
+    __builtin_memcpy(o, &qh, 4);
+    for (int i2 = 0; i2 < 16; i2++) o[4 + i2] = (uint8_t)((q[i2] & 15) | ((q[i2 + 16] & 15) << 4));
+    __builtin_memcpy(p, o, 20);
+  }
+}
+
+void ae_repack_q5_0_x8_ref(void *W, size_t nblocks) { x8_repack(W, nblocks, sizeof(ae_block_q5_0), 2); }
+void ae_unpack_q5_0_x8(void *W, size_t nblocks) { x8_unpack(W, nblocks, sizeof(ae_block_q5_0), 2); }
+void ae_repack_q5_1_x8_ref(void *W, size_t nblocks) { x8_repack(W, nblocks, sizeof(ae_block_q5_1), 4); }
+void ae_unpack_q5_1_x8(void *W, size_t nblocks) { x8_unpack(W, nblocks, sizeof(ae_block_q5_1), 4); }
+
+/* ae_vec_dot_q5_0_ref's sequence on the X8 layout. */
+void ae_matvec_q5_0_x8_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK5_0;
+  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *row = (const uint8_t *)W + (size_t)r * nb * sizeof(ae_block_q5_0);
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) {
+      const uint8_t *blk = row + (size_t)i * sizeof(ae_block_q5_0);
+      uint8_t q[32];
+      x8_values(blk + 2, q);
+      int sumi = 0;
+      for (int e = 0; e < 32; e++) sumi += (q[e] - 16) * (int)x[i].qs[e];
+      ae_fp16 d;
+      __builtin_memcpy(&d, blk, 2);
+      sum += (float)sumi * (AE_FP16(d) * AE_FP16(x[i].d));
+    }
+    y[r] = sum;
+  }
+}
+
+/* ae_vec_dot_q5_1_ref's sequence on the X8 layout. */
+void ae_matvec_q5_1_x8_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK5_1;
+  const ae_block_q8_1 *x = (const ae_block_q8_1 *)xq;
+  for (int r = r0; r < r1; r++) {
+    const ae_block_q5_1 *row = (const ae_block_q5_1 *)W + (size_t)r * nb;
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) {
+      uint8_t q[32];
+      x8_values((const uint8_t *)&row[i] + 4, q);
+      int sumi = 0;
+      for (int e = 0; e < 32; e++) sumi += q[e] * (int)x[i].qs[e];
+      sum += (AE_FP16(row[i].d) * AE_FP16(x[i].d)) * (float)sumi + AE_FP16(row[i].m) * AE_FP16(x[i].s);
     }
     y[r] = sum;
   }

@@ -30,9 +30,18 @@ void ae_to_float_q5_0_simd128(const void *x, float *y, int n) {
 static void load_q5_0(const uint8_t *blk, v128 *w0, v128 *w1) { expand((const ae_block_q5_0 *)blk, w0, w1); }
 
 void ae_matvec_rows_q5_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), ncols / AE_QK5_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q5_0);
+  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), ncols / AE_QK5_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q5_0, 8);
 }
 
 void ae_vec_dot_q5_0_simd128(int n, float *s, const void *w, const void *x) {
   ae_matvec_rows_q5_0_simd128(w, n, x, s, 0, 1);
 }
+
+/* ---- the load-time layout AE_Q5_0_X8 (kernels.h): 8 expansion operations instead of 17 (q32_simd128.h
+ * ae_q5_0_x8_load); the same matvec, its sums divided by 2^11. */
+void ae_matvec_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q5_0), ncols / AE_QK5_0, (const ae_block_q8_0 *)xq, y, r0, r1,
+                 ae_q5_0_x8_load, 11);
+}
+
+void ae_repack_q5_0_x8(void *W, size_t nblocks) { ae_q5_x8_repack(W, nblocks, sizeof(ae_block_q5_0), 2); }

@@ -31,7 +31,7 @@ static void load_q8_0(const uint8_t *blk, v128 *w0, v128 *w1) {
 }
 
 void ae_matvec_rows_q8_0_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q8_0), ncols / AE_QK8_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q8_0);
+  ae_q32_matvec4((const uint8_t *)W, sizeof(ae_block_q8_0), ncols / AE_QK8_0, (const ae_block_q8_0 *)xq, y, r0, r1, load_q8_0, 8);
 }
 
 void ae_vec_dot_q8_0_simd128(int n, float *s, const void *w, const void *x) {

@@ -6,8 +6,6 @@
 #define AE_Q32_SIMD128_H
 #include "simd128_util.h"
 
-#define AE_Q32_CHUNK 128   /* blocks per column chunk: 128 * (64 + 8) B = 9 KiB of stack */
-
 /* even / odd i16 of activation quants 0..15 (e0, o0) and 16..31 (e1, o1) */
 typedef struct { v128 e0, o0, e1, o1; } ae_q32x;
 
@@ -17,7 +15,8 @@ AE_INLINE void ae_q32_prep(const int8_t *qs, ae_q32x *x) {
   x->e1 = ae_i8_even(c); x->o1 = ae_i8_odd(c);
 }
 
-/* Exact sum(w x) of one block: w0, w1 = signed bytes of elements 0..15 and 16..31 (|w| < 128). With i16
+/* Exact sum(w x) of one block: w0, w1 = signed bytes of elements 0..15 and 16..31 (any byte: -128 too, as the q5_0
+ * X8 layout's 8 (q - 16) gives; |256 w x| <= 2^22 per element, 2^27 per block). With i16
  * lanes b0 | b1 << 8, (w << 8) = 256 b0 and (w & 0xff00) = 256 b1, so the i16 dots give 256 sum(w x). */
 AE_INLINE v128 ae_q32_bdot(v128 w0, v128 w1, const ae_q32x *x) {   /* i32x4 partial sums of 256 sum(w x) */
   const v128 hi = wasm_i16x8_splat((int16_t)0xff00);
@@ -42,6 +41,65 @@ AE_INLINE void ae_q32_qh(const uint8_t *qh, v128 *h0, v128 *h1) {
   *h1 = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(b, bits), bits), s);
 }
 
+/* A q5_0 block in the load-time layout AE_Q5_0_X8 (kernels.h: the f16 scale, T[4], A[16]) as bytes 8 (q - 16), signed:
+ * elements 0..15 are A & 0xf8 (one operation); elements 16..31 take their low 3 bits from A (bits 0..2, shifted to
+ * 3..5) and their top 2 bits from T, which one i16x8.mul by (1, 1, 4, 4, 16, 16, 64, 64) moves to bits 6..7 of every
+ * byte (byte p of the splatted T holds T[p & 3], shifted by 2 (p >> 2)). 8 operations where the file layout's
+ * expansion takes 17: the matvecs divide the sums by 2^11 instead of 2^8 (exact: every sum is a multiple of 2^11). */
+static const int16_t ae_q5_0_x8_mul[8] __attribute__((aligned(16))) = {1, 1, 4, 4, 16, 16, 64, 64};
+/* The splatted T times the multiplier: byte p holds the pair (bit 3, NOT bit 4) of element 16 + p at bits 6..7. */
+AE_INLINE v128 ae_q5_0_x8_tops(const uint8_t *blk) {
+  const int16_t *mp = ae_q5_0_x8_mul;
+  __asm__("" : "+r"(mp));   /* a multiply, not per-lane shifts (which wasm lacks: clang would scalarise them) */
+  return wasm_i16x8_mul(wasm_v128_load32_splat(blk + 2), ae_load(mp));
+}
+AE_INLINE void ae_q5_0_x8_load(const uint8_t *blk, v128 *w0, v128 *w1) {
+  const v128 a = ae_load(blk + 6);
+  *w0 = wasm_v128_and(a, wasm_i8x16_splat((int8_t)0xf8));
+  *w1 = wasm_v128_or(wasm_v128_and(wasm_i16x8_shl(a, 3), wasm_i8x16_splat(0x38)),
+                     wasm_v128_and(ae_q5_0_x8_tops(blk), wasm_i8x16_splat((int8_t)0xc0)));
+}
+/* The same block as the unsigned 5-bit values q (0..31: a valid 7-bit operand of the relaxed dot; elements 0..15 in
+ * q0, 16..31 in q1): the relaxed build's prefill tile of this layout (gemm_q32_simd128.c). */
+AE_INLINE void ae_q5_0_x8_load_u(const uint8_t *blk, v128 *q0, v128 *q1) {
+  const v128 a = ae_load(blk + 6);
+  *q0 = wasm_u8x16_shr(wasm_v128_xor(a, wasm_i8x16_splat((int8_t)0x80)), 3);
+  const v128 top = wasm_v128_and(wasm_u16x8_shr(ae_q5_0_x8_tops(blk), 3), wasm_i8x16_splat(0x18));
+  *q1 = wasm_v128_or(wasm_v128_and(a, wasm_i8x16_splat(7)), wasm_v128_xor(top, wasm_i8x16_splat(0x10)));
+}
+/* 16 sum(x) of an activation block's 32 quants (the -16 of q - 16, or the +16 of q5_1's X8 bytes, on integer sums). */
+AE_INLINE int32_t ae_q32_sum16(const int8_t *qs) {
+  const v128 lo = ae_load(qs), hi = ae_load(qs + 16);
+  return 16 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(
+                  wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(lo), wasm_i16x8_extadd_pairwise_i8x16(hi))));
+}
+
+/* In place, block by block (bs bytes; the 20 bytes qh[4] qs[16] at offset off, q5_0: 2, q5_1: 4) into T[4] A[16]
+ * (kernels.h AE_Q5_0_X8): the 5-bit values as the file's kernels expand them (unsigned), A from them; T from the pairs
+ * (bit 3, NOT bit 4) of elements 16..31: in i32 lane k (elements 16 + 4k .. 16 + 4k + 3) byte j's pair is shifted to
+ * bits 6 - 2k (one i32x4.mul; 3 << 6 < 256, so no carries between bytes), then the 4 lanes are or-ed together. */
+static const int32_t ae_q5_x8_pair_mul[4] __attribute__((aligned(16))) = {64, 16, 4, 1};
+AE_INLINE void ae_q5_x8_repack(void *W, size_t nblocks, size_t bs, size_t off) {
+  const int32_t *mp = ae_q5_x8_pair_mul;
+  __asm__("" : "+r"(mp));   /* a multiply, not per-lane shifts */
+  const v128 mul = ae_load(mp);
+  for (size_t i = 0; i < nblocks; i++) {
+    uint8_t *p = (uint8_t *)W + i * bs + off;
+    v128 h0, h1;
+    ae_q32_qh(p, &h0, &h1);
+    const v128 qs = ae_load(p + 4);
+    const v128 q0 = wasm_v128_or(ae_q32_lo(qs), h0), q1 = wasm_v128_or(ae_q32_hi(qs), h1);
+    const v128 a = wasm_v128_or(wasm_v128_xor(wasm_v128_and(wasm_i16x8_shl(q0, 3), wasm_i8x16_splat((int8_t)0xf8)), wasm_i8x16_splat((int8_t)0x80)),
+                                wasm_v128_and(q1, wasm_i8x16_splat(7)));
+    const v128 pr = wasm_v128_and(wasm_u8x16_shr(wasm_v128_xor(q1, wasm_i8x16_splat(0x10)), 3), wasm_i8x16_splat(3));
+    const v128 sv = wasm_i32x4_mul(pr, mul);
+    const v128 s2 = wasm_v128_or(sv, wasm_i32x4_shuffle(sv, sv, 2, 3, 0, 1));
+    const uint32_t t = (uint32_t)wasm_i32x4_extract_lane(wasm_v128_or(s2, wasm_i32x4_shuffle(s2, s2, 1, 0, 3, 2)), 0);
+    __builtin_memcpy(p, &t, 4);
+    wasm_v128_store(p + 4, a);
+  }
+}
+
 /* Dequantise one block of expanded bytes w0, w1 (signed, elements 0..15 / 16..31): o[e] = w[e] * d + m
  * (with_min) or w[e] * d, in f32 (the reference's operations per element). */
 AE_INLINE void ae_q32_store(float *o, v128 w0, v128 w1, float d, float m, int with_min) {
@@ -58,7 +116,8 @@ AE_INLINE void ae_q32_store(float *o, v128 w0, v128 w1, float d, float m, int wi
 }
 
 /* ---- 4 rows in the lanes of one f32x4: the matvecs of q8_0 and q5_0 (32-element blocks whose first field is the f16
- * scale d, q8_0 activations). ld(block, &w0, &w1) gives a block's 32 signed bytes (|w| < 128). Per block and row the
+ * scale d, q8_0 activations). ld(block, &w0, &w1) gives a block's 32 signed bytes w times 2^(sh - 8) (q8_0 / q5_0:
+ * sh = 8; the q5_0 X8 layout: 8 (q - 16), sh = 11), so the i16 dots' 2^sh sum(w x) >> sh is exact. Per block and row the
  * reference's sequence acc += (float)sumi * (d_w * d_x): the integer sums of 4 rows are transposed into the lanes
  * (pair / unpair) and the float step runs on the 4 lanes at once, so any row range gives the reference's bits. Weight
  * scales are converted 8 at a time with the fast fp16 conversion; 4 rows that meet an inf / nan scale are recomputed
@@ -88,7 +147,7 @@ AE_INLINE v128 ae_q32_unpair(v128 ab, v128 cd) {
 /* Blocks b, b + 1 of 4 rows (w[k] = row k's blocks, bs bytes each) into acc (lanes = rows); bad collects the
  * scales' inf / nan check (only when !exact). */
 AE_INLINE v128 ae_q32_step2(v128 acc, v128 *bad, const uint8_t *const w[4], size_t bs, int b, const ae_q32x *xs,
-                            const float *dx, int exact, ae_q32_load_fn ld) {
+                            const float *dx, int exact, ae_q32_load_fn ld, int sh) {
   const uint8_t *p0 = w[0] + (size_t)b * bs, *p1 = w[1] + (size_t)b * bs, *p2 = w[2] + (size_t)b * bs, *p3 = w[3] + (size_t)b * bs;
   volatile v128 t[4];   /* the stores order V8's schedule row pair by row pair (no spills) */
   const v128 h = ae_gather8_h((const ae_fp16 *)p0, (const ae_fp16 *)p1, (const ae_fp16 *)p2, (const ae_fp16 *)p3,
@@ -100,37 +159,37 @@ AE_INLINE v128 ae_q32_step2(v128 acc, v128 *bad, const uint8_t *const w[4], size
   t[1] = ae_q32_pair(ae_q32_bdot_at(p2, &xs[b], ld), ae_q32_bdot_at(p3, &xs[b], ld));
   t[2] = ae_q32_pair(ae_q32_bdot_at(p0 + bs, &xs[b + 1], ld), ae_q32_bdot_at(p1 + bs, &xs[b + 1], ld));
   t[3] = ae_q32_pair(ae_q32_bdot_at(p2 + bs, &xs[b + 1], ld), ae_q32_bdot_at(p3 + bs, &xs[b + 1], ld));
-  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), 8);
-  const v128 i1 = wasm_i32x4_shr(ae_q32_unpair(t[2], t[3]), 8);
+  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), sh);
+  const v128 i1 = wasm_i32x4_shr(ae_q32_unpair(t[2], t[3]), sh);
   acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i1), wasm_f32x4_mul(d1, wasm_v128_load32_splat(&dx[b + 1]))));
 }
 /* The last block b of an odd count, 4 rows (exact scale conversion) */
 AE_INLINE v128 ae_q32_step1(v128 acc, const uint8_t *const w[4], size_t bs, int b, const ae_q32x *xs, const float *dx,
-                            ae_q32_load_fn ld) {
+                            ae_q32_load_fn ld, int sh) {
   const uint8_t *p0 = w[0] + (size_t)b * bs, *p1 = w[1] + (size_t)b * bs, *p2 = w[2] + (size_t)b * bs, *p3 = w[3] + (size_t)b * bs;
   volatile v128 t[2];
   const v128 d0 = ae_gather4_h2f((const ae_fp16 *)p0, (const ae_fp16 *)p1, (const ae_fp16 *)p2, (const ae_fp16 *)p3);
   t[0] = ae_q32_pair(ae_q32_bdot_at(p0, &xs[b], ld), ae_q32_bdot_at(p1, &xs[b], ld));
   t[1] = ae_q32_pair(ae_q32_bdot_at(p2, &xs[b], ld), ae_q32_bdot_at(p3, &xs[b], ld));
-  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), 8);
+  const v128 i0 = wasm_i32x4_shr(ae_q32_unpair(t[0], t[1]), sh);
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i0), wasm_f32x4_mul(d0, wasm_v128_load32_splat(&dx[b]))));
 }
 /* 4 rows x blocks [0, n); acc in/out (lanes = rows). Returns 1 if a scale was inf / nan (only when !exact: the caller
  * recomputes with exact = 1). */
 AE_INLINE int ae_q32_rows4(v128 *accp, const uint8_t *const w[4], size_t bs, int n, const ae_q32x *xs, const float *dx,
-                           int exact, ae_q32_load_fn ld) {
+                           int exact, ae_q32_load_fn ld, int sh) {
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
   int b = 0;
-  for (; b + 2 <= n; b += 2) acc = ae_q32_step2(acc, &bad, w, bs, b, xs, dx, exact, ld);
-  if (b < n) acc = ae_q32_step1(acc, w, bs, b, xs, dx, ld);
+  for (; b + 2 <= n; b += 2) acc = ae_q32_step2(acc, &bad, w, bs, b, xs, dx, exact, ld, sh);
+  if (b < n) acc = ae_q32_step1(acc, w, bs, b, xs, dx, ld, sh);
   *accp = acc;
   return exact ? 0 : ae_h16_has_infnan(bad);
 }
 /* y[r] = row r . x for r in [r0, r1) (W: rows of nb blocks of bs bytes; x: q8_0); fewer than 4 rows (vec_dot) take
  * the one-row tail alone. */
 AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_block_q8_0 *x, float *y, int r0, int r1,
-                              ae_q32_load_fn ld) {
+                              ae_q32_load_fn ld, int sh) {
   ae_q32x xs[AE_Q32_ROWS_CHUNK];
   float dx[AE_Q32_ROWS_CHUNK];
   const int q = (r1 - r0) / 4;   /* lane k runs the rows of quarter k: r0 + k q + i, i = 0 .. q - 1 */
@@ -148,7 +207,7 @@ AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_bloc
       }
       const v128 st = c0 ? wasm_f32x4_make(*yk[0], *yk[1], *yk[2], *yk[3]) : wasm_f32x4_splat(0.0f);
       v128 acc = st;
-      if (ae_q32_rows4(&acc, w, bs, n, xs, dx, 0, ld)) { acc = st; ae_q32_rows4(&acc, w, bs, n, xs, dx, 1, ld); }
+      if (ae_q32_rows4(&acc, w, bs, n, xs, dx, 0, ld, sh)) { acc = st; ae_q32_rows4(&acc, w, bs, n, xs, dx, 1, ld, sh); }
       *yk[0] = wasm_f32x4_extract_lane(acc, 0); *yk[1] = wasm_f32x4_extract_lane(acc, 1);
       *yk[2] = wasm_f32x4_extract_lane(acc, 2); *yk[3] = wasm_f32x4_extract_lane(acc, 3);
     }
@@ -158,7 +217,7 @@ AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_bloc
       for (int b = 0; b < n; b++) {
         v128 w0, w1;
         ld(wr + (size_t)b * bs, &w0, &w1);
-        sum += (float)ae_q32_dot(w0, w1, &xs[b]) * (ae_h2f_s(*(const ae_fp16 *)(wr + (size_t)b * bs)) * dx[b]);
+        sum += (float)(ae_hsum_i32(ae_q32_bdot(w0, w1, &xs[b])) >> sh) * (ae_h2f_s(*(const ae_fp16 *)(wr + (size_t)b * bs)) * dx[b]);
       }
       y[r] = sum;
     }
