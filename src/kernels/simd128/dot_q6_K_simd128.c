@@ -7,12 +7,14 @@
  * sub-block scale is applied by i32x4.dot_i16x8 with sc in every i16 lane. Plain build: the bytes are split into
  * even / odd i16 lanes against an activation split once per pass (on the stack); two chunks' i32 sums (each
  * |t| <= 4 x 63 x 128 < 2^15) are narrowed into one i16x8 and multiplied by both scales with one dot_i16x8.
- * Matvec: 4 consecutive rows one after the other (one sequential weight stream), their super-block sums kept on
- * the stack, then the float sequence of the 4 rows in the lanes of one f32x4 with the 4 fp16 scales converted at
- * once; 4 such 4-row sets from the quarters of the row range are read super-block by super-block in turn (4 streams:
- * DRAM serves them faster than one, docs/DESIGN.md "Decode matvecs: streams"); rows longer than one pass (plain > 16 super-blocks, relaxed > 64) and calls on fewer than 4 rows go
- * super-block outer (8 rows inner). Every path uses the reference's float sequence per row: bit-exact for any
- * row range. V8 (11.x) notes: each group of 4 chunks' partial sum is stored to its own volatile slot (orders
+ * Matvec: 4 rows in the lanes, one from each quarter of the row range (four weight streams far apart, which DRAM
+ * serves faster than one: docs/DESIGN.md "Decode matvecs: streams"), read super-block by super-block; their sums
+ * reduced together and the float step run on the lanes with the 4 fp16 scales converted at once, accumulators in
+ * registers. (Until session 10 the 4 lanes were 4 consecutive rows read one after the other with the super-block
+ * sums on the stack, 4 such sets from the quarters in turn: on an AMD Zen 5 VM that read DRAM at 4-5 GB/s, a third
+ * of this scheme's speed; docs/PERFORMANCE.md "Session 10".) Rows longer than one pass (plain build: > 16
+ * super-blocks) and calls on fewer than 4 rows go super-block outer (8 rows inner). Every path uses the reference's
+ * float sequence per row: bit-exact for any row range. V8 (11.x) notes: each group of 4 chunks' partial sum is stored to its own volatile slot (orders
  * the schedule, no spills); the block and activation pointers pass through an empty asm so clang folds the
  * constant offsets into the loads (without it every load costs an extra address add in V8's code). */
 #include "simd128_util.h"
@@ -60,7 +62,7 @@ void ae_to_float_q6_K_simd128(const void *x, float *y, int n) {
 /* Relaxed build: the activation is used as it is (its bytes are ae_rdot16's signed operand, the 6-bit values the
  * 7-bit one): no preparation, any row length in one pass. */
 typedef ae_block_q8_K xk;
-#define AE_QK_CHUNK 64   /* super-blocks per pass of the 4-row kernel (its sums on the stack: 4 KiB per 4-row set, 16 KiB for 4) */
+#define AE_QK_CHUNK (1 << 24)   /* no activation preparation: any row length in one pass */
 #define AE_QK_PREP 1
 AE_INLINE const xk *prep(const ae_block_q8_K *x, int n, xk *xs) { (void)n; (void)xs; return x; }
 AE_INLINE v128 xk_bs(const xk *x, int h) { return ae_load(x->bsums + 8 * h); }
@@ -157,37 +159,19 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
   }
 }
 
-/* The float step of 4 consecutive rows (w) from their super-block sums sv: the reference's acc += (d_w d_x) (float)sumi
- * per lane, in block order, with the 4 weight scales converted at once. */
-AE_INLINE v128 rows4_float(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, v128 sv[4][AE_QK_CHUNK]) {
+/* 4 rows in the lanes (w[k]: row k's blocks), super-block by super-block: the 4 rows' sums reduced together and the
+ * reference's float step acc += (d_w d_x) (float)sumi on the lanes with the 4 fp16 scales converted at once;
+ * accumulators in registers. */
+AE_INLINE v128 lanes4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp) {
   v128 acc = wasm_f32x4_splat(0.0f);
   for (int i = 0; i < nb; i++) {
-    const ae_block_q6_K *b = w + i;
-    const v128 d = ae_gather4_h2f(&b->d, &b[nb].d, &b[2 * nb].d, &b[3 * nb].d);
-    const v128 s = wasm_f32x4_convert_i32x4(ae_reduce4_i32(sv[0][i], sv[1][i], sv[2][i], sv[3][i]));
+    const v128 s0 = row_sbv(w[0] + i, &xp[i]), s1 = row_sbv(w[1] + i, &xp[i]);
+    const v128 s2 = row_sbv(w[2] + i, &xp[i]), s3 = row_sbv(w[3] + i, &xp[i]);
+    const v128 d = ae_gather4_h2f(&w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d);
+    const v128 s = wasm_f32x4_convert_i32x4(ae_reduce4_i32(s0, s1, s2, s3));
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(d, wasm_v128_load32_splat(&x[i].d)), s));
   }
   return acc;
-}
-
-/* 4 consecutive rows of nb <= AE_QK_CHUNK super-blocks, one row after the other (one sequential weight stream):
- * the super-block sums go to sv, then the float step. */
-static v128 rows4(const ae_block_q6_K *w, int nb, const ae_block_q8_K *x, const xk *xp) {
-  v128 sv[4][AE_QK_CHUNK];
-  for (int j = 0; j < 4; j++)
-    for (int i = 0; i < nb; i++) sv[j][i] = row_sbv(w + (size_t)j * nb + i, &xp[i]);
-  return rows4_float(w, nb, x, sv);
-}
-
-/* Four sets of 4 consecutive rows far apart (w[s]), super-block by super-block in turn: four sequential streams in
- * different pages, which DRAM serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"). Each set's
- * sums and float step are rows4's. */
-static void rows4x4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp, v128 out[4]) {
-  v128 sv[4][4][AE_QK_CHUNK];
-  for (int j = 0; j < 4; j++)
-    for (int i = 0; i < nb; i++)
-      for (int s = 0; s < 4; s++) sv[s][j][i] = row_sbv(w[s] + (size_t)j * nb + i, &xp[i]);
-  for (int s = 0; s < 4; s++) out[s] = rows4_float(w[s], nb, x, sv[s]);
 }
 
 void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
@@ -197,20 +181,14 @@ void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float
   xk xs[AE_QK_PREP];
   const xk *xp = prep(x, nb, xs);
   const ae_block_q6_K *w0 = (const ae_block_q6_K *)W;
-  const int nset = (r1 - r0) / 4, q = (nset + 3) / 4;   /* 4-row sets r0 + 4 (i + k q), k < 4, read together */
-  for (int i = 0; i < q; i++) {
-    if (i + 3 * q < nset) {
-      const ae_block_q6_K *w[4];
-      v128 out[4];
-      for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(r0 + 4 * (i + k * q)) * nb;
-      rows4x4(w, nb, x, xp, out);
-      for (int k = 0; k < 4; k++) ae_store(y + r0 + 4 * (i + k * q), out[k]);
-    } else {
-      for (int k = 0; k < 4 && i + k * q < nset; k++) {
-        const int r = r0 + 4 * (i + k * q);
-        ae_store(y + r, rows4(w0 + (size_t)r * nb, nb, x, xp));
-      }
-    }
+  const int nset = (r1 - r0) / 4;
+  /* lanes = rows r0 + i + k nset, k < 4: one from each quarter of the row range (four streams far apart) */
+  for (int i = 0; i < nset; i++) {
+    const ae_block_q6_K *w[4];
+    for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(r0 + i + k * nset) * nb;
+    const v128 o = lanes4(w, nb, x, xp);
+    y[r0 + i] = wasm_f32x4_extract_lane(o, 0); y[r0 + i + nset] = wasm_f32x4_extract_lane(o, 1);
+    y[r0 + i + 2 * nset] = wasm_f32x4_extract_lane(o, 2); y[r0 + i + 3 * nset] = wasm_f32x4_extract_lane(o, 3);
   }
   for (int r = r0 + 4 * nset; r < r1; r++) {
     const ae_block_q6_K *w = w0 + (size_t)r * nb;
