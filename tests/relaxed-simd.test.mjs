@@ -163,7 +163,8 @@ test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), 
 for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) test(`${name} in the load-time layout (AE_${name.toUpperCase()}_X8): relaxed matvec / matmul (q5_0: its own i16-dot GEMM tile) == plain == the ${name} reference (bits; NaN payloads free), every byte value, inf / NaN scales, 1..9 tokens`, () => {
   const r = rng(seed);
   const X8 = kp.x[`kt_${name}_x8_type`](), bs = BLOCK[FT][1], off = FT === T.Q5_0 ? 2 : 4;
-  for (const [rows, cols] of [[1, 32], [5, 96], [9, 3072], [64, 896], [13, 4864], [7, 8192]]) {
+  // 16416 columns: two column chunks of the matvecs (AE_Q32_ROWS_CHUNK blocks)
+  for (const [rows, cols] of [[1, 32], [5, 96], [9, 3072], [64, 896], [13, 4864], [7, 8192], [6, 16416]]) {
     const mp = kp.mark(), mr = kr.mark();
     const nb = cols / 32, W = randomRow(r, FT, rows * cols, 0.03), dv = new DataView(W.buffer);
     for (let i = 0; i < rows * nb; i++) {
@@ -183,6 +184,12 @@ for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) tes
     kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, 0, rows);
     assert.ok(bitsEqualNaN(kp.f32(yp, rows), kp.f32(yref, rows)), `${rows}x${cols} plain X8 matvec vs q5_0 reference`);
     assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec vs q5_0 reference`);
+    {   // the relaxed matvec over arbitrary splits of the rows (4-row groups of each piece's quarters, 1-3 row tails)
+      kr.f32(yr, rows).fill(7);
+      let a = 0;
+      while (a < rows) { const b = Math.min(rows, a + r.int(1, 6)); kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, a, b); a = b; }
+      assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec over split row ranges`);
+    }
     for (const nv of [2, 3, 4, 5, 9]) {
       kp.x.kt_matmul(X8, Wp, cols, xq, xs, nv, yp, rows, 0, rows);
       kr.x.kt_matmul(X8, Wr, cols, xqr, xs, nv, yr, rows, 0, rows);

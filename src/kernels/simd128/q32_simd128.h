@@ -224,4 +224,66 @@ AE_INLINE void ae_q32_matvec4(const uint8_t *W, size_t bs, int nb, const ae_bloc
   }
 }
 
+#if AE_RELAXED
+/* ---- Relaxed build: the q5_1 X8 matvec (AE_Q5_1_X8 with q8_1 activations) on the unsigned values q (0..31, valid
+ * 7-bit operands, so the relaxed dot is exact and host-independent) against the activation bytes as they are (no
+ * preparation): per block and row two ae_rdot16 (pair sums |2 x 31 x 128| < 2^13, their i16 sum < 2^14) and one
+ * i32x4.dot_i16x8 by 1 give sum(q x), the reference's integer sum, with no 16 sum(x) term. Float step per block on
+ * the lanes, the reference's acc += (d_w d_x) (float)sumi + m_w s_x; rows as ae_q32_matvec4 (one from each quarter
+ * of the range per lane, whole rows in turn, column chunks of AE_Q32_ROWS_CHUNK blocks crossing through y); scales
+ * and mins converted exactly 4 at a time. 1.1x q32m_matvec's signed-byte form on an AMD Zen 5 VM (docs/PERFORMANCE.md
+ * "Session 10"); q5_0's X8 matvec keeps the signed bytes (the unsigned unpacking costs what the relaxed dot saves). */
+/* The block's X8 bytes (T at xb + 2, A at xb + 6) as the unsigned values: ae_q5_0_x8_load_u with i16 shifts and byte
+ * masks (V8 11.x lowers i8x16.shr_u to ~5 x64 instructions). */
+AE_INLINE void ae_q5_0_x8_load_u16(const uint8_t *xb, v128 *q0, v128 *q1) {
+  const v128 a = ae_load(xb + 6);
+  *q0 = wasm_v128_xor(wasm_v128_and(wasm_u16x8_shr(a, 3), wasm_i8x16_splat(0x1f)), wasm_i8x16_splat(0x10));
+  const v128 top = wasm_v128_and(wasm_u16x8_shr(ae_q5_0_x8_tops(xb), 3), wasm_i8x16_splat(0x18));
+  *q1 = wasm_v128_or(wasm_v128_and(a, wasm_i8x16_splat(7)), wasm_v128_xor(top, wasm_i8x16_splat(0x10)));
+}
+/* i32x4 partial sums of sum(q x) of one block */
+AE_INLINE v128 ae_q32_udot(const uint8_t *xb, const int8_t *xq) {
+  v128 q0, q1;
+  ae_q5_0_x8_load_u16(xb, &q0, &q1);
+  const v128 p = wasm_i16x8_add(ae_rdot16(ae_load(xq), q0), ae_rdot16(ae_load(xq + 16), q1));
+  return wasm_i32x4_dot_i16x8(p, wasm_i16x8_splat(1));
+}
+AE_INLINE void ae_q5_1_x8r_matvec4(const ae_block_q5_1 *W, int nb, const ae_block_q8_1 *x, float *y, int r0, int r1) {
+  float dx[AE_Q32_ROWS_CHUNK], sx[AE_Q32_ROWS_CHUNK];
+  const int q = (r1 - r0) / 4;   /* lane k runs the rows of quarter k: r0 + k q + i */
+  const int nchunk = (nb + AE_Q32_ROWS_CHUNK - 1) / AE_Q32_ROWS_CHUNK, cb = (nb + nchunk - 1) / nchunk;
+  for (int c0 = 0; c0 < nb; c0 += cb) {
+    const int n = nb - c0 < cb ? nb - c0 : cb;
+    const ae_block_q8_1 *xc = x + c0;
+    for (int b = 0; b < n; b++) { dx[b] = ae_h2f_s(xc[b].d); sx[b] = ae_h2f_s(xc[b].s); }
+    for (int i = 0; i < q; i++) {
+      const ae_block_q5_1 *w[4];
+      for (int k = 0; k < 4; k++) w[k] = W + (size_t)(r0 + k * q + i) * nb + c0;
+      v128 acc = c0 ? wasm_f32x4_make(y[r0 + i], y[r0 + q + i], y[r0 + 2 * q + i], y[r0 + 3 * q + i]) : wasm_f32x4_splat(0.0f);
+      for (int b = 0; b < n; b++) {
+        const ae_block_q5_1 *p0 = w[0] + b, *p1 = w[1] + b, *p2 = w[2] + b, *p3 = w[3] + b;
+        volatile v128 tv[2];   /* the stores order V8's schedule row pair by row pair (no spills) */
+        tv[0] = ae_q32_pair(ae_q32_udot((const uint8_t *)p0 + 2, xc[b].qs), ae_q32_udot((const uint8_t *)p1 + 2, xc[b].qs));
+        tv[1] = ae_q32_pair(ae_q32_udot((const uint8_t *)p2 + 2, xc[b].qs), ae_q32_udot((const uint8_t *)p3 + 2, xc[b].qs));
+        const v128 si = wasm_f32x4_convert_i32x4(ae_q32_unpair(tv[0], tv[1]));
+        const v128 d = ae_gather4_h2f(&p0->d, &p1->d, &p2->d, &p3->d), m = ae_gather4_h2f(&p0->m, &p1->m, &p2->m, &p3->m);
+        acc = wasm_f32x4_add(acc, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(d, wasm_v128_load32_splat(&dx[b])), si),
+                                                 wasm_f32x4_mul(m, wasm_v128_load32_splat(&sx[b]))));
+      }
+      y[r0 + i] = wasm_f32x4_extract_lane(acc, 0); y[r0 + q + i] = wasm_f32x4_extract_lane(acc, 1);
+      y[r0 + 2 * q + i] = wasm_f32x4_extract_lane(acc, 2); y[r0 + 3 * q + i] = wasm_f32x4_extract_lane(acc, 3);
+    }
+    for (int r = r0 + 4 * q; r < r1; r++) {   /* the 1-3 rows left: one row, the same sums and float sequence */
+      const ae_block_q5_1 *wr = W + (size_t)r * nb + c0;
+      float sum = c0 ? y[r] : 0.0f;
+      for (int b = 0; b < n; b++) {
+        const float si = (float)ae_hsum_i32(ae_q32_udot((const uint8_t *)&wr[b] + 2, xc[b].qs));
+        sum += (ae_h2f_s(wr[b].d) * dx[b]) * si + ae_h2f_s(wr[b].m) * sx[b];
+      }
+      y[r] = sum;
+    }
+  }
+}
+#endif
+
 #endif
