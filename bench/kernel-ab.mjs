@@ -2,10 +2,12 @@
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
 //   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q5_0|q5_0_x8|q4_K|q6_K|...] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
-//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256]
+//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256] [--fused-dot] [--browser]
 // --type q4_0_r4 / q5_0_x8 / q5_1_x8: the load-time repacked q4_0 / q5_0 / q5_1 layouts (kernels.h), checked against the file dtype's
 //   reference. Several types of one file dtype (--type q5_0,q5_0_x8): each type's kernels of every revision, on the
 //   same weights (a copy set per layout), interleaved in the same rounds.
+// --fused-dot: kernels.h's ae_fused_dot = 1 for every revision (the relaxed build's fused-dot GEMM tile, where one exists).
+// --browser: the same module and measurement in Debian's Chromium (wall time), whose V8 lowers relaxed SIMD differently.
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
 //   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.
@@ -75,6 +77,7 @@ AE_EXPORT void kab_ref(const void *W, int ncols, const void *x, float *y, int r0
   for (int r = r0; r < r1; r++) ae_vec_dot_${base}_ref(ncols, y + r, (const char *)W + (size_t)r * (ncols / ${QK}) * ${bs}, x);
 }
 AE_EXPORT void kab_quant(const float *x, void *y, int n) { ae_from_float_${act}_ref(x, y, n); }
+int ae_fused_dot = ${has('--fused-dot') ? 1 : 0};   /* kernels.h: the relaxed fused-dot GEMM tile (--fused-dot) */
 ${types.filter((t) => REPACKED[t]).map((t) => `AE_EXPORT int kab_repack_${t}(void *W, int r, int c, void *t) { ${REPACK_CALL[t]} }`).join('\n')}
 AE_EXPORT int kab_probe(const void *p, int bytes) {
   const v128_t *v = (const v128_t *)p;
@@ -116,83 +119,109 @@ const wasm = path.join(tmp, 'kab.wasm');
 execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--export-dynamic', '-Wl,--import-memory', '-Wl,--allow-undefined',
   '-Wl,--max-memory=4294967296', '-Wl,-z,stack-size=1048576', ...objs, '-o', wasm], { stdio: 'inherit' });
 
-const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });   // grows to the copies (4 GiB at most)
-const mod = new WebAssembly.Module(fs.readFileSync(wasm));
-const imports = { env: { memory: mem } };
-for (const im of WebAssembly.Module.imports(mod)) if (im.kind === 'function') (imports[im.module] ??= {})[im.name] = () => { throw new Error(`kernel-ab: ${im.name} called (not linked)`); };
-const X = new WebAssembly.Instance(mod, imports).exports;
-fs.rmSync(tmp, { recursive: true, force: true });
-const nb = cols / QK, matBytes = rows * nb * bs, NT = Math.max(1, NV);
-const coldMiB = Number(opt('--cold-mib', 256));   // cold: the weights' copies span this much (> the last-level cache)
-const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(coldMiB * 2 ** 20 / matBytes));
-const xStride = Math.ceil(nb * actBytes / 16) * 16;
-const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
-const W = (y1 + NT * rows * 4 + 4095) & ~4095;
-// a copy set per layout: the file layout's at W, then one per repacked type (each repacked from the file layout's)
-const layouts = [...new Set(types.map((t) => (REPACKED[t] ? t : base)))].sort((a, b) => (a === base ? -1 : b === base ? 1 : 0));
-if (layouts[0] !== base) layouts.unshift(base);
-const setOf = (t) => W + layouts.indexOf(REPACKED[t] ? t : base) * copies * matBytes;
-const end = W + layouts.length * copies * matBytes;
-if (end > mem.buffer.byteLength) mem.grow(Math.ceil((end - mem.buffer.byteLength) / 65536));
-const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer), fv = new DataView(new ArrayBuffer(4));
-let s = 12345;
-const rnd = () => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return (s >>> 0) / 4294967296; };
-const xs = new Float32Array(mem.buffer, xf, cols);
-for (let t = 0; t < NT; t++) {
-  for (let i = 0; i < cols; i++) xs[i] = (rnd() - 0.5) * 4;
-  X.kab_quant(xf, xq + t * xStride, cols);
-}
-for (let c = 0; c < copies; c++) {
-  const o = W + c * matBytes;
-  if (QK === 1) {   // f32 / bf16: random floats in [-1, 1) (random bytes would give NaN and subnormal weights)
-    for (let i = 0; i < rows * cols; i++) {
-      fv.setFloat32(0, rnd() * 2 - 1, true);
-      if (bs === 4) dv.setUint32(o + 4 * i, fv.getUint32(0, true), true); else dv.setUint16(o + 2 * i, fv.getUint16(2, true), true);
-    }
-    continue;
+// The measurement itself, self-contained (it runs in Node or, with --browser, in Chromium's page): the module's
+// bytes and the configuration in, [name, ms per call] out. Times: CPU time in Node, wall time (performance.now) in
+// the browser.
+async function runAB(bytes, cfg) {
+  const { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds } = cfg;
+  const label = (e) => (types.length > 1 ? `${e.type} ${e.rev}` : e.rev);
+  const now = typeof process !== 'undefined' && process.cpuUsage
+    ? () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; } : () => performance.now();
+  const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });   // grows to the copies (4 GiB at most)
+  const mod = new WebAssembly.Module(bytes);
+  const imports = { env: { memory: mem } };
+  for (const im of WebAssembly.Module.imports(mod)) if (im.kind === 'function') (imports[im.module] ??= {})[im.name] = () => { throw new Error(`kernel-ab: ${im.name} called (not linked)`); };
+  const X = new WebAssembly.Instance(mod, imports).exports;
+  const nb = cols / QK, matBytes = rows * nb * bs, NT = Math.max(1, NV);
+  const coldMiB = cfg.coldMiB;   // cold: the weights' copies span this much (> the last-level cache)
+  const copies = mode === 'hot' ? 1 : Math.max(1, Math.ceil(coldMiB * 2 ** 20 / matBytes));
+  const xStride = Math.ceil(nb * actBytes / 16) * 16;
+  const xf = 2 << 20, xq = xf + cols * 4, y0 = xq + NT * xStride + 64, y1 = y0 + NT * rows * 4 + 64;
+  const W = (y1 + NT * rows * 4 + 4095) & ~4095;
+  // a copy set per layout: the file layout's at W, then one per repacked type (each repacked from the file layout's)
+  const layouts = [...new Set(types.map((t) => (REPACKED[t] ? t : base)))].sort((a, b) => (a === base ? -1 : b === base ? 1 : 0));
+  if (layouts[0] !== base) layouts.unshift(base);
+  const setOf = (t) => W + layouts.indexOf(REPACKED[t] ? t : base) * copies * matBytes;
+  const end = W + layouts.length * copies * matBytes;
+  if (end > mem.buffer.byteLength) mem.grow(Math.ceil((end - mem.buffer.byteLength) / 65536));
+  const u8 = new Uint8Array(mem.buffer), dv = new DataView(mem.buffer), fv = new DataView(new ArrayBuffer(4));
+  let s = 12345;
+  const rnd = () => { s ^= s << 13; s ^= s >>> 17; s ^= s << 5; return (s >>> 0) / 4294967296; };
+  const xs = new Float32Array(mem.buffer, xf, cols);
+  for (let t = 0; t < NT; t++) {
+    for (let i = 0; i < cols; i++) xs[i] = (rnd() - 0.5) * 4;
+    X.kab_quant(xf, xq + t * xStride, cols);
   }
-  for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
-  for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
-}
-// f32 / bf16: the SIMD kernels sum in another order than the scalar reference (close to it, not bit-identical), so
-// the reference is the first revision's matvec per token, which every revision's kernel must equal bit for bit
-for (let t = 0; t < NT; t++) {
-  if (QK === 1) X.kab_mv0(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
-  else X.kab_ref(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
-}
-const ref = new Uint32Array(mem.buffer, y0, NT * rows).slice();
-for (const t of layouts.filter((l) => l !== base)) {   // every copy into its repacked layout (the reference ran on the file layout)
-  const tmpW = end, need = tmpW + 4 * nb * bs + 64;
-  if (need > mem.buffer.byteLength) mem.grow(Math.ceil((need - mem.buffer.byteLength) / 65536));
-  const u = new Uint8Array(mem.buffer);
   for (let c = 0; c < copies; c++) {
-    u.copyWithin(setOf(t) + c * matBytes, W + c * matBytes, W + (c + 1) * matBytes);
-    if (X[`kab_repack_${t}`](setOf(t) + c * matBytes, rows, cols, tmpW)) throw new Error('repack refused');
+    const o = W + c * matBytes;
+    if (QK === 1) {   // f32 / bf16: random floats in [-1, 1) (random bytes would give NaN and subnormal weights)
+      for (let i = 0; i < rows * cols; i++) {
+        fv.setFloat32(0, rnd() * 2 - 1, true);
+        if (bs === 4) dv.setUint32(o + 4 * i, fv.getUint32(0, true), true); else dv.setUint16(o + 2 * i, fv.getUint16(2, true), true);
+      }
+      continue;
+    }
+    for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
+    for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
   }
+  // f32 / bf16: the SIMD kernels sum in another order than the scalar reference (close to it, not bit-identical), so
+  // the reference is the first revision's matvec per token, which every revision's kernel must equal bit for bit
+  for (let t = 0; t < NT; t++) {
+    if (QK === 1) X.kab_mv0(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
+    else X.kab_ref(W, cols, xq + t * xStride, y0 + t * rows * 4, 0, rows);
+  }
+  const ref = new Uint32Array(mem.buffer, y0, NT * rows).slice();
+  for (const t of layouts.filter((l) => l !== base)) {   // every copy into its repacked layout (the reference ran on the file layout)
+    const tmpW = end, need = tmpW + 4 * nb * bs + 64;
+    if (need > mem.buffer.byteLength) mem.grow(Math.ceil((need - mem.buffer.byteLength) / 65536));
+    const u = new Uint8Array(mem.buffer);
+    for (let c = 0; c < copies; c++) {
+      u.copyWithin(setOf(t) + c * matBytes, W + c * matBytes, W + (c + 1) * matBytes);
+      if (X[`kab_repack_${t}`](setOf(t) + c * matBytes, rows, cols, tmpW)) throw new Error('repack refused');
+    }
+  }
+  const check = (rev, f, a, b) => {
+    new Uint32Array(mem.buffer, y1, NT * rows).fill(0xdeadbeef);
+    f(a, b);
+    const got = new Uint32Array(mem.buffer, y1, NT * rows);
+    for (let t = 0; t < NT; t++) for (let r = a; r < b; r++)
+      if (got[t * rows + r] !== ref[t * rows + r]) throw new Error(`${rev}: token ${t} row ${r} (rows ${a}..${b}) differs from the reference`);
+  };
+  const fns = entries.map((e, i) => [label(e), setOf(e.type), NV > 1
+    ? (w, a, b) => X[`kab_mm${i}`](w, cols, xq, xStride, NV, y1, rows, a, b)
+    : (w, a, b) => X[`kab_mv${i}`](w, cols, xq, y1, a, b)]);
+  for (const [name, w0, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) check(name, (a, b) => f(w0, a, b), a, b);
+  if (mode !== 'hot') fns.push(['read probe', W, (w) => X.kab_probe(w, matBytes)]);
+  const best = new Map();
+  let ci = 0;
+  for (let r = 0; r < rounds; r++) for (const [name, w0, f] of fns) {
+    const c0 = now();
+    const cpu = () => now() - c0;
+    let k = 0;
+    while (cpu() < 40) { f(w0 + (ci++ % copies) * matBytes, 0, rows); k++; }
+    best.set(name, Math.min(best.get(name) ?? Infinity, cpu() / k));
+  }
+  return [...best];
 }
-const check = (rev, f, a, b) => {
-  new Uint32Array(mem.buffer, y1, NT * rows).fill(0xdeadbeef);
-  f(a, b);
-  const got = new Uint32Array(mem.buffer, y1, NT * rows);
-  for (let t = 0; t < NT; t++) for (let r = a; r < b; r++)
-    if (got[t * rows + r] !== ref[t * rows + r]) throw new Error(`${rev}: token ${t} row ${r} (rows ${a}..${b}) differs from the reference`);
-};
-const fns = entries.map((e, i) => [label(e), setOf(e.type), NV > 1
-  ? (w, a, b) => X[`kab_mm${i}`](w, cols, xq, xStride, NV, y1, rows, a, b)
-  : (w, a, b) => X[`kab_mv${i}`](w, cols, xq, y1, a, b)]);
-for (const [name, w0, f] of fns) for (const [a, b] of [[0, rows], [1, rows - 1], [3, 9], [0, 1], [5, 6]]) check(name, (a, b) => f(w0, a, b), a, b);
-if (mode !== 'hot') fns.push(['read probe', W, (w) => X.kab_probe(w, matBytes)]);
-const best = new Map();
-let ci = 0;
-for (let r = 0; r < rounds; r++) for (const [name, w0, f] of fns) {
-  const c0 = process.cpuUsage();
-  const cpu = () => { const d = process.cpuUsage(c0); return (d.user + d.system) / 1000; };
-  let k = 0;
-  while (cpu() < 40) { f(w0 + (ci++ % copies) * matBytes, 0, rows); k++; }
-  best.set(name, Math.min(best.get(name) ?? Infinity, cpu() / k));
-}
-console.log(`${types.join(', ')} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, CPU time; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
-for (const [name] of fns) {
-  const ms = best.get(name);
+const cfg = { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds, coldMiB: Number(opt('--cold-mib', 256)) };
+const bytes = fs.readFileSync(wasm);
+fs.rmSync(tmp, { recursive: true, force: true });
+let best, host = 'Node ' + process.version + ', CPU time';
+if (has('--browser')) {
+  // the same module and measurement in Debian's Chromium (its V8 may lower relaxed SIMD differently from Node's)
+  const { launchChromium, CHROMIUM } = await import('../scripts/chromium.mjs');
+  const { page, close } = await launchChromium({ prefix: 'aether-kab-chromium-', args: [process.env.KAB_JSFLAGS ?? '--js-flags=--no-liftoff'] });
+  try {
+    page.on('console', (m) => process.stderr.write(`chromium: ${m.text()}\n`));
+    best = new Map(await page.evaluate(async ({ src, b64, cfg }) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      return (0, eval)(`(${src})`)(bytes, cfg);
+    }, { src: runAB.toString(), b64: bytes.toString('base64'), cfg }));
+    host = `Chromium (${CHROMIUM}: ${await page.evaluate(() => navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0])}), wall time`;
+  } finally { await close(); }
+} else best = new Map(await runAB(bytes, cfg));
+console.log(`${types.join(', ')} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, ${host}; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
+const matBytes = rows * (cols / QK) * bs, NT = Math.max(1, NV);
+for (const [name, ms] of best) {
   console.log(`  ${name.padEnd(12)} ${ms.toFixed(3)} ms  ${(matBytes / ms / 1e6).toFixed(1)} GB/s${name !== 'read probe' ? `  ${(rows * cols * NT / ms / 1e6).toFixed(2)} GMAC/s` : ''}`);
 }

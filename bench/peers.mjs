@@ -29,6 +29,7 @@
 //   --out       where the synthetic GGUFs (bench/lib/peer-models.mjs) are written once and reused
 //
 //   --md        also print the table as Markdown (the one in docs/PERFORMANCE.md)
+//   --fused-dot the Aether runtimes' relaxed prefill tile for q4_0 (LoadOptions.fusedDot): auto (default), on, off
 //   --file      run this GGUF (one, e.g. a bench/gen-gguf.mjs real-shape file) instead of --shapes / --dtypes
 //
 // Never run by npm test. Needs the dev dependencies (node-llama-cpp with @node-llama-cpp/linux-x64, playwright-core,
@@ -61,7 +62,7 @@ async function shapeFile(shape, dtype, { layers, out }) {
 export function parseOptions(argv) {
   const a = args(argv);
   const known = new Set(['--shapes', '--dtypes', '--layers', '--runtimes', '--prompt-tokens', '--gen-tokens', '--reps', '--threads',
-    '--ctx', '--out', '--file', '--json', '--md', '--help', '-h']);
+    '--ctx', '--out', '--file', '--fused-dot', '--json', '--md', '--help', '-h']);
   for (const x of argv) if (x.startsWith('-') && !known.has(x)) throw new Error(`peers: unknown option ${x}`);
   const list = (flag, def) => a.opt(flag, def).split(',').filter(Boolean);
   const int = (flag, def, min = 1) => {
@@ -74,8 +75,9 @@ export function parseOptions(argv) {
     shapes: list('--shapes', 's15m,phi3'), dtypes: list('--dtypes', 'f32,q8_0,q4_0'), runtimes: list('--runtimes', RUNTIMES.join(',')),
     layers: a.opt('--layers') === undefined ? undefined : int('--layers', 0), P: int('--prompt-tokens', 64), G: int('--gen-tokens', 32, 2),
     reps: int('--reps', 3), threads: int('--threads', 1), ctx: int('--ctx', 512), out: a.opt('--out', '/work/gen/peers'),
-    file: a.opt('--file'),
+    file: a.opt('--file'), fusedDot: { auto: 'auto', on: true, off: false }[a.opt('--fused-dot', 'auto')],
   };
+  if (o.fusedDot === undefined) throw new Error('peers: --fused-dot expects auto, on or off');
   for (const s of o.shapes) if (!SHAPE_NAMES.includes(s)) throw new Error(`peers: unknown shape ${s} (${SHAPE_NAMES.join(', ')})`);
   for (const d of o.dtypes) if (!DTYPE_NAMES.includes(d)) throw new Error(`peers: unknown dtype ${d} (${DTYPE_NAMES.join(', ')})`);
   for (const r of o.runtimes) if (!RUNTIMES.includes(r)) throw new Error(`peers: unknown runtime ${r} (${RUNTIMES.join(', ')})`);
@@ -115,7 +117,8 @@ const cpuMs = (c) => (c.user + c.system) / 1000;
 // ---- runtimes: open(file, rknot) -> { run(ids) -> { prefillTps, decodeTps, tokens }, close() } ----
 async function openAetherNode(file, o, simd) {
   const { load } = await import('../dist/src/index.js');
-  const model = await load(file, { threads: o.threads, simd, nCtx: o.ctx, maxBatch: o.P, warmup: false });
+  const model = await load(file, { threads: o.threads, simd, nCtx: o.ctx, maxBatch: o.P, warmup: false, fusedDot: o.fusedDot });
+  process.stderr.write(`aether-node ${simd}: fused dot ${model.engine.fusedDot} ${JSON.stringify(model.engine.fusedDotProbe)}\n`);
   if (model.simd !== simd) throw new Error(`aether-node: asked for ${simd}, got ${model.simd}`);
   return {
     async run(ids) {
@@ -203,12 +206,14 @@ async function openAetherChromium(rknot, o, simd) {
   fs.rmSync(link, { force: true });
   fs.symlinkSync(rknot, link);
   const page = await newPage(b);
-  const info = await page.evaluate(async ({ url, threads, simd, ctx, P }) => {
+  const info = await page.evaluate(async ({ url, threads, simd, ctx, P, fusedDot }) => {
     const { Aether } = await import('/dist/src/browser/index.js');
-    window.peerModel = await Aether.load(url, { threads, simd, nCtx: ctx, maxBatch: P, cache: false });
-    return { simd: window.peerModel.simd, threads: window.peerModel.threads, warmup: window.peerModel.warmup };
-  }, { url: `${b.server.url}build/peers-serve/${path.basename(rknot)}`, threads: o.threads, simd, ctx: o.ctx, P: o.P });
+    window.peerModel = await Aether.load(url, { threads, simd, nCtx: ctx, maxBatch: P, cache: false, fusedDot });
+    const m = window.peerModel;
+    return { simd: m.simd, threads: m.threads, warmup: m.warmup, fusedDot: m.fusedDot, fusedDotProbe: m.fusedDotProbe };
+  }, { url: `${b.server.url}build/peers-serve/${path.basename(rknot)}`, threads: o.threads, simd, ctx: o.ctx, P: o.P, fusedDot: o.fusedDot });
   if (info.simd !== simd) throw new Error(`aether-chromium: asked for ${simd}, got ${info.simd}`);
+  process.stderr.write(`aether-chromium ${simd}: fused dot ${info.fusedDot} ${JSON.stringify(info.fusedDotProbe)}\n`);
   return {
     async run(ids) {
       return page.evaluate(async ({ ids, G }) => {

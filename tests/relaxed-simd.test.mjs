@@ -231,6 +231,43 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
   }
 });
 
+test('q4_0 repacked (R4) prefill GEMM, relaxed build: the i16-dot tile and the fused-dot tile (ae_set_fused_dot) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
+  const r = rng(87);
+  const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1];
+  assert.equal(kp.x.ae_set_fused_dot(1), 0, 'plain build: ae_set_fused_dot stays 0');
+  assert.equal(kr.x.ae_set_fused_dot(1), 1);
+  assert.equal(kr.x.ae_set_fused_dot(0), 0);
+  for (const f of [0, 1]) kr.x.ae_probe_fused_dot(f, 2);   // the load-time probe runs (static zero data)
+  assert.equal(kr.x.ae_set_fused_dot(0), 0, 'the probe restores the setting');
+  // 1056 columns = 33 blocks: a second column chunk of the fused tile (32 blocks) and of the i16 tile at 2112+ (64)
+  for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416]]) {
+    const mr = kr.mark();
+    const nb = cols / 32, w = randomRow(r, Q40, rows * cols, 0.03), dv = new DataView(w.buffer);
+    for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
+    const W = put(kr, w), P = put(kr, w), tmp = kr.alloc(4 * nb * bs);
+    assert.equal(kr.x.kt_repack_q4_0_r4(SIMD, P, rows, cols, tmp), 0);
+    const xs = Math.ceil(kr.rowSize(T.Q8_0, cols) / 64) * 64 + 64, NV = 17;
+    const xq = kr.alloc(xs * NV);
+    for (let t = 0; t < NV; t++) kr.x.kt_quantize(Q40, SIMD, kr.putF32(acts(r, cols)), xq + t * xs, cols);
+    const yref = kr.alloc(rows * 4 * NV), ystr = rows + 3, y = kr.alloc(ystr * 4 * NV);
+    for (let t = 0; t < NV; t++) kr.x.kt_matvec(Q40, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+    for (const fused of [0, 1]) {
+      kr.x.ae_set_fused_dot(fused);
+      for (const nvec of [2, 4, 5, 8, 9, 16, 17]) for (const [a, b] of [[0, rows], [1, rows - 1], [4, Math.min(rows, 9)]]) {
+        kr.f32(y, ystr * NV).fill(NaN);
+        kr.x.kt_matmul(R4, P, cols, xq, xs, nvec, y, ystr, a, b);
+        for (let t = 0; t < nvec; t++) {
+          assert.ok(bitsEqual(kr.f32(y + (t * ystr + a) * 4, b - a), kr.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols} fused ${fused}: ${nvec} tokens, rows ${a}..${b}, token ${t}`);
+          assert.ok(Number.isNaN(kr.f32(y + t * ystr * 4, rows + 3)[rows]), 'nothing written past the rows');
+        }
+        for (let t = nvec; t < NV; t++) assert.ok(Number.isNaN(kr.f32(y + t * ystr * 4, 1)[0]) || a > 0, 'no token past nvec written');
+      }
+    }
+    kr.x.ae_set_fused_dot(0);
+    kr.release(mr);
+  }
+});
+
 test('q8_0 / q6_K / q4_K / q5_K matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
   // the q8_0 matvec reads 4-row groups i, i + q, i + 2q, i + 3q together and redoes a group whose fp16 scales hold an
   // inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two groups from

@@ -37,3 +37,12 @@ export function parseArgs(argv: string[], spec: ArgSpec): ParsedArgs {
   }
   return { positionals, values };
 }
+
+/** --fused-dot auto|on|off -> LoadOptions.fusedDot (undefined when absent). */
+export function fusedDotArg(v: unknown): boolean | 'auto' | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'auto') return 'auto';
+  if (v === 'on') return true;
+  if (v === 'off') return false;
+  throw new AetherError('invalid_argument', `--fused-dot: expected auto, on or off, got '${String(v)}'`);
+}

@@ -677,6 +677,7 @@ function checkLoadOptions(v: unknown): LoadOptions {
   optBool('verify', o.verify);
   optBool('logitsAll', o.logitsAll);
   if (o.repack !== undefined && typeof o.repack !== 'boolean' && o.repack !== 'auto') throw new AetherError('invalid_argument', `repack: expected true, false or 'auto', got ${String(o.repack)}`);
+  if (o.fusedDot !== undefined && typeof o.fusedDot !== 'boolean' && o.fusedDot !== 'auto') throw new AetherError('invalid_argument', `fusedDot: expected true, false or 'auto', got ${String(o.fusedDot)}`);
   if (o.read !== undefined) {
     const r = optionsObject('read', o.read) as NonNullable<LoadOptions['read']>;
     optInt('read.chunk', r.chunk, 65536, 1 << 30);

@@ -25,6 +25,28 @@ void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_st
   }
 }
 
+int ae_fused_dot = 0;
+AE_EXPORT int ae_set_fused_dot(int on) {
+#if defined(__wasm_relaxed_simd__)
+  ae_fused_dot = on != 0;
+#else
+  (void)on;
+#endif
+  return ae_fused_dot;
+}
+
+/* Static zero data (finite zero scales): the timing does not depend on the values. The kernel is called through the
+ * traits table, so the probe times the very function the forward pass runs (and its optimised code, once tiered up). */
+static uint8_t probe_w[8 * 16 * 18], probe_x[8 * 16 * 34];
+static float probe_y[8 * 8];
+AE_EXPORT int ae_probe_fused_dot(int fused, int reps) {
+  const int keep = ae_fused_dot;
+  ae_set_fused_dot(fused);
+  for (int i = 0; i < reps; i++) ae_matmul(AE_Q4_0_R4, probe_w, 512, probe_x, 16 * 34, 8, probe_y, 8, 0, 8);
+  ae_fused_dot = keep;
+  return (int)probe_y[0];
+}
+
 ae_type ae_quantize_row(ae_type t, const float *x, void *y, int n) {
   const ae_type_traits *tr = ae_traits(t);
   if (!tr) return (ae_type)AE_TYPE_COUNT;

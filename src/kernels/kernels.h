@@ -309,6 +309,16 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* Which prefill GEMM tile the relaxed build runs where it has two (docs/DESIGN.md "Relaxed SIMD", fused dot): 0 the
+ * i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds, 1 the i32 relaxed dot (ae_rdot) as the accumulation
+ * itself, one instruction where the host lowers it to AVX-VNNI vpdpbusd (Chromium 156 on x64) and three in V8 11.x
+ * (Node 20). The tiles give the same bits; only their speed differs by host, so the host times both
+ * (ae_probe_fused_dot) and picks. A global in the shared memory: every thread's instance sees one value. The plain
+ * build has no fused tile: ae_set_fused_dot returns 0 there. */
+extern int ae_fused_dot;
+int ae_set_fused_dot(int on);                 /* returns the value now in effect */
+int ae_probe_fused_dot(int fused, int reps);  /* reps q4_0 R4 GEMMs (8 rows x 512 cols x 8 tokens, static zero data) */
+
 /* AE_Q5_0_X8 is the in-memory layout a q5_0 matrix gets at load (ae_model_repack_tensor), block by block in place:
  * the same 22 bytes (ae_block_q5_0's size), the f16 scale d first, then T[4] and A[16] in place of qh and qs. With
  * q_e the block's 5-bit values (element e = q_e - 16):

@@ -1,5 +1,5 @@
 /** aether bench MODEL [--prompt-tokens P] [--gen-tokens G] [--threads T] [--reps R] [--json] */
-import { parseArgs } from '../args.js';
+import { parseArgs, fusedDotArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
@@ -14,6 +14,7 @@ export const usage = `usage: aether bench MODEL [options]
   --reps R            repetitions; the median is reported (default 3)
 ${MEM_USAGE}
   --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
+  --fused-dot MODE    relaxed build's prefill tile for q4_0: auto (default: the faster on this host, timed at load), on, off
 ${KV_USAGE}
 ${FFN_USAGE}
   --spin N            spin iterations before a waiting thread sleeps (default 20000)
@@ -28,13 +29,13 @@ function median(xs: number[]): number {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', 'fused-dot': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
     aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
   const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
   const ffn = ffnFromArgs(v);
-  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined });
+  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']) });
   try {
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
     applyHeadsArg(model, v);
@@ -59,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     model.reset();
     const out = {
-      model: positionals[0], arch: model.config.arch, threads: model.threads, simd: model.simd, n_ctx: model.nCtx, kv_dtype: eng.plan.kvDtype, memory: eng.plan, prompt_tokens: P, gen_tokens: G, reps,
+      model: positionals[0], arch: model.config.arch, threads: model.threads, simd: model.simd, fused_dot: eng.fusedDot, fused_dot_probe: eng.fusedDotProbe, n_ctx: model.nCtx, kv_dtype: eng.plan.kvDtype, memory: eng.plan, prompt_tokens: P, gen_tokens: G, reps,
       ffn: (v.ffn as string) ?? 'dense', ffn_options: ffn.opts, ffn_aux_bytes: model.ffn.auxBytes,
       ffn_sparsity_last_token: 1 - [...Array(model.config.n_layers).keys()].reduce((a, l) => a + eng.ffnActive(l), 0) / (model.config.n_layers * model.config.hidden_dim),
       prefill_tps: median(pre), decode_tps: median(dec), prefill_tps_all: pre, decode_tps_all: dec,
@@ -67,7 +68,7 @@ export async function run(argv: string[]): Promise<number> {
       local_kv_heads: model.approximations().reduce((a, x) => a + x.localKvHeads.length, 0),
     };
     if (v.json) process.stdout.write(JSON.stringify(out) + '\n');
-    else process.stdout.write(`${out.model}: threads ${out.threads}, ${out.simd} SIMD, prefill ${P} tok: ${out.prefill_tps.toFixed(1)} tok/s, decode ${G} tok: ${out.decode_tps.toFixed(1)} tok/s (median of ${reps})\n`);
+    else process.stdout.write(`${out.model}: threads ${out.threads}, ${out.simd} SIMD${out.fused_dot ? ' (fused dot)' : ''}, prefill ${P} tok: ${out.prefill_tps.toFixed(1)} tok/s, decode ${G} tok: ${out.decode_tps.toFixed(1)} tok/s (median of ${reps})\n`);
     return 0;
   } finally {
     model.dispose();

@@ -8,7 +8,7 @@
  */
 import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats } from '../aether.js';
 import { AetherError, throwIfAborted } from '../errors.js';
-import type { ModelConfig, WarmupStats } from '../runtime/engine.js';
+import type { ModelConfig, WarmupStats, FusedDotProbe } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
 import type { KvPolicy } from '../formats/kv-policy.js';
@@ -127,6 +127,9 @@ export class BrowserModel extends openai.OpenAIMethods {
   readonly threads: number;
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
+  /** Whether the prefill runs the relaxed build's fused-dot tile, and what its probe measured (EngineOptions.fusedDot). */
+  readonly fusedDot: boolean;
+  readonly fusedDotProbe: FusedDotProbe | null;
   /** The load's warm-up (rounds, ms), or null. */
   readonly warmup: WarmupStats | null;
   readonly nCtx: number;
@@ -148,6 +151,7 @@ export class BrowserModel extends openai.OpenAIMethods {
     super();
     this.name = info.name; this.config = info.config; this.metadata = info.metadata; this.threads = info.threads;
     this.simd = info.simd;
+    this.fusedDot = info.fusedDot; this.fusedDotProbe = info.fusedDotProbe;
     this.warmup = info.warmup;
     this.memory = info.memory;
     this.nCtx = info.nCtx; this.warnings = info.warnings; this.crossOriginIsolated = info.crossOriginIsolated;
@@ -334,7 +338,7 @@ export async function load(source: BrowserModelSource, opts: BrowserLoadOptions 
       source: wire,
       options: {
         threads: opts.threads, nCtx: opts.nCtx, kvDtype: opts.kvDtype, kvPolicy: opts.kvPolicy, localHeads: opts.localHeads, maxMemory: opts.maxMemory, addressOffset: opts.addressOffset, maxBatch: opts.maxBatch, spin: opts.spin, singleThreadBelow: opts.singleThreadBelow, modules: opts.modules,
-        verify: opts.verify, simd: opts.simd, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
+        verify: opts.verify, simd: opts.simd, fusedDot: opts.fusedDot, warmup: opts.warmup, cache, wasmBaseUrl: opts.wasmBaseUrl ? new URL(String(opts.wasmBaseUrl), baseHref()).href : undefined,
       },
     }, { signal: opts.signal, onEvent: opts.onProgress, transfer }).promise;
     for (const w of info.warnings) console.warn(`aether: ${w}`);

@@ -113,6 +113,8 @@ function info(m: AetherModel, source: WireSource): ModelInfo {
     metadata,
     threads: m.threads,
     simd: m.simd,
+    fusedDot: m.engine.fusedDot,
+    fusedDotProbe: m.engine.fusedDotProbe,
     warmup: m.warmupStats,
     nCtx: m.nCtx,
     memory: m.engine.plan,
@@ -127,7 +129,7 @@ const isCorruption = (e: unknown): boolean => e instanceof AetherError && (e.cod
 
 async function loadSource(source: WireSource, o: WireLoadOptions, emit: (e: LoadEvent) => void, signal: AbortSignal): Promise<AetherModel> {
   const opts = {
-    threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, singleThreadBelow: o.singleThreadBelow, modules: o.modules, verify: o.verify, simd: o.simd, warmup: o.warmup, signal,
+    threads: o.threads, nCtx: o.nCtx, kvDtype: o.kvDtype, maxMemory: o.maxMemory, addressOffset: o.addressOffset, maxBatch: o.maxBatch, spin: o.spin, singleThreadBelow: o.singleThreadBelow, modules: o.modules, verify: o.verify, simd: o.simd, fusedDot: o.fusedDot, warmup: o.warmup, signal,
     ...(o.kvPolicy !== undefined ? { kvPolicy: o.kvPolicy } : {}),
     ...(o.localHeads !== undefined ? { localHeads: o.localHeads } : {}),
     onProgress: (e: { loaded: number; total: number }) => emit({ type: 'progress', loaded: e.loaded, total: e.total }),

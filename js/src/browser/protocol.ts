@@ -16,7 +16,7 @@
  */
 import type { CompressionModeName, CompressionSpec, FfnModeName, GeneratedPiece, GenerateOptions, GenerationStats, LoadOptions } from '../aether.js';
 import type { AetherErrorCode } from '../errors.js';
-import type { KvDtype, LocalHeadsSpec, MemoryPlan, ModelConfig, WarmupStats } from '../runtime/engine.js';
+import type { KvDtype, LocalHeadsSpec, MemoryPlan, ModelConfig, WarmupStats, FusedDotProbe } from '../runtime/engine.js';
 import type { FfnOptions } from '../runtime/ffn.js';
 import type { ChatTemplateInfo } from '../tokenizer/chat.js';
 import type { ModelMetrics } from '../runtime/metrics.js';
@@ -73,6 +73,8 @@ export interface WireLoadOptions {
   verify?: boolean;
   /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
   simd?: 'auto' | 'relaxed' | 'plain';
+  /** The relaxed build's fused-dot prefill tile for q4_0 weights: true, false or 'auto' (default: timed; EngineOptions.fusedDot). */
+  fusedDot?: boolean | 'auto';
   /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
   warmup?: boolean | number;
   /** Cache name for URL sources, or false (no cache). */
@@ -90,6 +92,9 @@ export interface ModelInfo {
   threads: number;
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
+  /** Whether the prefill runs the fused-dot tile, and what the probe measured (EngineOptions.fusedDot). */
+  fusedDot: boolean;
+  fusedDotProbe: FusedDotProbe | null;
   /** The load's warm-up (rounds, ms), or null. */
   warmup: WarmupStats | null;
   nCtx: number;

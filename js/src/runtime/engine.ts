@@ -144,7 +144,19 @@ export interface EngineOptions {
    * DRAM"; the q5_0 layout's expansion takes 8 operations instead of 17, "Session 9").
    */
   repack?: boolean | 'auto';
+  /**
+   * The relaxed build's second prefill GEMM tile for the repacked q4_0 weights, built on the i32 relaxed dot
+   * (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd in Chromium 156 on x64, three instructions in Node 20's
+   * V8) instead of the i16 one plus adds (docs/DESIGN.md "Relaxed SIMD"). Both give the same bits; which is faster
+   * depends on the host. true, false, or 'auto' (default: timed on this host, Engine.fusedDotProbe, once at load and
+   * again after the warm-up, when the optimised code runs). No effect with the plain build or without q4_0 weights.
+   */
+  fusedDot?: boolean | 'auto';
 }
+
+/** What the fused-dot probe measured (EngineOptions.fusedDot 'auto'): ms of each tile on the probe's GEMMs (best of its
+ *  rounds) and the choice. */
+export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
 /** What Engine.warmup did: its rounds, the time spent, each round's time and its prefill and decode parts (ms), and the
@@ -234,6 +246,10 @@ export class Engine {
   /** (layer, role) of each tensor the forward uses. */
   private readonly tensorRoles = new Map<string, { layer: number; role: number }>();
   private readonly repackOpt: boolean | 'auto';
+  private readonly fusedDotOpt: boolean | 'auto';
+  /** Whether the prefill runs the fused-dot GEMM tile (EngineOptions.fusedDot), and what the last probe measured. */
+  fusedDot = false;
+  fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
 
@@ -247,6 +263,7 @@ export class Engine {
     this.logitsAll = !!opts.logitsAll;
     this.spin = Math.max(0, Math.floor(opts.spin ?? 20000));
     this.repackOpt = opts.repack ?? 'auto';
+    this.fusedDotOpt = opts.fusedDot ?? 'auto';
     this.singleThreadBelow = Math.max(0, opts.singleThreadBelow ?? SINGLE_THREAD_BELOW);
   }
 
@@ -524,6 +541,7 @@ export class Engine {
     checkStatus(st, { op: 'model init', badTensor: st === Status.BAD_TENSOR ? badTensor() : undefined,
       hint: st === Status.BAD_CONFIG ? JSON.stringify(this.config) : undefined });
     if (this.repackOpt !== false) this.repackWeights();   // 'auto': both builds (their R4 kernels are the faster ones)
+    this.chooseFusedDot('load');
     this.core.ae_pool_init(this.pool, this.threads, this.spin);
     this.decodeBytes = this.core.ae_model_set_single_below(this.model, this.threads > 1 ? this.singleThreadBelow : 0);
     if (this.threads > 1) {
@@ -601,7 +619,35 @@ export class Engine {
       this.forward(Array.from({ length: BM }, (_, i) => tokAt(i)), 0);
       batchMs = r1(now() - s);
     }
+    this.chooseFusedDot('warmup');   // the kernels' optimised code is in use now (browsers tier up while running)
     return { rounds: roundMs.length, ms: now() - t0, roundMs, prefillMs, decodeMs, batchMs };
+  }
+
+  /**
+   * EngineOptions.fusedDot: set the C switch (ae_set_fused_dot; the plain build has one tile and keeps 0). 'auto' times
+   * both tiles on the probe's q4_0 GEMMs (ae_probe_fused_dot, ~2 ms per round) in alternating rounds and takes the
+   * fused one when its best round is at least 3% faster; only when the model has repacked q4_0 weights (the one
+   * dtype with two tiles). Either choice gives the same bits.
+   */
+  private chooseFusedDot(when: 'load' | 'warmup'): void {
+    const opt = this.fusedDotOpt;
+    if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? 1 : 0) === 1; return; }
+    const q40 = [...this.repacked].some((n) => this.tensorTable.get(n)?.dtype === 'q4_0');
+    if (this.simd !== 'relaxed' || !q40) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
+    const now = () => performance.now();
+    let reps = 64, i16Ms = Infinity, i32Ms = Infinity;
+    for (let t = now(); now() - t < 1 && reps < 1 << 16;) { t = now(); this.core.ae_probe_fused_dot(0, reps); if (now() - t < 1) reps *= 2; }
+    for (let round = 0; round < 4; round++) {
+      for (const f of round % 2 ? [1, 0] : [0, 1]) {
+        const t = now();
+        this.core.ae_probe_fused_dot(f, reps);
+        const ms = now() - t;
+        if (f) i32Ms = Math.min(i32Ms, ms); else i16Ms = Math.min(i16Ms, ms);
+      }
+    }
+    const fused = i32Ms < 0.97 * i16Ms;
+    this.fusedDot = this.core.ae_set_fused_dot(fused ? 1 : 0) === 1;
+    this.fusedDotProbe = { i16Ms: Math.round(i16Ms * 1000) / 1000, i32Ms: Math.round(i32Ms * 1000) / 1000, fused, when };
   }
 
   /**

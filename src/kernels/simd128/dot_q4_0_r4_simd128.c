@@ -231,17 +231,21 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
 typedef struct { int8_t q[4][32]; int32_t nsum[4]; float dxs[4]; } xt4;
 
-AE_INLINE void prep_t4(const ae_block_q8_0 *const xb[4], int n, xt4 *o) {
-  for (int b = 0; b < n; b++)
-    for (int t = 0; t < 4; t++) {
+/* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
+AE_INLINE void prep_tk(const ae_block_q8_0 *const *xb, int n, int k, uint8_t *o) {
+  for (int b = 0; b < n; b++, o += 40 * k)
+    for (int t = 0; t < k; t++) {
       xaux a;
       prep_aux(xb[t] + b, &a);
-      __builtin_memcpy(o[b].q[t], xb[t][b].qs, 32);
-      o[b].nsum[t] = a.nsum; o[b].dxs[t] = a.dxs;
+      __builtin_memcpy(o + 32 * t, xb[t][b].qs, 32);
+      __builtin_memcpy(o + 32 * k + 4 * t, &a.nsum, 4);
+      __builtin_memcpy(o + 36 * k + 4 * t, &a.dxs, 4);
     }
 }
+_Static_assert(sizeof(xt4) == 160, "xt4 layout");
 
 #define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
+
 AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, v128 acc[4]) {
   volatile v128 sink[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -266,12 +270,64 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, v128 acc[4]) 
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
+
+/* The fused-dot tile (ae_fused_dot, kernels.h): 4 rows (one group) x 8 tokens, each token's block sum one chain of 8
+ * ae_rdot starting at its -8 sum(x) (the same exact integer as the i16 tile's), then the same float step per (row,
+ * token): bit-identical to the tile above. For hosts whose i32 relaxed dot is one instruction (vpdpbusd: its 4-5
+ * cycle latency is why 8 tokens' chains run side by side; 4 tokens or the 4 chunks unrolled measured slower in
+ * Chromium 156, as did stores to a volatile slot per chunk). The 8 float accumulators live in memory (volatile): 8
+ * chains + the unpacked nibbles fill x64's 16 vector registers. */
+typedef struct { int8_t q[8][32]; int32_t nsum[8]; float dxs[8]; } xt8;
+
+_Static_assert(sizeof(xt8) == 320, "xt8 layout");
+
+AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile v128 *acc) {
+  const v128 m = wasm_i8x16_splat(0x0f);
+  for (int b = 0; b < n; b++, rec += AE_R4_REC, x++) {
+    v128 s[8];
+    for (int t = 0; t < 8; t++) s[t] = wasm_v128_load32_splat(&x->nsum[t]);
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+      for (int t = 0; t < 8; t++) s[t] = ae_rdot(wasm_v128_load32_splat(x->q[t] + 8 * j + 4), hi, ae_rdot(wasm_v128_load32_splat(x->q[t] + 8 * j), lo, s[t]));
+    }
+    const v128 dw = rec_scales(rec);
+    for (int t = 0; t < 8; t++)
+      acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[t]), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))));
+  }
+}
+
+#define R4_GEMM_CB8 32    /* blocks per column chunk: 32 x 320 B = 10 KiB */
+static void matmul_d32(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int a0, int a1) {
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  xt8 xs[R4_GEMM_CB8];
+  volatile v128 acc[8];
+  for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
+    const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 8) {
+      const int nt = nvec - t0 < 8 ? nvec - t0 : 8;   /* a last group of 1-7 tokens repeats its last token */
+      for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB8) {
+        const int n = nb - c0 < R4_GEMM_CB8 ? nb - c0 : R4_GEMM_CB8;
+        const ae_block_q8_0 *xb[8];
+        for (int t = 0; t < 8; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        prep_tk(xb, n, 8, (uint8_t *)xs);
+        for (int r = rc; r < re; r += 4) {
+          for (int t = 0; t < 8; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          gemm_tile8_d32((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xs, acc);
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        }
+      }
+    }
+  }
+}
 #undef R4_SPL
 
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+  if (ae_fused_dot) { matmul_d32(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1); return; }
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   xt4 xs[R4_GEMM_CB];
@@ -283,7 +339,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
         const int n = nb - c0 < R4_GEMM_CB ? nb - c0 : R4_GEMM_CB;
         const ae_block_q8_0 *xb[4];
         for (int t = 0; t < 4; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        prep_t4(xb, n, xs);
+        prep_tk(xb, n, 4, (uint8_t *)xs);
         for (int r = rc; r < re; r += 4) {
           v128 acc[4];
           for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
