@@ -160,7 +160,7 @@ test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), 
   assert.ok(checked >= QUANT_TYPES.length * 4, `only ${checked} cases checked`);
 });
 
-for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) test(`${name} in the load-time layout (AE_${name.toUpperCase()}_X8): relaxed matvec / matmul (q5_0: its own i16-dot GEMM tile) == plain == the ${name} reference (bits; NaN payloads free), every byte value, inf / NaN scales, 1..9 tokens`, () => {
+for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) test(`${name} in the load-time layout (AE_${name.toUpperCase()}_X8): relaxed matvec / matmul (q5_0: its own i16-dot GEMM tile; q5_1's matvec with and without the fused dot) == plain == the ${name} reference (bits; NaN payloads free), every byte value, inf / NaN scales, 1..9 tokens`, () => {
   const r = rng(seed);
   const X8 = kp.x[`kt_${name}_x8_type`](), bs = BLOCK[FT][1], off = FT === T.Q5_0 ? 2 : 4;
   // 16416 columns: two column chunks of the matvecs (AE_Q32_ROWS_CHUNK blocks)
@@ -181,26 +181,31 @@ for (const [FT, name, seed] of [[T.Q5_0, 'q5_0', 85], [T.Q5_1, 'q5_1', 86]]) tes
     const yref = kp.alloc(rows * 4 * nvec), yp = kp.alloc(rows * 4 * nvec), yr = kr.alloc(rows * 4 * nvec);
     for (let v = 0; v < nvec; v++) kp.x.kt_matvec(FT, REF, W0, cols, xq + v * xs, yref + v * rows * 4, 0, rows);
     kp.x.kt_matvec(X8, SIMD, Wp, cols, xq, yp, 0, rows);
-    kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, 0, rows);
     assert.ok(bitsEqualNaN(kp.f32(yp, rows), kp.f32(yref, rows)), `${rows}x${cols} plain X8 matvec vs q5_0 reference`);
-    assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec vs q5_0 reference`);
+    for (const fused of [0, 1]) {   // kernels.h ae_fused_dot: the q5_1 X8 matvec's i32-dot form
+    assert.equal(kr.x.ae_set_fused_dot(fused), fused);
+    const F = ` (fused dot ${fused})`;
+    kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, 0, rows);
+    assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec vs q5_0 reference${F}`);
     {   // the relaxed matvec over arbitrary splits of the rows (4-row groups of each piece's quarters, 1-3 row tails)
       kr.f32(yr, rows).fill(7);
       let a = 0;
       while (a < rows) { const b = Math.min(rows, a + r.int(1, 6)); kr.x.kt_matvec(X8, SIMD, Wr, cols, xqr, yr, a, b); a = b; }
-      assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec over split row ranges`);
+      assert.ok(bitsEqualNaN(kr.f32(yr, rows), kp.f32(yref, rows)), `${rows}x${cols} relaxed X8 matvec over split row ranges${F}`);
     }
     for (const nv of [2, 3, 4, 5, 9]) {
       kp.x.kt_matmul(X8, Wp, cols, xq, xs, nv, yp, rows, 0, rows);
       kr.x.kt_matmul(X8, Wr, cols, xqr, xs, nv, yr, rows, 0, rows);
       assert.ok(bitsEqualNaN(kp.f32(yp, rows * nv), kp.f32(yref, rows * nv)), `${rows}x${cols} plain X8 matmul ${nv} tokens vs reference`);
-      assert.ok(bitsEqualNaN(kr.f32(yr, rows * nv), kp.f32(yref, rows * nv)), `${rows}x${cols} relaxed X8 matmul ${nv} tokens vs reference`);
+      assert.ok(bitsEqualNaN(kr.f32(yr, rows * nv), kp.f32(yref, rows * nv)), `${rows}x${cols} relaxed X8 matmul ${nv} tokens vs reference${F}`);
     }
     if (rows > 2) {   // a row range inside the matrix
       kr.f32(yr, rows * 4).fill(7);
       kr.x.kt_matmul(X8, Wr, cols, xqr, xs, 4, yr, rows, 1, rows - 1);
-      for (let v = 0; v < 4; v++) assert.ok(bitsEqualNaN(kr.f32(yr + (v * rows + 1) * 4, rows - 2), kp.f32(yref + (v * rows + 1) * 4, rows - 2)), `${rows}x${cols} relaxed X8 matmul rows 1..${rows - 1}`);
+      for (let v = 0; v < 4; v++) assert.ok(bitsEqualNaN(kr.f32(yr + (v * rows + 1) * 4, rows - 2), kp.f32(yref + (v * rows + 1) * 4, rows - 2)), `${rows}x${cols} relaxed X8 matmul rows 1..${rows - 1}${F}`);
     }
+    }
+    kr.x.ae_set_fused_dot(0);
     kp.release(mp); kr.release(mr);
   }
 });
