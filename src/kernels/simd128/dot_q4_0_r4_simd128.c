@@ -246,7 +246,7 @@ _Static_assert(sizeof(xt4) == 160, "xt4 layout");
 
 #define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
 
-AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, v128 acc[4]) {
+AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc) {
   volatile v128 sink[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const v128 m = wasm_i8x16_splat(0x0f);
@@ -297,24 +297,31 @@ AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile 
   }
 }
 
-#define R4_GEMM_CB8 32    /* blocks per column chunk: 32 x 320 B = 10 KiB */
-static void matmul_d32(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int a0, int a1) {
-  const int nb = ncols / AE_QK4_0;
+/* Both tiles' driver (k = 4: the i16 tile, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k
+ * (a last group of fewer tokens repeats its last token and stores only the real ones), column chunks whose k tokens'
+ * activations are prepared on the stack (10 KiB either way; partial sums cross chunks through y, exactly). */
+#define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
+_Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack buffer for both tiles");
+AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                       int a0, int a1, int k) {
+  const int nb = ncols / AE_QK4_0, cb = k == 8 ? R4_GEMM_CB8 : R4_GEMM_CB;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  xt8 xs[R4_GEMM_CB8];
+  xt4 xs[R4_GEMM_CB];
   volatile v128 acc[8];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 8) {
-      const int nt = nvec - t0 < 8 ? nvec - t0 : 8;   /* a last group of 1-7 tokens repeats its last token */
-      for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB8) {
-        const int n = nb - c0 < R4_GEMM_CB8 ? nb - c0 : R4_GEMM_CB8;
+    for (int t0 = 0; t0 < nvec; t0 += k) {
+      const int nt = nvec - t0 < k ? nvec - t0 : k;
+      for (int c0 = 0; c0 < nb; c0 += cb) {
+        const int n = nb - c0 < cb ? nb - c0 : cb;
         const ae_block_q8_0 *xb[8];
-        for (int t = 0; t < 8; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        prep_tk(xb, n, 8, (uint8_t *)xs);
+        for (int t = 0; t < k; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        prep_tk(xb, n, k, (uint8_t *)xs);
         for (int r = rc; r < re; r += 4) {
-          for (int t = 0; t < 8; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          gemm_tile8_d32((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xs, acc);
+          for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
+          if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
+          else gemm_tile4(rec, n, xs, acc);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
@@ -327,28 +334,8 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
-  if (ae_fused_dot) { matmul_d32(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1); return; }
-  const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  xt4 xs[R4_GEMM_CB];
-  for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
-    const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 4) {
-      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;   /* a last group of 1-3 tokens repeats its last token */
-      for (int c0 = 0; c0 < nb; c0 += R4_GEMM_CB) {
-        const int n = nb - c0 < R4_GEMM_CB ? nb - c0 : R4_GEMM_CB;
-        const ae_block_q8_0 *xb[4];
-        for (int t = 0; t < 4; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        prep_tk(xb, n, 4, (uint8_t *)xs);
-        for (int r = rc; r < re; r += 4) {
-          v128 acc[4];
-          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          gemm_tile4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC, n, xs, acc);
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
-        }
-      }
-    }
-  }
+  if (ae_fused_dot) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8);
+  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4);
 }
 #else
 /* plain: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
