@@ -125,7 +125,7 @@ execFileSync(cc, ['--target=wasm32-wasi', '-nostdlib', '-Wl,--no-entry', '-Wl,--
 async function runAB(bytes, cfg) {
   const { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds } = cfg;
   const label = (e) => (types.length > 1 ? `${e.type} ${e.rev}` : e.rev);
-  const now = typeof process !== 'undefined' && process.cpuUsage
+  const now = typeof process !== 'undefined' && process.cpuUsage && !cfg.wall
     ? () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; } : () => performance.now();
   const mem = new WebAssembly.Memory({ initial: 8192, maximum: 65536 });   // grows to the copies (4 GiB at most)
   const mod = new WebAssembly.Module(bytes);
@@ -203,10 +203,10 @@ async function runAB(bytes, cfg) {
   }
   return [...best];
 }
-const cfg = { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds, coldMiB: Number(opt('--cold-mib', 256)) };
+const cfg = { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds, coldMiB: Number(opt('--cold-mib', 256)), wall: has('--wall') };
 const bytes = fs.readFileSync(wasm);
 fs.rmSync(tmp, { recursive: true, force: true });
-let best, host = 'Node ' + process.version + ', CPU time';
+let best, host = 'Node ' + process.version + (has('--wall') ? ', wall time' : ', CPU time');
 if (has('--browser')) {
   // the same module and measurement in Debian's Chromium (its V8 may lower relaxed SIMD differently from Node's)
   const { launchChromium, CHROMIUM } = await import('../scripts/chromium.mjs');

@@ -6,7 +6,8 @@
 // compat build (wasm32 + Asyncify, npm @wllama/wllama-compat; forced by hiding WebAssembly.Suspending from the page,
 // as on a browser without JSPI). Both wllama builds come from node_modules through the local server; the browser
 // context aborts (and the bench reports) any request that is not to that server, so nothing comes from a CDN.
-// Same prompt ids for every runtime (seeded random ids after BOS), greedy, runs interleaved (rep by rep, runtime by
+// Same prompt ids for every runtime (seeded random ids after BOS), greedy, exactly --gen-tokens tokens (Aether with
+// ignoreEos, native by raw evaluation: end-of-generation tokens do not stop a run), runs interleaved (rep by rep, runtime by
 // runtime, every model loaded once), medians. Prints prefill / decode tok/s, ratios to native and greedy-token
 // agreement with native: the generated ids equal up to the first difference / all ids; for wllama (whose completion
 // API returns text) the number of native tokens whose pieces form a prefix of wllama's generated text.
@@ -126,7 +127,7 @@ async function openAetherNode(file, o, simd) {
       const t0 = performance.now(), c0 = process.cpuUsage();
       let t1 = 0, c1 = null;
       const tokens = [];
-      for await (const p of model.generate(ids, { maxTokens: o.G, greedy: true })) { if (!t1) { t1 = performance.now(); c1 = process.cpuUsage(c0); } tokens.push(p.token); }
+      for await (const p of model.generate(ids, { maxTokens: o.G, greedy: true, ignoreEos: true })) { if (!t1) { t1 = performance.now(); c1 = process.cpuUsage(c0); } tokens.push(p.token); }
       const t2 = performance.now();
       return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, prefillCpu: cpuMs(c1) / (t1 - t0) };
     },
@@ -220,7 +221,7 @@ async function openAetherChromium(rknot, o, simd) {
         const m = window.peerModel;
         await m.reset();
         const tokens = [];
-        for await (const p of m.generate(ids, { maxTokens: G, greedy: true })) tokens.push(p.token);
+        for await (const p of m.generate(ids, { maxTokens: G, greedy: true, ignoreEos: true })) tokens.push(p.token);
         return { prefillTps: m.stats.prefillTps, decodeTps: m.stats.decodeTps, tokens };
       }, { ids, G: o.G });
     },
@@ -356,7 +357,7 @@ async function main() {
       for (const rt of o.runtimes) {
         const p = median(res[rt].map((r) => r.prefillTps)), d = median(res[rt].map((r) => r.decodeTps));
         const agree = native ? agreement(res[rt][0], native[0]) : null;
-        if (process.env.PEERS_DEBUG) process.stderr.write(`${rt}: ${JSON.stringify(res[rt][0].tokens ?? res[rt][0].text)}; native ${JSON.stringify(native?.[0].pieces?.join(''))}\n`);
+        if (process.env.PEERS_DEBUG) process.stderr.write(`${rt}: ${JSON.stringify(res[rt][0].tokens ?? res[rt][0].text)}; native ${JSON.stringify(native?.[0].pieces?.join(''))}; prompt ${JSON.stringify(ids)}\n`);
         const key = (r) => (r.tokens ? r.tokens.join() : r.text);
         const stable = res[rt].every((r) => key(r) === key(res[rt][0]));
         rows.push({
@@ -373,6 +374,7 @@ async function main() {
             `${nat ? ` (${r.prefill_vs_native}x)` : ''}  decode ${String(r.decode_tps).padStart(7)} tok/s${nat ? ` (${r.decode_vs_native}x)` : ''}` +
             `${agree ? `  agree ${agree.prefix}/${o.G} prefix${agree.same === null ? ' (text)' : `, ${agree.same}/${o.G} ids`}` : ''}` +
             `${stable ? '' : '  (output differs between reps)'}` +
+            `${res[rt].some((x) => x.tokens && x.tokens.length < o.G) ? `  (only ${Math.min(...res[rt].map((x) => x.tokens?.length ?? o.G))} tokens generated)` : ''}` +
             `${r.prefill_cpu_per_wall === null ? '' : `  prefill cpu/wall ${r.prefill_cpu_per_wall}`}\n`);
         }
       }

@@ -95,3 +95,17 @@ test('generate(): pieces carry logprobs; same seed, same logprobs; bad bias -> i
     await assert.rejects(m.complete(PROMPT, { maxTokens: 2, topLogprobs: 21 }), (e) => e.code === 'invalid_argument');
   } finally { m.dispose(); }
 });
+
+test('ignoreEos: an end-of-generation token forced by the bias stops generate() unless ignoreEos (then exactly maxTokens tokens); bad values refused', async () => {
+  const m = await load(MODEL);
+  try {
+    const eos = Number(m.metadata['tokenizer.ggml.eos_token_id'] ?? 2);
+    assert.ok(m.tokenizer.isEog(eos), `token ${eos} is an end-of-generation token`);
+    const stopped = await m.complete(PROMPT, { maxTokens: 5, greedy: true, logitBias: { [eos]: 100 } });
+    assert.deepEqual([stopped.tokens.length, m.stats.finishReason], [0, 'stop']);
+    const kept = await m.complete(PROMPT, { maxTokens: 5, greedy: true, logitBias: { [eos]: 100 }, ignoreEos: true });
+    assert.deepEqual(kept.tokens, Array(5).fill(eos));
+    assert.equal(m.stats.finishReason, 'length');
+    await assert.rejects(m.complete(PROMPT, { maxTokens: 2, ignoreEos: 'yes' }), (e) => e.code === 'invalid_argument' && /ignoreEos/.test(e.message));
+  } finally { m.dispose(); }
+});

@@ -148,10 +148,15 @@ test('quantised matvec / matmul / vec_dot: relaxed build == plain build (bits), 
     kr.f32(yr, rows).fill(NaN);
     for (let a0 = 0; a0 < rows;) { const a1 = Math.min(rows, a0 + r.int(1, 6)); kr.x.kt_matvec(type, SIMD, Wr, cols, xqr, yr, a0, a1); a0 = a1; }
     assert.ok(bitsEqual(a, kr.f32(yr, rows)), `${TYPE_NAMES[type]} ${rows}x${cols} split matvec: relaxed != plain`);
-    // matmul over nvec vectors
+    // matmul over nvec vectors (relaxed: both forms of kernels.h ae_fused_dot, e.g. q8_0's sign-moving fused tile)
     kp.x.kt_matmul(type, Wp, cols, xq, xs, nvec, yp, rows, 0, rows);
-    kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
-    assert.ok(bitsEqual(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul: relaxed != plain`);
+    for (const fused of [0, 1]) {
+      kr.x.ae_set_fused_dot(fused);
+      kr.f32(yr, rows * nvec).fill(NaN);
+      kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
+      assert.ok(bitsEqual(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul (fused dot ${fused}): relaxed != plain`);
+    }
+    kr.x.ae_set_fused_dot(0);
     // vec_dot of the first row
     assert.equal(Object.is(kp.x.kt_vec_dot(type, SIMD, cols, Wp, xq), kr.x.kt_vec_dot(type, SIMD, cols, Wr, xqr)), true, `${TYPE_NAMES[type]} vec_dot`);
     checked++;
@@ -230,8 +235,12 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
     assert.ok(bitsEqualNaN(kp.f32(yp, rows), kr.f32(yr, rows)), `${TYPE_NAMES[type]} ${rows}x${cols} matvec: relaxed != plain`);
     if (bad) assert.ok(kr.f32(yr, rows).some((v) => !Number.isFinite(v)), `${TYPE_NAMES[type]} ${rows}x${cols}: the inf / NaN scales reach the output`);
     kp.x.kt_matmul(type, Wp, cols, xq, xs, nvec, yp, rows, 0, rows);
-    kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
-    assert.ok(bitsEqualNaN(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul: relaxed != plain`);
+    for (const fused of [0, 1]) {
+      kr.x.ae_set_fused_dot(fused);
+      kr.x.kt_matmul(type, Wr, cols, xqr, xs, nvec, yr, rows, 0, rows);
+      assert.ok(bitsEqualNaN(kp.f32(yp, rows * nvec), kr.f32(yr, rows * nvec)), `${TYPE_NAMES[type]} ${rows}x${cols} matmul (fused dot ${fused}): relaxed != plain`);
+    }
+    kr.x.ae_set_fused_dot(0);
     kp.release(mp); kr.release(mr);
   }
 });

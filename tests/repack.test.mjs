@@ -100,12 +100,12 @@ test('repack option checked', async () => {
   await assert.rejects(load(g.file, { repack: 'yes' }), (e) => e.code === 'invalid_argument' && /repack/.test(e.message));
 });
 
-// The relaxed build's fused-dot kernels (the repacked q4_0 prefill tile, the repacked q5_1 matvec; EngineOptions.fusedDot;
+// The relaxed build's fused-dot kernels (the repacked q4_0 and the q8_0 prefill tiles, the repacked q5_1 matvec; EngineOptions.fusedDot;
 // docs/DESIGN.md "Relaxed SIMD"): forced on or off they give the same logits, on 1 and 2 threads, with prompts of 19 tokens (two 8-token groups
 // and a remainder) and 7; 'auto' runs the probe (the choice itself depends on the host); the plain build keeps off.
-test('fused-dot kernels (q4_0 prefill tile, q5_1 matvec): on == off bit for bit (relaxed build, 1 and 2 threads), auto probes, plain ignores it, bad values refused', async () => {
+test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bit for bit (relaxed build, 1 and 2 threads), auto probes, plain ignores it, bad values refused', async () => {
   const PROMPT19 = Array.from({ length: 19 }, (_, i) => (i * 37 + 3) % 250);
-  for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1']]) {
+  for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1'], ['qwen2', 'q8_0']]) {
     const g = await generateModel(arch, dtype, 3);
     const go = async (opts) => {
       const m = await load(g.file, { nCtx: 64, simd: 'relaxed', ...opts });
@@ -128,9 +128,9 @@ test('fused-dot kernels (q4_0 prefill tile, q5_1 matvec): on == off bit for bit 
     assert.equal(plain.fused, false, 'the plain build has no fused tile');
     same(off, plain, `${arch} ${dtype} plain build`);
   }
-  const g = await generateModel('llama', 'q8_0', 3);
+  const g = await generateModel('llama', 'f16', 3);
   const m = await load(g.file, { nCtx: 64, simd: 'relaxed' });
-  assert.equal(m.engine.fusedDotProbe, null, 'no q4_0 / q5_1 weights: no probe');
+  assert.equal(m.engine.fusedDotProbe, null, 'no q4_0 / q5_1 / q8_0 weights: no probe');
   m.dispose();
   const g4 = await generateModel('llama', 'q4_0', 3);
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));

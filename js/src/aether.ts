@@ -72,6 +72,9 @@ export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topL
   repeatLastN?: number;
   /** Extra strings that end generation (not included in the output); at run time one string is taken as one stop sequence. */
   stop?: string[];
+  /** Keep generating past end-of-generation tokens (they are output like any token), as llama.cpp's --ignore-eos:
+   *  benchmarks that need exactly maxTokens tokens (default false). */
+  ignoreEos?: boolean;
   /** Prepend BOS to a text prompt (default: the tokenizer's add_bos_token). */
   addBos?: boolean;
   /** Match special tokens written in the prompt text (default false for generate, true for chat). */
@@ -271,7 +274,7 @@ export class AetherModel extends openai.OpenAIMethods {
         const r = this.engine.sample(sp, rng, recent);
         rng = r.rng;
         const tok = r.token;
-        if (this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
+        if (!opts.ignoreEos && this.tokenizer.isEog(tok)) { stats.finishReason = 'stop'; break; }
         const lp = r.logprob === undefined ? undefined : {
           logprob: r.logprob, bytes: Array.from(this.tokenizer.tokenBytes(tok)), topLogprobs: opts.topLogprobs ? r.top!.map((t) => this.tokenLogprob(t.token, t.logprob)) : undefined,
         };
@@ -652,6 +655,7 @@ function checkGenerateOptions(v: unknown): GenerateOptions {
   const o = optionsObject('options', v) as GenerateOptions & Record<string, unknown>;
   optInt('maxTokens', o.maxTokens, 0);
   optBool('greedy', o.greedy);
+  optBool('ignoreEos', o.ignoreEos);
   optNum('seed', o.seed, 0, Number.MAX_SAFE_INTEGER);
   optInt('repeatLastN', o.repeatLastN, 0);
   checkStop(o.stop);

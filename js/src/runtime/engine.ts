@@ -147,7 +147,8 @@ export interface EngineOptions {
   /**
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd
    * in Chromium 156 on x64, three instructions in Node 20's V8) instead of the i16 one plus adds, where a dtype has both
-   * (the repacked q4_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md "Relaxed SIMD"). Both give the same
+   * (the repacked q4_0 prefill GEMM, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md "Relaxed SIMD").
+   * Both give the same
    * bits; which is faster depends on the host. true, false, or 'auto' (default: timed on this host,
    * Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs). No effect with the
    * plain build or without such weights.
@@ -160,8 +161,9 @@ export interface EngineOptions {
 export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
-/** Dtypes (repacked at load) whose relaxed kernels have a fused-dot form: q4_0's R4 prefill GEMM, q5_1's X8 matvec. */
-const FUSED_DOT_DTYPES = new Set(['q4_0', 'q5_1']);
+/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 prefill GEMM, q5_1's X8 matvec); q8_0's
+ *  prefill GEMM has one too (any q8_0 matrix). */
+const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
 /** What Engine.warmup did: its rounds, the time spent, each round's time and its prefill and decode parts (ms), and the
  *  maxBatch batch's time (0: not run). */
 export interface WarmupStats { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number }
@@ -629,13 +631,14 @@ export class Engine {
   /**
    * EngineOptions.fusedDot: set the C switch (ae_set_fused_dot; the plain build has one tile and keeps 0). 'auto' times
    * both tiles on the probe's q4_0 GEMMs (ae_probe_fused_dot, ~2 ms per round) in alternating rounds and takes the
-   * fused one when its best round is at least 3% faster; only when the model has repacked weights of a dtype with a
-   * fused kernel (FUSED_DOT_DTYPES). Either choice gives the same bits.
+   * fused one when its best round is at least 3% faster; only when the model has weights with a fused kernel (q8_0,
+   * FUSED_DOT_REPACKED). Either choice gives the same bits.
    */
   private chooseFusedDot(when: 'load' | 'warmup'): void {
     const opt = this.fusedDotOpt;
     if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? 1 : 0) === 1; return; }
-    const fusedKernels = [...this.repacked].some((n) => FUSED_DOT_DTYPES.has(this.tensorTable.get(n)?.dtype ?? ''));
+    const fusedKernels = [...this.tensorTable.values()].some((t) => t.dtype === 'q8_0')
+      || [...this.repacked].some((n) => FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''));
     if (this.simd !== 'relaxed' || !fusedKernels) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
     const now = () => performance.now();
     let reps = 64, i16Ms = Infinity, i32Ms = Infinity;

@@ -30,10 +30,16 @@
 
 #define GEMM_ROWS 64
 #define GEMM_CB 64
+#define Q8F_SINK 0
 
 typedef struct { v128 e0, o0, e1, o1; } xblk;   /* one token's block, i16 lanes (layouts as the matvecs') */
 
-enum { W_Q8_0, W_Q4_0 };
+/* W_Q8_0F: q8_0 with the fused dot (relaxed build, kernels.h ae_fused_dot). The activation's sign moves onto the
+ * weights: with m = 0xff where x < 0, w ^ m = -w - 1, so sum(w x) = sum(|x| (w ^ m)) + sum(|x| over x < 0); |x| <= 127
+ * (the q8_0 quantiser's range) is the 7-bit operand of ae_rdot (exact, host-independent) and w ^ m any byte. Per (row,
+ * token, block): two xors and two ae_rdot, where the i16 tile needs 4 i32x4.dot_i16x8 and 3 adds. */
+enum { W_Q8_0, W_Q4_0, W_Q8_0F };
+#define KIND_BS(kind) ((kind) == W_Q4_0 ? sizeof(ae_block_q4_0) : sizeof(ae_block_q8_0))
 
 #if AE_RELAXED
 /* Relaxed build, q4_0: e0 / o0 hold the token's bytes 0..15 / 16..31 as they are (the i8 operand of ae_rdot16)
@@ -60,6 +66,12 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
       if (kind == W_Q8_0) {
         o->e0 = e0; o->o0 = o0; o->e1 = e1; o->o1 = o1;
         sum8[4 * b + t] = 0;
+      } else if (kind == W_Q8_0F) {   /* |x| and the sign masks; sum8 = sum(|x| over x < 0) */
+        const v128 z = wasm_i32x4_splat(0);
+        o->e0 = wasm_i8x16_abs(a); o->o0 = wasm_i8x16_lt(a, z); o->e1 = wasm_i8x16_abs(c); o->o1 = wasm_i8x16_lt(c, z);
+        const v128 n = wasm_i16x8_add(wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(o->e0, o->o0)),
+                                      wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(o->e1, o->o1)));
+        sum8[4 * b + t] = ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(n));
       } else {   /* q4_0: pairs with the nibble masks (dot_q4_0_simd128.c) and 2048 sum(x); relaxed: see above */
 #if AE_RELAXED
         o->e0 = a; o->o0 = c; o->e1 = o->o1 = wasm_i32x4_splat(0);
@@ -114,6 +126,7 @@ AE_INLINE int row_finite(const uint8_t *w, int nb, size_t bs) {
 /* Block sums -> acc += (float)sumi * (d_w * d_x) per token lane. */
 AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 dw, const float *dx) {
   if (kind == W_Q4_0) s = wasm_i32x4_shr(wasm_i32x4_sub(s, ae_load(sum8)), Q4_SH);
+  else if (kind == W_Q8_0F) s = wasm_i32x4_add(s, ae_load(sum8));
   else s = wasm_i32x4_shr(s, 8);
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(dw, ae_load(dx))));
 }
@@ -121,9 +134,21 @@ AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 d
 /* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). fast: the row's scales are finite
  * (bscale_fast with dx = d_x 2^112), else bscale with dx = d_x. */
 AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
-  const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
+  const size_t bs = KIND_BS(kind);
   for (int b = 0; b < n; b++, w += bs) {
 #if AE_RELAXED
+    if (kind == W_Q8_0F) {
+      const xblk *x = xs + 4 * b;
+      const v128 w0 = ae_load(w + 2), w1 = ae_load(w + 18), z = wasm_i32x4_splat(0);
+      volatile v128 sink[4];
+      v128 d[4];
+      for (int t = 0; t < 4; t++) {
+        d[t] = ae_rdot(wasm_v128_xor(w1, x[t].o1), x[t].e1, ae_rdot(wasm_v128_xor(w0, x[t].o0), x[t].e0, z));
+        if (Q8F_SINK) sink[t] = d[t];
+      }
+      acc = fma_block(kind, acc, ae_reduce4_i32(d[0], d[1], d[2], d[3]), sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
+      continue;
+    }
     if (kind == W_Q4_0) {
       const v128 v = ae_load(w + 2), f = wasm_i8x16_splat(0x0f);
       const v128 lo = wasm_v128_and(v, f), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
@@ -158,12 +183,12 @@ AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *x
 AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                     int y_stride, int r0, int r1) {
   const int nb = ncols / AE_QK8_0;
-  const size_t rs = (size_t)nb * (kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0));
+  const size_t rs = (size_t)nb * KIND_BS(kind);
   xblk xs[4 * GEMM_CB];
   int32_t sum8[4 * GEMM_CB];
   float dx[4 * GEMM_CB], dxs[4 * GEMM_CB];
   uint8_t fin[GEMM_ROWS];
-  const size_t bs = kind == W_Q8_0 ? sizeof(ae_block_q8_0) : sizeof(ae_block_q4_0);
+  const size_t bs = KIND_BS(kind);
   for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
     const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
     for (int r = rc; r < re; r++) fin[r - rc] = (uint8_t)row_finite((const uint8_t *)W + (size_t)r * rs, nb, bs);
@@ -186,6 +211,9 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
 
 void ae_matmul_rows_q8_0_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                  int y_stride, int r0, int r1) {
+#if AE_RELAXED
+  if (ae_fused_dot) { gemm(W_Q8_0F, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
+#endif
   gemm(W_Q8_0, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
 
