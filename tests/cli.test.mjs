@@ -42,3 +42,17 @@ test('errors are clear and exit non-zero', () => {
   const badCmd = spawnSync(process.execPath, [CLI, 'frob'], { encoding: 'utf8' });
   assert.equal(badCmd.status, 2);
 });
+
+test('aether run / bench: --fused-dot on|off|auto (same tokens; the q8_0 model runs the probe with auto), --ignore-eos; a bad --fused-dot value is refused', () => {
+  const base = ['run', MODEL, '-p', 'The Debian project is', '-n', '8', '--greedy', '--json', '--simd', 'relaxed'];
+  const on = cli(...base, '--fused-dot', 'on'), off = cli(...base, '--fused-dot', 'off'), auto = cli(...base, '--ignore-eos');
+  assert.deepEqual([on.fused_dot, off.fused_dot], [true, false]);
+  assert.deepEqual(on.tokens, off.tokens);
+  assert.deepEqual(auto.tokens, off.tokens);
+  assert.equal(auto.tokens.length, 8);
+  const b = cli('bench', MODEL, '--prompt-tokens', '8', '--gen-tokens', '2', '--reps', '1', '--json', '--simd', 'relaxed');
+  assert.ok(b.fused_dot_probe && b.fused_dot_probe.i16Ms > 0 && b.fused_dot_probe.fused === b.fused_dot, JSON.stringify(b.fused_dot_probe));
+  const bad = spawnSync(process.execPath, [CLI, 'run', MODEL, '-p', 'x', '--fused-dot', 'maybe'], { encoding: 'utf8' });
+  assert.notEqual(bad.status, 0);
+  assert.match(bad.stderr + bad.stdout, /--fused-dot: expected auto, on or off, got 'maybe'/);
+});

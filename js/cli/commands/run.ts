@@ -20,10 +20,11 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --repeat-penalty R    repetition penalty (default 1.0 = off)
   --repeat-last-n N     tokens the penalty looks at (default 64)
   --seed S              RNG seed (default random)
+  --ignore-eos          keep generating past end-of-generation tokens (exactly -n tokens)
   -t, --threads T       compute threads (default 1)
 ${MEM_USAGE}
   --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
-  --fused-dot MODE      relaxed build's prefill tile for q4_0: auto (default: the faster on this host, timed at load), on, off
+  --fused-dot MODE      relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q5_1 matvec): auto (default: timed at load), on, off
 ${KV_USAGE}
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
@@ -35,7 +36,7 @@ ${FFN_USAGE}
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
-      prompt: 'string', 'n-predict': 'number', greedy: 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
+      prompt: 'string', 'n-predict': 'number', greedy: 'boolean', 'ignore-eos': 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
       simd: 'string', 'fused-dot': 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
     },
@@ -63,7 +64,7 @@ export async function run(argv: string[]): Promise<number> {
       maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,
       topK: v['top-k'] as number | undefined, topP: v['top-p'] as number | undefined, minP: v['min-p'] as number | undefined,
       repeatPenalty: v['repeat-penalty'] as number | undefined, repeatLastN: v['repeat-last-n'] as number | undefined,
-      seed: v.seed as number | undefined,
+      seed: v.seed as number | undefined, ignoreEos: !!v['ignore-eos'],
     };
     const gen = v.chat ? model.chat([{ role: 'user', content: prompt }], opts) : model.generate(prompt, opts);
     let text = '';
