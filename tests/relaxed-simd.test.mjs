@@ -245,7 +245,7 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
   }
 });
 
-test('q4_0 repacked (R4) prefill GEMM, relaxed build: the i16-dot tile and the fused-dot tile (ae_set_fused_dot) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
+test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot forms and the fused-dot forms (ae_set_fused_dot) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
   const r = rng(87);
   const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1];
   assert.equal(kp.x.ae_set_fused_dot(1), 0, 'plain build: ae_set_fused_dot stays 0');
@@ -267,6 +267,14 @@ test('q4_0 repacked (R4) prefill GEMM, relaxed build: the i16-dot tile and the f
     for (let t = 0; t < NV; t++) kr.x.kt_matvec(Q40, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
     for (const fused of [0, 1]) {
       kr.x.ae_set_fused_dot(fused);
+      {   // the decode matvec (its fused form too): whole range and random splits (partial groups, 1-3 group tails)
+        const yv = kr.alloc(rows * 4);
+        kr.x.kt_matvec(R4, SIMD, P, cols, xq, yv, 0, rows);
+        assert.ok(bitsEqual(kr.f32(yv, rows), kr.f32(yref, rows)), `${rows}x${cols} fused ${fused}: R4 matvec`);
+        kr.f32(yv, rows).fill(NaN);
+        for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kr.x.kt_matvec(R4, SIMD, P, cols, xq, yv, a, b); a = b; }
+        assert.ok(bitsEqual(kr.f32(yv, rows), kr.f32(yref, rows)), `${rows}x${cols} fused ${fused}: R4 matvec over split row ranges`);
+      }
       for (const nvec of [2, 4, 5, 8, 9, 16, 17]) for (const [a, b] of [[0, rows], [1, rows - 1], [4, Math.min(rows, 9)]]) {
         kr.f32(y, ystr * NV).fill(NaN);
         kr.x.kt_matmul(R4, P, cols, xq, xs, nvec, y, ystr, a, b);

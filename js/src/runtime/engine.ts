@@ -147,7 +147,8 @@ export interface EngineOptions {
   /**
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd
    * in Chromium 156 on x64, three instructions in Node 20's V8) instead of the i16 one plus adds, where a dtype has both
-   * (the repacked q4_0 prefill GEMM, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md "Relaxed SIMD").
+   * (the repacked q4_0 prefill GEMM and matvec, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md
+   * "Relaxed SIMD").
    * Both give the same
    * bits; which is faster depends on the host. true, false, or 'auto' (default: timed on this host,
    * Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs). No effect with the
@@ -161,7 +162,7 @@ export interface EngineOptions {
 export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
-/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 prefill GEMM, q5_1's X8 matvec); q8_0's
+/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM and matvec, q5_1's X8 matvec); q8_0's
  *  prefill GEMM has one too (any q8_0 matrix). */
 const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
 /** What Engine.warmup did: its rounds, the time spent, each round's time and its prefill and decode parts (ms), and the

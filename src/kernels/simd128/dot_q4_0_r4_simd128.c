@@ -101,12 +101,23 @@ AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
   xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
 }
 
-/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ---- */
-AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
+/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ----
+ * fused (relaxed, kernels.h ae_fused_dot): the 8 products of each lane as two chains of 4 ae_rdot (lo / hi nibbles),
+ * where the i16 form needs 8 ae_rdot16, 7 i16 adds and a widening. */
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs, int fused) {
 #if AE_RELAXED
   (void)xs;
   const v128 m = wasm_i8x16_splat(0x0f);
   const int8_t *q = x->qs;
+  if (fused) {
+    v128 lo = wasm_i32x4_splat(0), hi = lo;
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+      lo = ae_rdot(wasm_v128_load32_splat(q + 8 * j), wasm_v128_and(v, m), lo);
+      hi = ae_rdot(wasm_v128_load32_splat(q + 8 * j + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m), hi);
+    }
+    return wasm_i32x4_add(lo, hi);
+  }
   v128 s;
   {
     const v128 v = ae_load(rec + 8);
@@ -120,7 +131,7 @@ AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat
   }
   return wasm_i32x4_extadd_pairwise_i16x8(s);
 #else
-  (void)x;
+  (void)x; (void)fused;
   const int32_t *pa = (const int32_t *)&xs->a, *pb = (const int32_t *)&xs->b, *pc = (const int32_t *)&xs->c,
                 *pd = (const int32_t *)&xs->d;
   v128 s = wasm_i32x4_splat(0);
@@ -148,27 +159,26 @@ AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
 }
 
 /* One group (records from rec), blocks [0, n) of the chunk. */
-AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc) {
+AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc, int fused) {
   for (int b = 0; b < n; b++, rec += AE_R4_REC)
-    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
+    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(rec));
   return acc;
 }
 /* Four groups far apart (records from r[k]), record by record: four sequential streams in different pages, which DRAM
  * serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"; 8 streams spill in V8's code). */
-AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
+AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4], int fused) {
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
   for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
-    a0 = fma_rec(a0, rec_sums(p0, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p0));
-    a1 = fma_rec(a1, rec_sums(p1, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p1));
-    a2 = fma_rec(a2, rec_sums(p2, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p2));
-    a3 = fma_rec(a3, rec_sums(p3, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(p3));
+    a0 = fma_rec(a0, rec_sums(p0, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p0));
+    a1 = fma_rec(a1, rec_sums(p1, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p1));
+    a2 = fma_rec(a2, rec_sums(p2, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p2));
+    a3 = fma_rec(a3, rec_sums(p3, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p3));
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 
-void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  if (r0 >= r1) return;
+AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int fused) {
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
@@ -185,13 +195,13 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
-        group4s(r, n, x + c0, xs, xa, acc);
+        group4s(r, n, x + c0, xs, xa, acc, fused);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = R4_DST(g);
-        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), fused));
       }
     }
   }
@@ -200,6 +210,11 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
     const int g = r >> 2;
     if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
   }
+}
+void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  if (AE_RELAXED && ae_fused_dot) matvec_r4(W, ncols, xq, y, r0, r1, 1);
+  else matvec_r4(W, ncols, xq, y, r0, r1, 0);
 }
 
 /* ---- prefill GEMM ---- */
