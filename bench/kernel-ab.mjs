@@ -2,12 +2,14 @@
 // A/B of one quantised matvec kernel between git revisions, interleaved in ONE process (same memory, same
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
 //   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q5_0|q5_0_x8|q4_K|q6_K|...] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
-//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256] [--fused-dot] [--browser]
+//                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256] [--fused-dot] [--browser] [--wall]
 // --type q4_0_r4 / q5_0_x8 / q5_1_x8: the load-time repacked q4_0 / q5_0 / q5_1 layouts (kernels.h), checked against the file dtype's
 //   reference. Several types of one file dtype (--type q5_0,q5_0_x8): each type's kernels of every revision, on the
 //   same weights (a copy set per layout), interleaved in the same rounds.
 // --fused-dot: kernels.h's ae_fused_dot = 1 for every revision (the relaxed build's fused-dot GEMM tile, where one exists).
-// --browser: the same module and measurement in Debian's Chromium (wall time), whose V8 lowers relaxed SIMD differently.
+// --browser: the same module and measurement in Debian's Chromium (wall time), whose V8 lowers relaxed SIMD differently;
+//   KAB_JSFLAGS replaces its V8 flags (default --js-flags=--no-liftoff; add --perf-prof --perf-prof-annotate-wasm to
+//   read its code with perf). --wall: wall time in Node too (default: CPU time).
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
 //   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.

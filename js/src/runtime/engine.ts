@@ -148,11 +148,9 @@ export interface EngineOptions {
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd
    * in Chromium 156 on x64, three instructions in Node 20's V8) instead of the i16 one plus adds, where a dtype has both
    * (the repacked q4_0 prefill GEMM and matvec, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md
-   * "Relaxed SIMD").
-   * Both give the same
-   * bits; which is faster depends on the host. true, false, or 'auto' (default: timed on this host,
-   * Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs). No effect with the
-   * plain build or without such weights.
+   * "Relaxed SIMD"). Both give the same bits; which is faster depends on the host. true, false, or 'auto' (default:
+   * timed on this host, Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs).
+   * No effect with the plain build or without such weights.
    */
   fusedDot?: boolean | 'auto';
 }
@@ -643,7 +641,11 @@ export class Engine {
     if (this.simd !== 'relaxed' || !fusedKernels) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
     const now = () => performance.now();
     let reps = 64, i16Ms = Infinity, i32Ms = Infinity;
-    for (let t = now(); now() - t < 1 && reps < 1 << 16;) { t = now(); this.core.ae_probe_fused_dot(0, reps); if (now() - t < 1) reps *= 2; }
+    for (; reps < 1 << 16; reps *= 2) {   // enough repetitions for >= 1 ms per round (timer resolution)
+      const t = now();
+      this.core.ae_probe_fused_dot(0, reps);
+      if (now() - t >= 1) break;
+    }
     for (let round = 0; round < 4; round++) {
       for (const f of round % 2 ? [1, 0] : [0, 1]) {
         const t = now();
