@@ -15,6 +15,10 @@
 // op class of each generation (prefill and decode together) and the rest of the generation's time (outside the
 // forward pass: tokenizer, sampler, the worker's messages), first generation vs the median of the others.
 //
+// The page is a blank one (bench/lib/blank.html): until session 12 this bench used examples/browser/minimal.html, whose
+// own script loads the tiny model with 2 threads and generates while the bench's engine warms up and runs its first
+// generations, which made those look 2-4x slower than later ones on a 2-core machine.
+//
 // MODEL is a path under the repository (it is served by examples/browser/server.mjs; a symlink in the git-ignored
 // build/ folder serves a file from elsewhere) or a URL.
 import fs from 'node:fs';
@@ -43,7 +47,7 @@ try {
   for (const warm of WARMUPS) for (let pg = 0; pg < PAGES; pg++) {
     const { page, close } = await launchChromium({ prefix: 'aether-first-run-' });
     try {
-      await page.goto(`${server.url}examples/browser/minimal.html`);
+      await page.goto(`${server.url}bench/lib/blank.html`);   // not the minimal demo page: it loads and runs its own engine
       const modelUrl = /^https?:/.test(MODEL) ? MODEL : `${server.url}${path.relative(repoRoot, path.resolve(repoRoot, MODEL))}`;
       const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm, TIMING }) => {
         const { Aether } = await import('/dist/src/browser/index.js');

@@ -62,3 +62,25 @@ test('chat() on a model without a chat template stops at the end of the turn (fa
     assert.deepEqual(options.stop, ['\nUser:', '\nSystem:', 'xyz']);
   } finally { m.dispose(); }
 });
+
+test('load warm-up (on by default in browsers): rounds with sampling, at least its minimum time, then the same greedy tokens as without it', async () => {
+  const prompt = 'The Debian project is a free operating system. '.repeat(3);
+  const cold = await load(MODEL, { warmup: false });
+  let want;
+  try {
+    assert.equal(cold.warmupStats, null);
+    want = (await cold.complete(prompt, { maxTokens: 24, greedy: true })).tokens;
+  } finally { cold.dispose(); }
+  const m = await load(MODEL, { warmup: true });
+  try {
+    const w = m.warmupStats;
+    assert.ok(w.rounds >= 3 && w.rounds <= 40, JSON.stringify(w));
+    // at least the minimum time (150 ms) unless the 40-round cap stopped it first
+    assert.ok(w.ms >= 150 || w.rounds === 40, JSON.stringify(w));
+    assert.equal(w.prefillMs.length, w.rounds);
+    assert.equal(w.decodeMs.length, w.rounds);
+    // decodeMs is per decode step: below its round's time, which holds at least 4 of them and the prefill
+    w.decodeMs.forEach((d, i) => assert.ok(d > 0 && 4 * d <= w.roundMs[i] - w.prefillMs[i] + 0.4, `round ${i}: ${JSON.stringify(w)}`));
+    assert.deepEqual((await m.complete(prompt, { maxTokens: 24, greedy: true })).tokens, want);
+  } finally { m.dispose(); }
+});

@@ -163,8 +163,8 @@ const STACK_SIZE = 1 << 20;
 /** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM and matvec, q5_1's X8 matvec); q8_0's
  *  prefill GEMM has one too (any q8_0 matrix). */
 const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
-/** What Engine.warmup did: its rounds, the time spent, each round's time and its prefill and decode parts (ms), and the
- *  maxBatch batch's time (0: not run). */
+/** What Engine.warmup did: its rounds, the time spent, each round's time, its prefill's time and its time per decode
+ *  step (with sampling) (ms), and the maxBatch batch's time (0: not run). */
 export interface WarmupStats { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number }
 
 /** Default of EngineOptions.singleThreadBelow (bytes of weights per decode token). */
@@ -194,6 +194,13 @@ const MAX_RECENT = 1024;
 /** Most logit-bias entries per call, and most alternatives per token of log-probabilities. */
 export const MAX_LOGIT_BIAS = 1024;
 export const MAX_TOP_LOGPROBS = 20;
+
+/** The warm-up's decode steps sample as generations do: greedy, and the default sampling chain with a repetition penalty. */
+const WARMUP_GREEDY: SamplerParams = { temperature: 0 };
+const WARMUP_SAMPLING: SamplerParams = { temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1.1 };
+/** Engine.warmup: the least time it spends (small models; docs/PERFORMANCE.md, browser first run) and the decode steps' time per round. */
+const WARMUP_MIN_MS = 150;
+const WARMUP_DECODE_MS = 8;
 
 export interface SamplerParams {
   temperature?: number; topK?: number; topP?: number; minP?: number; repeatPenalty?: number;
@@ -583,38 +590,49 @@ export class Engine {
 
   /**
    * Warm-up: V8 runs wasm first in its baseline tier (Liftoff) and optimises a function once it has run
-   * enough, in the background; without this the first generation after a load is several times slower than
-   * later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a prefill batch of `prefillChunk` tokens (the
-   * first chunk of a generation's prefill, AetherModel.prefill) plus a few decode steps on dummy tokens (the same
-   * kernels a generation runs, on every thread) until both the prefill part and the decode part of a round took at
-   * most half of their first round's time (the optimised code is in use; then one more round), or 10 rounds, or
-   * `maxMs` is spent; then one prefill batch of maxBatch tokens (the size of the later chunks of a long prompt) when
-   * its estimated time fits in what is left of `maxMs`. The KV cache rows it wrote are overwritten by the next prompt
-   * (the caller forgets its cached tokens). Returns the rounds, the time spent, each round's time (and its prefill
-   * and decode parts) and the maxBatch batch's time (0: not run).
+   * enough (a budget of bytes executed per function), in the background; without this the first generation after a
+   * load is several times slower than later ones (docs/PERFORMANCE.md, browser first run). Runs rounds of a prefill
+   * batch of `prefillChunk` tokens (the first chunk of a generation's prefill, AetherModel.prefill) plus decode steps
+   * on dummy tokens, each followed by sampling (the same kernels a generation runs, on every thread): 4 decode steps
+   * in the first round, then as many as take about WARMUP_DECODE_MS (4..32), since a small model's per-call glue (the
+   * forward pass's job loop, RoPE rows, the sampler) spends its budget per call, not per weight. Stops when both the
+   * prefill part and the decode part of a round took at most half of their first round's time (the optimised code is
+   * in use; then one more round) and at least WARMUP_MIN_MS were spent, or after 40 rounds, or when `maxMs` is spent;
+   * then one prefill batch of maxBatch tokens (the size of the later chunks of a long prompt) when its estimated time
+   * fits in what is left of `maxMs`. The KV cache rows it wrote are overwritten by the next prompt (the caller forgets
+   * its cached tokens). Returns the rounds, the time spent, each round's time (and its prefill and decode parts) and
+   * the maxBatch batch's time (0: not run).
    */
   warmup(maxMs = 3000, prefillChunk = 16): WarmupStats {
     this.check();
     const now = () => performance.now();
     const r1 = (x: number) => Math.round(x * 10) / 10;
     const t0 = now();
-    const D = 4, B = Math.min(this.maxBatch, prefillChunk, this.nCtx - D);
+    const B = Math.min(this.maxBatch, prefillChunk, this.nCtx - 4);
     if (B < 1) return { rounds: 0, ms: 0, roundMs: [], prefillMs: [], decodeMs: [], batchMs: 0 };
+    const maxD = Math.min(32, this.nCtx - B);
     // varied token ids, not one repeated id: real prompts give K / V values that take every path of the cache's
     // conversion (a first prefill with the repeated id 0 in the warm-up still ran its K / V stores 7x slower)
     const V = this.config.vocab_size, tokAt = (i: number) => (1 + i * 7919) % V;
     const toks = Array.from({ length: B }, (_, i) => tokAt(i));
     const roundMs: number[] = [], prefillMs: number[] = [], decodeMs: number[] = [];
+    let rng = this.seedRng(1);
+    let D = 4;
     for (;;) {
       const s = now();
       this.forward(toks, 0);
       const s1 = now();
-      for (let i = 0; i < D; i++) this.forward([tokAt(B + i)], B + i);
+      for (let i = 0; i < D; i++) {
+        this.forward([tokAt(B + i)], B + i);
+        rng = this.sample(i % 2 ? WARMUP_GREEDY : WARMUP_SAMPLING, rng, toks).rng;   // the sampler's kernels too
+      }
       const s2 = now();
-      prefillMs.push(r1(s1 - s)); decodeMs.push(r1(s2 - s1)); roundMs.push(r1(s2 - s));
+      // per decode step, so that rounds with different step counts compare
+      prefillMs.push(r1(s1 - s)); decodeMs.push(r1((s2 - s1) / D)); roundMs.push(r1(s2 - s));
       const n = roundMs.length;
-      if (n >= 3 && prefillMs[n - 2] <= 0.5 * prefillMs[0] && decodeMs[n - 2] <= 0.5 * decodeMs[0]) break;
-      if (n >= 10 || now() - t0 + (s2 - s) > maxMs) break;
+      if (n >= 3 && prefillMs[n - 2] <= 0.5 * prefillMs[0] && decodeMs[n - 2] <= 0.5 * decodeMs[0] && now() - t0 >= WARMUP_MIN_MS) break;
+      if (n >= 40 || now() - t0 + (s2 - s) > maxMs) break;
+      D = Math.max(4, Math.min(maxD, Math.round(WARMUP_DECODE_MS / Math.max(0.01, (s2 - s1) / D))));
     }
     let batchMs = 0;
     const BM = Math.min(this.maxBatch, this.nCtx);
