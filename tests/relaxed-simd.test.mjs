@@ -245,7 +245,7 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
   }
 });
 
-test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot forms and the fused-dot forms (ae_set_fused_dot) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
+test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEMM tile and the fused-dot one (ae_set_fused_dot; the matvec has one form, run under both values) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
   const r = rng(87);
   const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1];
   assert.equal(kp.x.ae_set_fused_dot(1), 0, 'plain build: ae_set_fused_dot stays 0');

@@ -310,7 +310,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
                                     float *y, int y_stride, int r0, int r1);
 
 /* Which form the relaxed build's kernels take where they have two (docs/DESIGN.md "Relaxed SIMD", fused dot: the R4
- * q4_0 and the q8_0 prefill GEMMs, the R4 q4_0 and the q5_1 X8 matvecs): 0 the i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds, 1
+ * q4_0 and the q8_0 prefill GEMMs, the q5_1 X8 matvec): 0 the i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds, 1
  * the i32 relaxed dot (ae_rdot) as the accumulation itself, one instruction where the host lowers it to AVX-VNNI
  * vpdpbusd (Chromium 156 on x64) and three in V8 11.x (Node 20). The forms give the same bits; only their speed differs by host, so the host times both
  * (ae_probe_fused_dot) and picks. A global in the shared memory: every thread's instance sees one value. The plain

@@ -160,7 +160,7 @@ export interface EngineOptions {
 export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
-/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM and matvec, q5_1's X8 matvec); q8_0's
+/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM, q5_1's X8 matvec); q8_0's
  *  prefill GEMM has one too (any q8_0 matrix). */
 const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
 /** What Engine.warmup did: its rounds, the time spent, each round's time, its prefill's time and its time per decode

@@ -101,51 +101,38 @@ AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
   xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
 }
 
-/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ----
- * fused (relaxed, kernels.h ae_fused_dot): the 8 products of each lane as two chains of 4 ae_rdot (lo / hi nibbles),
- * where the i16 form needs 8 ae_rdot16, 7 i16 adds and a widening. */
-AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs, int fused) {
+/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ---- */
 #if AE_RELAXED
+/* chunk j of a record against its two activation splats: s += the 4 rows' i16 pair sums */
+AE_INLINE v128 chunk_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
+  const v128 v = ae_load(rec + 8 + 16 * j);
+  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, m)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), m))));
+}
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
   (void)xs;
   const v128 m = wasm_i8x16_splat(0x0f);
-  const int8_t *q = x->qs;
-  if (fused) {
-    v128 lo = wasm_i32x4_splat(0), hi = lo;
-    for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j);
-      lo = ae_rdot(wasm_v128_load32_splat(q + 8 * j), wasm_v128_and(v, m), lo);
-      hi = ae_rdot(wasm_v128_load32_splat(q + 8 * j + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m), hi);
-    }
-    return wasm_i32x4_add(lo, hi);
-  }
-  v128 s;
-  {
-    const v128 v = ae_load(rec + 8);
-    s = wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(q), wasm_v128_and(v, m)),
-                       ae_rdot16(wasm_v128_load32_splat(q + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m)));
-  }
-  for (int j = 1; j < 4; j++) {
-    const v128 v = ae_load(rec + 8 + 16 * j);
-    s = wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(wasm_v128_load32_splat(q + 8 * j), wasm_v128_and(v, m)),
-                                         ae_rdot16(wasm_v128_load32_splat(q + 8 * j + 4), wasm_v128_and(wasm_u16x8_shr(v, 4), m))));
-  }
-  return wasm_i32x4_extadd_pairwise_i16x8(s);
-#else
-  (void)x; (void)fused;
-  const int32_t *pa = (const int32_t *)&xs->a, *pb = (const int32_t *)&xs->b, *pc = (const int32_t *)&xs->c,
-                *pd = (const int32_t *)&xs->d;
   v128 s = wasm_i32x4_splat(0);
-  for (int j = 0; j < 4; j++) {
-    const v128 v = ae_load(rec + 8 + 16 * j);
-    const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x000f)), wasm_v128_load32_splat(pa + j)),
-                                   wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x0f00)), wasm_v128_load32_splat(pb + j)));
-    const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), wasm_v128_load32_splat(pc + j)),
-                                   wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), wasm_v128_load32_splat(pd + j)));
-    s = wasm_i32x4_add(s, wasm_i32x4_add(s0, s1));
-  }
-  return s;
-#endif
+  for (int j = 0; j < 4; j++) s = chunk_i16(s, rec, j, wasm_v128_load32_splat(x->qs + 8 * j), wasm_v128_load32_splat(x->qs + 8 * j + 4), m);
+  return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
+#else
+/* chunk j of a record against the block's 4 pair patterns: s += 256 x the 4 rows' sums (see the top) */
+AE_INLINE v128 chunk_plain(v128 s, const uint8_t *rec, int j, v128 pa, v128 pb, v128 pc, v128 pd) {
+  const v128 v = ae_load(rec + 8 + 16 * j);
+  const v128 s0 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x000f)), pa),
+                                 wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x0f00)), pb));
+  const v128 s1 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, wasm_i16x8_splat(0x00f0)), pc),
+                                 wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), pd));
+  return wasm_i32x4_add(s, wasm_i32x4_add(s0, s1));
+}
+#define R4_PAT(xs, f, j) wasm_v128_load32_splat((const int32_t *)&(xs)->f + (j))
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
+  (void)x;
+  v128 s = wasm_i32x4_splat(0);
+  for (int j = 0; j < 4; j++) s = chunk_plain(s, rec, j, R4_PAT(xs, a, j), R4_PAT(xs, b, j), R4_PAT(xs, c, j), R4_PAT(xs, d, j));
+  return s;
+}
+#endif
 
 /* the 4 scales of a record: d_w * 2^-112 as f32 (exact for finite halves) */
 AE_INLINE v128 rec_scales(const uint8_t *rec) {
@@ -159,26 +146,53 @@ AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
 }
 
 /* One group (records from rec), blocks [0, n) of the chunk. */
-AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc, int fused) {
+AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc) {
   for (int b = 0; b < n; b++, rec += AE_R4_REC)
-    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(rec));
+    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
   return acc;
 }
 /* Four groups far apart (records from r[k]), record by record: four sequential streams in different pages, which DRAM
- * serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"; 8 streams spill in V8's code). */
-AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4], int fused) {
+ * serves faster than one (docs/PERFORMANCE.md "Decode matvecs from DRAM"; 8 streams spill in V8's code). Within a
+ * record, chunk-major: chunk j's activation splats are loaded once and used by the 4 groups, and the 4 groups' sums
+ * are stored to a volatile slot after each chunk, which keeps TurboFan from hoisting every load of the record above
+ * the arithmetic and spilling them (16 SIMD registers on x64): 1.3x in Node, 1.5-1.75x in Chromium over the record
+ * by record form (docs/PERFORMANCE.md, session 12). The same integer sums and float sequence: bit-identical. */
+AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
+  volatile v128 sink[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+#if AE_RELAXED
+  (void)xs;
+  const v128 m = wasm_i8x16_splat(0x0f);
+#endif
   for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
-    a0 = fma_rec(a0, rec_sums(p0, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p0));
-    a1 = fma_rec(a1, rec_sums(p1, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p1));
-    a2 = fma_rec(a2, rec_sums(p2, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p2));
-    a3 = fma_rec(a3, rec_sums(p3, x + b, AE_RELAXED ? xs : xs + b, fused), xa + b, rec_scales(p3));
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    for (int j = 0; j < 4; j++) {
+#if AE_RELAXED
+      const int8_t *q = x[b].qs;
+      const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
+      s0 = chunk_i16(s0, p0, j, xl, xh, m); s1 = chunk_i16(s1, p1, j, xl, xh, m);
+      s2 = chunk_i16(s2, p2, j, xl, xh, m); s3 = chunk_i16(s3, p3, j, xl, xh, m);
+#else
+      const v128 pa = R4_PAT(xs + b, a, j), pb = R4_PAT(xs + b, b, j), pc = R4_PAT(xs + b, c, j), pd = R4_PAT(xs + b, d, j);
+      s0 = chunk_plain(s0, p0, j, pa, pb, pc, pd); s1 = chunk_plain(s1, p1, j, pa, pb, pc, pd);
+      s2 = chunk_plain(s2, p2, j, pa, pb, pc, pd); s3 = chunk_plain(s3, p3, j, pa, pb, pc, pd);
+#endif
+      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+    }
+#if AE_RELAXED
+    s0 = wasm_i32x4_extadd_pairwise_i16x8(s0); s1 = wasm_i32x4_extadd_pairwise_i16x8(s1);
+    s2 = wasm_i32x4_extadd_pairwise_i16x8(s2); s3 = wasm_i32x4_extadd_pairwise_i16x8(s3);
+#endif
+    a0 = fma_rec(a0, s0, xa + b, rec_scales(p0));
+    a1 = fma_rec(a1, s1, xa + b, rec_scales(p1));
+    a2 = fma_rec(a2, s2, xa + b, rec_scales(p2));
+    a3 = fma_rec(a3, s3, xa + b, rec_scales(p3));
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 
-AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int fused) {
+AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
@@ -195,13 +209,13 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
-        group4s(r, n, x + c0, xs, xa, acc, fused);
+        group4s(r, n, x + c0, xs, xa, acc);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = R4_DST(g);
-        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), fused));
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
       }
     }
   }
@@ -213,8 +227,7 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
 }
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  if (AE_RELAXED && ae_fused_dot) matvec_r4(W, ncols, xq, y, r0, r1, 1);
-  else matvec_r4(W, ncols, xq, y, r0, r1, 0);
+  matvec_r4(W, ncols, xq, y, r0, r1);
 }
 
 /* ---- prefill GEMM ---- */
