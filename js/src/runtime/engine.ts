@@ -146,8 +146,9 @@ export interface EngineOptions {
   repack?: boolean | 'auto';
   /**
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd
-   * in Chromium 156 on x64, three instructions in Node 20's V8) instead of the i16 one plus adds, where a dtype has both
-   * (the repacked q4_0 prefill GEMM and matvec, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md
+   * in Chromium 156 on an x64 CPU with AVX-VNNI, three instructions in Node 20's V8 and where the CPU lacks AVX-VNNI)
+   * instead of the i16 one plus adds, where a dtype has both
+   * (the repacked q4_0 prefill GEMM, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md
    * "Relaxed SIMD"). Both give the same bits; which is faster depends on the host. true, false, or 'auto' (default:
    * timed on this host, Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs).
    * No effect with the plain build or without such weights.
