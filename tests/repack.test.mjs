@@ -24,7 +24,7 @@ async function run(file, opts, setup) {
     e.forward(PROMPT, 0); out.push(e.logits());
     e.forward([55], PROMPT.length); out.push(e.logits());
     e.forward([201], PROMPT.length + 1); out.push(e.logits());
-    return { out, repacked: [...e.repacked].sort(), simd: m.simd };
+    return { out, repacked: [...e.repacked].sort(), r4: [...e.repackedR4].sort(), simd: m.simd };
   } finally { m.dispose(); }
 }
 const same = (a, b, what) => a.out.forEach((l, i) => assert.ok(bitsEqual(l, b.out[i]), `${what}: step ${i} logits differ`));
@@ -40,6 +40,10 @@ for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_
       const matrices = [...g.dtypes].filter(([n, d]) => d === dtype && n !== 'token_embd.weight').map(([n]) => n).sort();
       assert.deepEqual(on.repacked, matrices, `every ${dtype} matrix but the token embedding is repacked`);
       assert.ok(!on.repacked.includes('token_embd.weight'));
+      // q5_0: the relaxed build's row-group layout (AE_Q5_0_R4) where rows % 4 == 0, the plain build's X8 layout
+      if (dtype === 'q5_0' && simd === 'relaxed') {
+        assert.ok(on.r4.length > 0 && on.r4.every((n) => matrices.includes(n)), `relaxed q5_0 in AE_Q5_0_R4: ${on.r4}`);
+      } else assert.equal(on.r4.length, 0);
       same(off, on, `${simd} repack`);
       same(on, on2, `${simd} 1 vs 2 threads`);
       const auto = await run(g.file, { simd });
@@ -62,6 +66,7 @@ for (const dtype of ['q4_0', 'q5_0', 'q5_1']) test(`${dtype}: tensorBytes of a r
   const m = await load(g.file, { ...opts, repack: true, nCtx: 64 });
   try {
     assert.ok(m.engine.repacked.has('blk.0.ffn_gate.weight'));
+    if (dtype === 'q5_0') assert.ok(m.engine.repackedR4.has('blk.0.ffn_gate.weight'), 'the relaxed build: AE_Q5_0_R4');
     for (const name of ['blk.0.ffn_gate.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight']) {
       assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
     }

@@ -338,6 +338,23 @@ void ae_matvec_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q5_0_R4: the relaxed build's load-time layout of a q5_0 matrix (the plain build keeps AE_Q5_0_X8), rows in groups of
+ * 4 as AE_Q4_0_R4: per block column one 88-byte record (4 x 22 B, in place): the 4 rows' f16 scales (8 B), 4 chunks of
+ * 16 B with the low 4 bits of the 5-bit values q laid out as AE_Q4_0_R4's nibbles, then 16 B of 5th bits (byte
+ * 4k + i, bit 2j / 2j + 1 = bit 4 of q of row k's element 8j + i / 8j + 4 + i; a u16 shift and one mask put it at
+ * bit 4 of the chunk's bytes). The 5-bit values are the relaxed dot's 7-bit operand: sum(q x) - 16 sum(x) exact and
+ * host-independent, the 4 rows in the lanes as the R4 q4_0 kernels. Only matrices with rows % 4 == 0 and finite
+ * scales (the others get AE_Q5_0_X8). Results equal the q5_0 kernels' bit for bit. */
+#define AE_Q5_0_R4 ((ae_type)259)
+#define AE_R45_REC 88
+int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 (relaxed build; the plain one: the reference) */
+int ae_repack_q5_0_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q5_0_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* AE_Q5_1_X8: the same for q5_1 (Q5_K_M files fall back to it for rows not a multiple of 256 long), in place: d and
  * m first, then T[4] and A[16] from the 5-bit values q (element = q d + m) as in AE_Q5_0_X8. Its kernels get the
  * bytes 8 (q - 16) and add 16 sum(x) (the activation block's integer sum) back to the integer sums: exact. */

@@ -20,7 +20,7 @@
  * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). The
  * matvec reads 4 groups from the 4 quarters of its row range record by record: 4 sequential streams in different
  * pages keep more DRAM reads in flight than one (1.4-1.7x from DRAM; "Decode matvecs from DRAM"). */
-#include "simd128_util.h"
+#include "q32_simd128.h"   /* simd128_util.h, and ae_q32_qh for the q5_0 layout */
 
 #if AE_RELAXED
 #define R4_CHUNK 512      /* blocks per column chunk: xaux only, 8 B each (4 KiB) */
@@ -77,6 +77,59 @@ int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
   return 0;
 }
 
+/* One AE_Q5_0_R4 record from the 4 rows' q5_0 blocks p[k] (d, qh, qs): the nibbles as pack_rec; the 5th bits as
+ * q32_simd128.h's flags (0x10 per element), put in chunk order by the same shuffles, moved to bits 0 / 1 of their
+ * bytes, lane j (chunk j) multiplied by 4^j (bits 2j, 2j + 1; no carries) and the 4 lanes or-ed together. */
+static const int32_t r45_mul[4] __attribute__((aligned(16))) = {1, 4, 16, 64};
+AE_INLINE void pack_rec5(const uint8_t *const p[4], uint8_t *rec) {
+  const v128 m = wasm_i8x16_splat(0x0f);
+  const int32_t *mp = r45_mul;
+  __asm__("" : "+r"(mp));   /* a multiply, not per-lane shifts */
+  const v128 mul = ae_load(mp);
+  v128 r[4];
+  for (int k = 0; k < 4; k++) {
+    const v128 q = ae_load(p[k] + 6);
+    const v128 lo = wasm_v128_and(q, m), hi = wasm_v128_and(wasm_u16x8_shr(q, 4), m);
+    const v128 a = wasm_i8x16_shuffle(lo, hi, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const v128 b = wasm_i8x16_shuffle(lo, hi, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    r[k] = wasm_v128_or(a, wasm_i16x8_shl(b, 4));
+    v128 h0, h1;
+    ae_q32_qh(p[k] + 2, &h0, &h1);
+    const v128 fa = wasm_i8x16_shuffle(h0, h1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const v128 fb = wasm_i8x16_shuffle(h0, h1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    v128 u = wasm_i32x4_mul(wasm_v128_or(wasm_u16x8_shr(fa, 4), wasm_u16x8_shr(fb, 3)), mul);
+    u = wasm_v128_or(u, wasm_i32x4_shuffle(u, u, 2, 3, 0, 1));
+    u = wasm_v128_or(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
+    const uint32_t hb = (uint32_t)wasm_i32x4_extract_lane(u, 0);
+    __builtin_memcpy(rec + 72 + 4 * k, &hb, 4);
+  }
+  const v128 t0 = wasm_i32x4_shuffle(r[0], r[1], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r[0], r[1], 2, 6, 3, 7);
+  const v128 t2 = wasm_i32x4_shuffle(r[2], r[3], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r[2], r[3], 2, 6, 3, 7);
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, p[k], 2);
+  wasm_v128_store(rec + 8, wasm_i64x2_shuffle(t0, t2, 0, 2));
+  wasm_v128_store(rec + 24, wasm_i64x2_shuffle(t0, t2, 1, 3));
+  wasm_v128_store(rec + 40, wasm_i64x2_shuffle(t1, t3, 0, 2));
+  wasm_v128_store(rec + 56, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK5_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q5_0);
+  if (nrows % 4) return 1;
+  const ae_block_q5_0 *all = (const ae_block_q5_0 *)W;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
+    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
+  for (int g = 0; g < nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *p[4];
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * sizeof(ae_block_q5_0);
+      pack_rec5(p, base + (size_t)b * AE_R45_REC);
+    }
+  }
+  return 0;
+}
+
 /* ---- activation preparation ---- */
 
 #if AE_RELAXED
@@ -94,6 +147,13 @@ AE_INLINE void prep_splats(const ae_block_q8_0 *x, xsplat *o) {
 }
 #endif
 
+/* -mul sum(x) (mul: R4_SUM8 for q4_0's -8, 16 for q5_0's -16) and d_x 2^112 */
+AE_INLINE void prep_aux_m(const ae_block_q8_0 *x, xaux *xa, int mul) {
+  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16);
+  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a), wasm_i16x8_extadd_pairwise_i8x16(c));
+  xa->nsum = -mul * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
+  xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
+}
 AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
   const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16);
   const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a), wasm_i16x8_extadd_pairwise_i8x16(c));
@@ -114,6 +174,30 @@ AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat
   v128 s = wasm_i32x4_splat(0);
   for (int j = 0; j < 4; j++) s = chunk_i16(s, rec, j, wasm_v128_load32_splat(x->qs + 8 * j), wasm_v128_load32_splat(x->qs + 8 * j + 4), m);
   return wasm_i32x4_extadd_pairwise_i16x8(s);
+}
+/* AE_Q5_0_R4 (kernels.h): bit b of the 5th-bit bytes h moved to bit 4 of each byte (a u16 shift by at most 4 left or
+ * 3 right brings no bit of the neighbouring byte to bit 4) */
+AE_INLINE v128 hb5(v128 h, int b) {
+  return wasm_v128_and(b <= 4 ? wasm_i16x8_shl(h, 4 - b) : wasm_u16x8_shr(h, b - 4), wasm_i8x16_splat(0x10));
+}
+/* chunk j of a q5_0 R4 record: s += the 4 rows' i16 pair sums of q x (q <= 31: a lane holds at most 4 products of
+ * |31 x 128| per chunk, so two chunks fit in i16 and the sums widen every two chunks) */
+AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
+  const v128 v = ae_load(rec + 8 + 16 * j), h = ae_load(rec + 72);
+  const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
+}
+AE_INLINE v128 rec5_sums(const uint8_t *rec, const ae_block_q8_0 *x) {
+  const v128 m = wasm_i8x16_splat(0x0f), z = wasm_i32x4_splat(0);
+  v128 t = z;
+#pragma clang loop unroll(full)
+  for (int half = 0; half < 2; half++) {
+    v128 s = z;
+#pragma clang loop unroll(full)
+    for (int j = 2 * half; j < 2 * half + 2; j++) s = chunk5_i16(s, rec, j, wasm_v128_load32_splat(x->qs + 8 * j), wasm_v128_load32_splat(x->qs + 8 * j + 4), m);
+    t = wasm_i32x4_add(t, wasm_i32x4_extadd_pairwise_i16x8(s));
+  }
+  return t;
 }
 #else
 /* chunk j of a record against the block's 4 pair patterns: s += 256 x the 4 rows' sums (see the top) */
@@ -145,10 +229,14 @@ AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&xa->dxs))));
 }
 
-/* One group (records from rec), blocks [0, n) of the chunk. */
-AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc) {
-  for (int b = 0; b < n; b++, rec += AE_R4_REC)
+/* One group (records from rec), blocks [0, n) of the chunk; q5: AE_Q5_0_R4 records (relaxed build only). */
+AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc, int q5) {
+  for (int b = 0; b < n; b++, rec += q5 ? AE_R45_REC : AE_R4_REC) {
+#if AE_RELAXED
+    if (q5) { acc = fma_rec(acc, rec5_sums(rec, x + b), xa + b, rec_scales(rec)); continue; }
+#endif
     acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
+  }
   return acc;
 }
 /* Four groups far apart (records from r[k]), record by record: four sequential streams in different pages, which DRAM
@@ -191,10 +279,42 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
+#if AE_RELAXED
+/* group4s on AE_Q5_0_R4 records: the same chunk-major order; the i16 sums widen after chunks 1 and 3 (the first half's
+ * i32 sums wait in a volatile slot). */
+AE_INLINE void group4s5(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xaux *xa, v128 acc[4]) {
+  volatile v128 sink[4], half[4];
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+  const v128 m = wasm_i8x16_splat(0x0f);
+  for (int b = 0; b < n; b++, p0 += AE_R45_REC, p1 += AE_R45_REC, p2 += AE_R45_REC, p3 += AE_R45_REC) {
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 4; j++) {
+      const int8_t *q = x[b].qs;
+      const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
+      s0 = chunk5_i16(s0, p0, j, xl, xh, m); s1 = chunk5_i16(s1, p1, j, xl, xh, m);
+      s2 = chunk5_i16(s2, p2, j, xl, xh, m); s3 = chunk5_i16(s3, p3, j, xl, xh, m);
+      if (j == 1) {
+        half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1);
+        half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3);
+        s0 = s1 = s2 = s3 = wasm_i32x4_splat(0);
+      } else {
+        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+      }
+    }
+    a0 = fma_rec(a0, wasm_i32x4_add(half[0], wasm_i32x4_extadd_pairwise_i16x8(s0)), xa + b, rec_scales(p0));
+    a1 = fma_rec(a1, wasm_i32x4_add(half[1], wasm_i32x4_extadd_pairwise_i16x8(s1)), xa + b, rec_scales(p1));
+    a2 = fma_rec(a2, wasm_i32x4_add(half[2], wasm_i32x4_extadd_pairwise_i16x8(s2)), xa + b, rec_scales(p2));
+    a3 = fma_rec(a3, wasm_i32x4_add(half[3], wasm_i32x4_extadd_pairwise_i16x8(s3)), xa + b, rec_scales(p3));
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+#endif
 
-AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int q5) {
   const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  const size_t rs = (size_t)nb * (q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)), rec = q5 ? AE_R45_REC : AE_R4_REC;
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
   const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
@@ -204,18 +324,24 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
 #define R4_DST(g) ((4 * (g) >= r0 && 4 * (g) + 4 <= r1) ? y + 4 * (g) : part[(g) == g0 ? 0 : 1])
   for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
     const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
-    for (int b = 0; b < n; b++) { prep_aux(x + c0 + b, xa + b); if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b); }
+    for (int b = 0; b < n; b++) {
+      if (q5) prep_aux_m(x + c0 + b, xa + b, 16); else prep_aux(x + c0 + b, xa + b);
+      if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b);
+    }
     for (int i = 0; i < gq; i++) {
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
-        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
+#if AE_RELAXED
+        if (q5) group4s5(r, n, x + c0, xa, acc); else
+#endif
         group4s(r, n, x + c0, xs, xa, acc);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = R4_DST(g);
-        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R4_REC, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), q5));
       }
     }
   }
@@ -227,23 +353,40 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
 }
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  matvec_r4(W, ncols, xq, y, r0, r1);
+  matvec_r4(W, ncols, xq, y, r0, r1, 0);
 }
+#if AE_RELAXED
+void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  matvec_r4(W, ncols, xq, y, r0, r1, 1);
+}
+#else
+/* The plain build repacks q5_0 into AE_Q5_0_X8 instead (model.c): this layout's kernels are the reference there. */
+void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q5_0_r4_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  for (int t = 0; t < nvec; t++) ae_matvec_q5_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+}
+
+#endif
 
 /* ---- prefill GEMM ---- */
 #define R4_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
 /* GEMM rows r0..r1 outside whole 4-row groups: the matvec per token (it handles partial groups). Sets the whole
  * groups' range a0..a1; returns 0 when there is none (everything done). Used by both builds' GEMM. */
 static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
-                      int r0, int r1, int *a0p, int *a1p) {
+                      int r0, int r1, int *a0p, int *a1p, int q5) {
   const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
+  void (*mv)(const void *, int, const void *, float *, int, int) = q5 ? ae_matvec_rows_q5_0_r4_simd128 : ae_matvec_rows_q4_0_r4_simd128;
   *a0p = a0; *a1p = a1;
   for (int t = 0; t < nvec; t++) {
     const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
     float *yt = y + (size_t)t * y_stride;
-    if (a0 >= a1) { ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, r0, r1); continue; }
-    if (r0 < a0) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, r0, a0);
-    if (a1 < r1) ae_matvec_rows_q4_0_r4_simd128(W, ncols, xt, yt, a1, r1);
+    if (a0 >= a1) { mv(W, ncols, xt, yt, r0, r1); continue; }
+    if (r0 < a0) mv(W, ncols, xt, yt, r0, a0);
+    if (a1 < r1) mv(W, ncols, xt, yt, a1, r1);
   }
   return a0 < a1;
 }
@@ -260,11 +403,11 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 typedef struct { int8_t q[4][32]; int32_t nsum[4]; float dxs[4]; } xt4;
 
 /* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
-AE_INLINE void prep_tk(const ae_block_q8_0 *const *xb, int n, int k, uint8_t *o) {
+AE_INLINE void prep_tk(const ae_block_q8_0 *const *xb, int n, int k, uint8_t *o, int mul) {
   for (int b = 0; b < n; b++, o += 40 * k)
     for (int t = 0; t < k; t++) {
       xaux a;
-      prep_aux(xb[t] + b, &a);
+      prep_aux_m(xb[t] + b, &a, mul);
       __builtin_memcpy(o + 32 * t, xb[t][b].qs, 32);
       __builtin_memcpy(o + 32 * k + 4 * t, &a.nsum, 4);
       __builtin_memcpy(o + 36 * k + 4 * t, &a.dxs, 4);
@@ -292,6 +435,41 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128
     const v128 dw = rec_scales(rec);
 #define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add( \
         wasm_i32x4_extadd_pairwise_i16x8(S), wasm_v128_load32_splat(&x->nsum[t]))), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
+    R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
+#undef R4_F
+    sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+/* gemm_tile4 on AE_Q5_0_R4 records: the 5th bits or-ed into the unpacked chunks, the i16 sums widened after chunks 1
+ * and 3 (the first half's i32 sums in a volatile slot); per (row, token) the q5_0 R4 matvec's sequence. */
+AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc) {
+  volatile v128 sink[4], half[4];
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const v128 m = wasm_i8x16_splat(0x0f);
+  for (int b = 0; b < n; b++, rec += AE_R45_REC, x++) {
+    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 4; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j), h = ae_load(rec + 72);
+      const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j));
+      const v128 hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+      s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(R4_SPL(0, 8 * j), lo), ae_rdot16(R4_SPL(0, 8 * j + 4), hi)));
+      s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(R4_SPL(1, 8 * j), lo), ae_rdot16(R4_SPL(1, 8 * j + 4), hi)));
+      s2 = wasm_i16x8_add(s2, wasm_i16x8_add(ae_rdot16(R4_SPL(2, 8 * j), lo), ae_rdot16(R4_SPL(2, 8 * j + 4), hi)));
+      s3 = wasm_i16x8_add(s3, wasm_i16x8_add(ae_rdot16(R4_SPL(3, 8 * j), lo), ae_rdot16(R4_SPL(3, 8 * j + 4), hi)));
+      if (j == 1) {
+        half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1);
+        half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3);
+        s0 = s1 = s2 = s3 = wasm_i32x4_splat(0);
+      } else {
+        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+      }
+    }
+    const v128 dw = rec_scales(rec);
+#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_i32x4_add(half[t], \
+        wasm_i32x4_extadd_pairwise_i16x8(S)), wasm_v128_load32_splat(&x->nsum[t]))), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
     R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
 #undef R4_F
     sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
@@ -331,9 +509,9 @@ AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile 
 #define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
 _Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack buffer for both tiles");
 AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
-                       int a0, int a1, int k) {
+                       int a0, int a1, int k, int q5) {
   const int nb = ncols / AE_QK4_0, cb = k == 8 ? R4_GEMM_CB8 : R4_GEMM_CB;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  const size_t rs = (size_t)nb * (q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)), rsz = q5 ? AE_R45_REC : AE_R4_REC;
   xt4 xs[R4_GEMM_CB];
   volatile v128 acc[8];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
@@ -344,11 +522,12 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const ae_block_q8_0 *xb[8];
         for (int t = 0; t < k; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        prep_tk(xb, n, k, (uint8_t *)xs);
+        prep_tk(xb, n, k, (uint8_t *)xs, q5 ? 16 : R4_SUM8);
         for (int r = rc; r < re; r += 4) {
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
+          const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
           if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
+          else if (q5) gemm_tile4_q5(rec, n, xs, acc);
           else gemm_tile4(rec, n, xs, acc);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
@@ -361,9 +540,15 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   int a0, a1;
-  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
-  if (ae_fused_dot) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8);
-  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4);
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 0)) return;
+  if (ae_fused_dot) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8, 0);
+  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 0);
+}
+void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  int a0, a1;
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 1)) return;
+  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 1);
 }
 #else
 /* plain: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
@@ -403,7 +588,7 @@ AE_INLINE void gemm_tile2(const uint8_t *rec, int n, const ae_block_q8_0 *x0, co
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   int a0, a1;
-  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 0)) return;
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
   xaux xa[4 * R4_GEMM_CB];
