@@ -290,38 +290,39 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   }
 });
 
-test('q5_0 in the relaxed build\'s row-group layout (AE_Q5_0_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the q5_0 reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build\'s entry points for it are the reference', () => {
-  const r = rng(88);
-  const Q50 = T.Q5_0, bs = BLOCK[Q50][1];
+for (const [name, seed] of [['q5_0', 88], ['q5_1', 89]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
+  const r = rng(seed);
+  const Q50 = name === 'q5_0' ? T.Q5_0 : T.Q5_1, bs = BLOCK[Q50][1], AT = name === 'q5_0' ? T.Q8_0 : T.Q8_1;
   for (const kk of [kr, kp]) for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416]]) {
-    const R4 = kk.x.kt_q5_0_r4_type(), mr = kk.mark();
+    const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();
     const nb = cols / 32, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
+    if (name === 'q5_1') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
     const W = put(kk, w), P = put(kk, w), Q = put(kk, w), tmp = kk.alloc(4 * nb * bs);
-    assert.equal(kk.x.kt_repack_q5_0_r4(SIMD, P, rows, cols, tmp), 0);
-    assert.equal(kk.x.kt_repack_q5_0_r4(REF, Q, rows, cols, tmp), 0);
+    assert.equal(kk.x[`kt_repack_${name}_r4`](SIMD, P, rows, cols, tmp), 0);
+    assert.equal(kk.x[`kt_repack_${name}_r4`](REF, Q, rows, cols, tmp), 0);
     assert.ok(Buffer.from(kk.u8(P, w.length)).equals(Buffer.from(kk.u8(Q, w.length))), `${rows}x${cols}: SIMD repack == reference bytes`);
     assert.ok(!Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), 'the layout differs from the file\'s');
-    kk.x.kt_unpack_q5_0_r4(Q, rows, cols, tmp);
+    kk.x[`kt_unpack_${name}_r4`](Q, rows, cols, tmp);
     assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
-    const xs = Math.ceil(kk.rowSize(T.Q8_0, cols) / 64) * 64 + 64, NV = 17;
+    const xs = Math.ceil(kk.rowSize(AT, cols) / 64) * 64 + 64, NV = 17;
     const xq = kk.alloc(xs * NV);
     for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q50, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
     const yref = kk.alloc(rows * 4 * NV), ystr = rows + 3, y = kk.alloc(ystr * 4 * NV);
     for (let t = 0; t < NV; t++) kk.x.kt_matvec(Q50, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
     const yv = kk.alloc(rows * 4);
     kk.x.kt_matvec(R4, SIMD, P, cols, xq, yv, 0, rows);
-    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q5_0 R4 matvec`);
+    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 matvec`);
     kk.x.kt_matvec(R4, REF, P, cols, xq, yv, 0, rows);
-    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q5_0 R4 reference matvec`);
+    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 reference matvec`);
     kk.f32(yv, rows).fill(NaN);
     for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kk.x.kt_matvec(R4, SIMD, P, cols, xq, yv, a, b); a = b; }
-    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q5_0 R4 matvec over split row ranges`);
+    assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 matvec over split row ranges`);
     for (const nvec of [2, 4, 5, 8, 9, 16, 17]) for (const [a, b] of [[0, rows], [1, rows - 1], [4, Math.min(rows, 9)]]) {
       kk.f32(y, ystr * NV).fill(NaN);
       kk.x.kt_matmul(R4, P, cols, xq, xs, nvec, y, ystr, a, b);
       for (let t = 0; t < nvec; t++) {
-        assert.ok(bitsEqual(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: q5_0 R4 GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
+        assert.ok(bitsEqual(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: ${name} R4 GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
         assert.ok(Number.isNaN(kk.f32(y + t * ystr * 4, rows + 3)[rows]), 'nothing written past the rows');
       }
     }

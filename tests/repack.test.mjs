@@ -41,8 +41,8 @@ for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_
       assert.deepEqual(on.repacked, matrices, `every ${dtype} matrix but the token embedding is repacked`);
       assert.ok(!on.repacked.includes('token_embd.weight'));
       // q5_0: the relaxed build's row-group layout (AE_Q5_0_R4) where rows % 4 == 0, the plain build's X8 layout
-      if (dtype === 'q5_0' && simd === 'relaxed') {
-        assert.ok(on.r4.length > 0 && on.r4.every((n) => matrices.includes(n)), `relaxed q5_0 in AE_Q5_0_R4: ${on.r4}`);
+      if ((dtype === 'q5_0' || dtype === 'q5_1') && simd === 'relaxed') {
+        assert.ok(on.r4.length > 0 && on.r4.every((n) => matrices.includes(n)), `relaxed ${dtype} in the R4 layout: ${on.r4}`);
       } else assert.equal(on.r4.length, 0);
       same(off, on, `${simd} repack`);
       same(on, on2, `${simd} 1 vs 2 threads`);
@@ -66,7 +66,7 @@ for (const dtype of ['q4_0', 'q5_0', 'q5_1']) test(`${dtype}: tensorBytes of a r
   const m = await load(g.file, { ...opts, repack: true, nCtx: 64 });
   try {
     assert.ok(m.engine.repacked.has('blk.0.ffn_gate.weight'));
-    if (dtype === 'q5_0') assert.ok(m.engine.repackedR4.has('blk.0.ffn_gate.weight'), 'the relaxed build: AE_Q5_0_R4');
+    if (dtype !== 'q4_0') assert.ok(m.engine.repackedR4.has('blk.0.ffn_gate.weight'), 'the relaxed build: the R4 layout');
     for (const name of ['blk.0.ffn_gate.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight']) {
       assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
     }
@@ -110,8 +110,10 @@ test('repack option checked', async () => {
 // and a remainder) and 7; 'auto' runs the probe (the choice itself depends on the host); the plain build keeps off.
 test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bit for bit (relaxed build, 1 and 2 threads), auto probes, plain ignores it, bad values refused', async () => {
   const PROMPT19 = Array.from({ length: 19 }, (_, i) => (i * 37 + 3) % 250);
-  for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1'], ['qwen2', 'q8_0']]) {
-    const g = await generateModel(arch, dtype, 3);
+  // q5_1: a vocabulary of 322 (rows % 4 != 0) keeps the output matrix in the X8 layout, whose relaxed matvec has the fused
+  // form (the other q5_1 matrices take the relaxed build's R4 layout, which has none)
+  for (const [arch, dtype, shape] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0']]) {
+    const g = await generateModel(arch, dtype, 3, shape ? { shape } : undefined);
     const go = async (opts) => {
       const m = await load(g.file, { nCtx: 64, simd: 'relaxed', ...opts });
       try {
@@ -137,6 +139,10 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   const m = await load(g.file, { nCtx: 64, simd: 'relaxed' });
   assert.equal(m.engine.fusedDotProbe, null, 'no q4_0 / q5_1 / q8_0 weights: no probe');
   m.dispose();
+  const g51 = await generateModel('llama', 'q5_1', 3);
+  const m51 = await load(g51.file, { nCtx: 64, simd: 'relaxed' });
+  assert.equal(m51.engine.fusedDotProbe, null, 'q5_1 matrices all in the R4 layout (no fused form): no probe');
+  m51.dispose();
   const g4 = await generateModel('llama', 'q4_0', 3);
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));
 });

@@ -347,12 +347,25 @@ void ae_matmul_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, si
  * scales (the others get AE_Q5_0_X8). Results equal the q5_0 kernels' bit for bit. */
 #define AE_Q5_0_R4 ((ae_type)259)
 #define AE_R45_REC 88
-int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 (relaxed build; the plain one: the reference) */
+int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
 int ae_repack_q5_0_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
 void ae_unpack_q5_0_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
 void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
+/* AE_Q5_1_R4: the same for q5_1 in the relaxed build (the plain one keeps AE_Q5_1_X8): 96-byte records (4 x 24 B): the
+ * 4 rows' d (8 B), their m (8 B), the 4 chunks at 16, the 5th bits at 80. Its kernels sum q x (no offset) and take
+ * the reference's (d_w d_x) (float)sumi + m_w s_x per row lane. Rows % 4 == 0, finite d and m. */
+#define AE_Q5_1_R4 ((ae_type)260)
+#define AE_R451_REC 96
+int ae_repack_q5_1_r4(void *W, int nrows, int ncols, void *tmp);
+int ae_repack_q5_1_r4_ref(void *W, int nrows, int ncols, void *tmp);
+void ae_unpack_q5_1_r4(void *W, int nrows, int ncols, void *tmp);
+void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
 /* AE_Q5_1_X8: the same for q5_1 (Q5_K_M files fall back to it for rows not a multiple of 256 long), in place: d and

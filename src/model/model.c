@@ -123,8 +123,8 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
 
 /* Load-time repack of one weight matrix into the layout its kernels run fastest (docs/DESIGN.md "Repacked
  * weights"), in place, after init (the weights are in memory and checked): q4_0 -> AE_Q4_0_R4 (kernels.h; rows in
- * groups of 4), q5_0 -> AE_Q5_0_R4 in the relaxed build (rows in groups of 4: returns 2) when it can, else
- * AE_Q5_0_X8, and q5_1 -> AE_Q5_1_X8 (block by block). Returns 1 (2) when the tensor was repacked, 0 when it stays as it
+ * groups of 4), q5_0 / q5_1 -> AE_Q5_0_R4 / AE_Q5_1_R4 in the relaxed build (rows in groups of 4: returns 2) when
+ * they can, else AE_Q5_0_X8 / AE_Q5_1_X8 (block by block). Returns 1 (2) when the tensor was repacked, 0 when it stays as it
  * is (absent, another dtype, q4_0 with rows % 4 != 0 or an inf/nan block scale, the token embedding, which get_rows
  * reads by row, or a matrix sharing its bytes), < 0 an error. The tensor's type becomes the repacked one: every
  * consumer dispatches on it (ae_traits), so nothing else changes. Scratch (q4_0): the run state's hb (free between
@@ -137,10 +137,10 @@ AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
   if (role == AE_T_TOK_EMBD && layer < 0) return 0;
   if (t != &m->tok_embd && t->data == m->tok_embd.data) return 0;
 #if defined(__wasm_relaxed_simd__)   /* the relaxed build (kernels/simd128/simd128_util.h AE_RELAXED) */
-  if (t->type == AE_Q5_0 && t->ne1 % 4 == 0 && t->ne1 >= 4 &&
-      4 * ae_row_size(AE_Q5_0, t->ne0) <= (size_t)m->cfg.max_batch * (size_t)m->cfg.hidden_dim * 4 &&
-      !ae_repack_q5_0_r4((void *)(uintptr_t)t->data, t->ne1, t->ne0, m->hb)) {
-    t->type = AE_Q5_0_R4;   /* the relaxed build's q5_0 layout (kernels.h); the rest get AE_Q5_0_X8 below */
+  if ((t->type == AE_Q5_0 || t->type == AE_Q5_1) && t->ne1 % 4 == 0 && t->ne1 >= 4 &&
+      4 * ae_row_size((ae_type)t->type, t->ne0) <= (size_t)m->cfg.max_batch * (size_t)m->cfg.hidden_dim * 4 &&
+      !(t->type == AE_Q5_0 ? ae_repack_q5_0_r4 : ae_repack_q5_1_r4)((void *)(uintptr_t)t->data, t->ne1, t->ne0, m->hb)) {
+    t->type = t->type == AE_Q5_0 ? AE_Q5_0_R4 : AE_Q5_1_R4;   /* the relaxed build's layouts (kernels.h); the rest get X8 below */
     return 2;
   }
 #endif

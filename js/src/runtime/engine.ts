@@ -161,7 +161,7 @@ export interface EngineOptions {
 export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
-/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM, q5_1's X8 matvec); q8_0's
+/** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM, q5_1's X8 matvec: not its R4 layout); q8_0's
  *  prefill GEMM has one too (any q8_0 matrix). */
 const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
 /** What Engine.warmup did: its rounds, the time spent, each round's time, its prefill's time and its time per decode
@@ -264,7 +264,7 @@ export class Engine {
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
-  /** Of those, q5_0 tensors in the relaxed build's row-group layout (AE_Q5_0_R4) rather than AE_Q5_0_X8. */
+  /** Of those, q5_0 / q5_1 tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 / AE_Q5_1_R4) rather than X8. */
   readonly repackedR4 = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
@@ -658,7 +658,7 @@ export class Engine {
     const opt = this.fusedDotOpt;
     if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? 1 : 0) === 1; return; }
     const fusedKernels = [...this.tensorTable.values()].some((t) => t.dtype === 'q8_0')
-      || [...this.repacked].some((n) => FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''));
+      || [...this.repacked].some((n) => !this.repackedR4.has(n) && FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''));
     if (this.simd !== 'relaxed' || !fusedKernels) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
     const now = () => performance.now();
     let reps = 64, i16Ms = Infinity, i32Ms = Infinity;
@@ -1038,7 +1038,7 @@ export class Engine {
     if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
     const v = this.heap.u8(this.dataBase + t.offset, t.bytes);
     if (!this.repacked.has(name)) return v;
-    if (this.repackedR4.has(name)) return unpackQ5_0R4(v, t.shape[1], t.shape[0]);
+    if (this.repackedR4.has(name)) return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1051,7 +1051,7 @@ export class Engine {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1 || r === 2) this.repacked.add(name);
-      if (r === 2) this.repackedR4.add(name);   // q5_0 in the relaxed build's AE_Q5_0_R4 layout
+      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 in the relaxed build's AE_Q5_0_R4 / AE_Q5_1_R4 layout
     }
     this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
@@ -1199,31 +1199,34 @@ export function unpackQ4_0R4(src: Uint8Array, rows: number, cols: number): Uint8
 }
 
 /**
- * The file layout of a q5_0 matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q5_0_R4; the inverse
- * of ae_repack_q5_0_r4, as ae_unpack_q5_0_r4): rows in groups of 4, per block column one 88-byte record: the 4 rows'
- * f16 scales, chunks j < 4 of 16 bytes with the low 4 bits of the 5-bit values as AE_Q4_0_R4's nibbles, then 16
- * bytes of 5th bits (byte 4k + i, bit 2j / 2j + 1: row k's element 8j + i / 8j + 4 + i).
+ * The file layout of a q5_0 / q5_1 matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q5_0_R4 /
+ * AE_Q5_1_R4; the inverse of ae_repack_q5_0_r4 / _q5_1_r4, as ae_unpack_*): rows in groups of 4, per block column one
+ * 88 / 96-byte record: the 4 rows' f16 scales (q5_1: then their f16 mins), chunks j < 4 of 16 bytes with the low 4 bits
+ * of the 5-bit values as AE_Q4_0_R4's nibbles, then 16 bytes of 5th bits (byte 4k + i, bit 2j / 2j + 1: row k's
+ * element 8j + i / 8j + 4 + i).
  */
-export function unpackQ5_0R4(src: Uint8Array, rows: number, cols: number): Uint8Array {
-  const nb = cols / 32, rs = nb * 22, out = new Uint8Array(rows * rs), q = new Uint8Array(32);
+export function unpackQ5R4(src: Uint8Array, rows: number, cols: number, q51: boolean): Uint8Array {
+  const bs = q51 ? 24 : 22, rec = q51 ? 96 : 88, co = q51 ? 16 : 8, ho = q51 ? 80 : 72, qo = q51 ? 4 : 2;
+  const nb = cols / 32, rs = nb * bs, out = new Uint8Array(rows * rs), q = new Uint8Array(32);
   for (let g = 0; g < rows; g += 4) {
     const base = g * rs;
     for (let b = 0; b < nb; b++) {
-      const rec = base + b * 88;
+      const r0 = base + b * rec;
       for (let k = 0; k < 4; k++) {
-        const o = base + k * rs + b * 22;
-        out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
+        const o = base + k * rs + b * bs;
+        out[o] = src[r0 + 2 * k]; out[o + 1] = src[r0 + 2 * k + 1];
+        if (q51) { out[o + 2] = src[r0 + 8 + 2 * k]; out[o + 3] = src[r0 + 9 + 2 * k]; }
         for (let j = 0; j < 4; j++) {
           for (let i = 0; i < 4; i++) {
-            const v = src[rec + 8 + 16 * j + 4 * k + i], h = src[rec + 72 + 4 * k + i];
+            const v = src[r0 + co + 16 * j + 4 * k + i], h = src[r0 + ho + 4 * k + i];
             q[8 * j + i] = (v & 15) | (((h >> (2 * j)) & 1) << 4);
             q[8 * j + 4 + i] = (v >> 4) | (((h >> (2 * j + 1)) & 1) << 4);
           }
         }
         let qh = 0;
         for (let e = 0; e < 32; e++) qh |= (q[e] >> 4) << e;
-        for (let i = 0; i < 4; i++) out[o + 2 + i] = (qh >>> (8 * i)) & 255;
-        for (let i = 0; i < 16; i++) out[o + 6 + i] = (q[i] & 15) | ((q[i + 16] & 15) << 4);
+        for (let i = 0; i < 4; i++) out[o + qo + i] = (qh >>> (8 * i)) & 255;
+        for (let i = 0; i < 16; i++) out[o + qo + 4 + i] = (q[i] & 15) | ((q[i + 16] & 15) << 4);
       }
     }
   }

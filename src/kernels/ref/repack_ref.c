@@ -165,68 +165,84 @@ void ae_matvec_q5_1_x8_ref(const void *W, int ncols, const void *xq, float *y, i
   }
 }
 
-/* ---- AE_Q5_0_R4 (kernels.h): q5_0 rows in groups of 4, 88-byte records. Record = the 4 rows' f16 scales, 4 chunks of
- * 16 B holding the low 4 bits of the 5-bit values q as the R4 q4_0 record holds its nibbles, then 16 B of 5th bits:
- * byte 4k + i, bit 2j (2j + 1) = bit 4 of q of element 8j + i (8j + 4 + i) of row k. */
-static void pack_block5(const uint8_t *const rows[4], int b, uint8_t *rec) {
-  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, rows[k] + (size_t)b * sizeof(ae_block_q5_0), 2);
-  __builtin_memset(rec + 72, 0, 16);
+/* ---- AE_Q5_0_R4 / AE_Q5_1_R4 (kernels.h): q5_0 / q5_1 rows in groups of 4, 88 / 96-byte records. Record = the 4 rows'
+ * f16 scales (q5_1: then their f16 mins), 4 chunks of 16 B holding the low 4 bits of the 5-bit values q as the R4 q4_0
+ * record holds its nibbles, then 16 B of 5th bits: byte 4k + i, bit 2j (2j + 1) = bit 4 of q of element 8j + i
+ * (8j + 4 + i) of row k. q51 selects the q5_1 form (blocks d, m, qh, qs). */
+#define R5_BS(q51) ((q51) ? sizeof(ae_block_q5_1) : sizeof(ae_block_q5_0))
+#define R5_REC(q51) ((q51) ? AE_R451_REC : AE_R45_REC)
+static void pack_block5(const uint8_t *const rows[4], int b, uint8_t *rec, int q51) {
+  const int co = q51 ? 16 : 8, ho = q51 ? 80 : 72;
+  __builtin_memset(rec + ho, 0, 16);
   for (int k = 0; k < 4; k++) {
+    const uint8_t *blk = rows[k] + (size_t)b * R5_BS(q51);
     uint8_t q[32];
-    q5_values(rows[k] + (size_t)b * sizeof(ae_block_q5_0) + 2, q);
+    __builtin_memcpy(rec + 2 * k, blk, 2);
+    if (q51) __builtin_memcpy(rec + 8 + 2 * k, blk + 2, 2);
+    q5_values(blk + (q51 ? 4 : 2), q);
     for (int j = 0; j < 4; j++)
       for (int i = 0; i < 4; i++) {
         const int lo = q[8 * j + i], hi = q[8 * j + 4 + i];
-        rec[8 + 16 * j + 4 * k + i] = (uint8_t)((lo & 15) | ((hi & 15) << 4));
-        rec[72 + 4 * k + i] |= (uint8_t)(((lo >> 4) << (2 * j)) | ((hi >> 4) << (2 * j + 1)));
+        rec[co + 16 * j + 4 * k + i] = (uint8_t)((lo & 15) | ((hi & 15) << 4));
+        rec[ho + 4 * k + i] |= (uint8_t)(((lo >> 4) << (2 * j)) | ((hi >> 4) << (2 * j + 1)));
       }
   }
 }
-/* Row k's 5-bit values and scale of a record. */
-static void r45_values(const uint8_t *rec, int k, uint8_t q[32], ae_fp16 *d) {
+/* Row k's 5-bit values, scale and (q5_1) min of a record. */
+static void r45_values(const uint8_t *rec, int k, uint8_t q[32], ae_fp16 *d, ae_fp16 *m, int q51) {
+  const int co = q51 ? 16 : 8, ho = q51 ? 80 : 72;
   __builtin_memcpy(d, rec + 2 * k, 2);
+  if (q51) __builtin_memcpy(m, rec + 8 + 2 * k, 2);
   for (int j = 0; j < 4; j++)
     for (int i = 0; i < 4; i++) {
-      const uint8_t v = rec[8 + 16 * j + 4 * k + i], h = rec[72 + 4 * k + i];
+      const uint8_t v = rec[co + 16 * j + 4 * k + i], h = rec[ho + 4 * k + i];
       q[8 * j + i] = (uint8_t)((v & 15) | (((h >> (2 * j)) & 1) << 4));
       q[8 * j + 4 + i] = (uint8_t)((v >> 4) | (((h >> (2 * j + 1)) & 1) << 4));
     }
 }
-int ae_repack_q5_0_r4_ref(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK5_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q5_0);
+static int repack5_ref(void *W, int nrows, int ncols, void *tmp, int q51) {
+  const int nb = ncols / 32;
+  const size_t rs = (size_t)nb * R5_BS(q51);
   if (nrows % 4) return 1;
-  const ae_block_q5_0 *all = (const ae_block_q5_0 *)W;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
-    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h[2];
+    __builtin_memcpy(h, (const uint8_t *)W + i * R5_BS(q51), 4);
+    if ((h[0] & 0x7c00u) == 0x7c00u || (q51 && (h[1] & 0x7c00u) == 0x7c00u)) return 1;
+  }
   for (int g = 0; g + 4 <= nrows; g += 4) {
     uint8_t *base = (uint8_t *)W + (size_t)g * rs;
     __builtin_memcpy(tmp, base, 4 * rs);
     const uint8_t *rows[4];
     for (int k = 0; k < 4; k++) rows[k] = (const uint8_t *)tmp + (size_t)k * rs;
-    for (int b = 0; b < nb; b++) pack_block5(rows, b, base + (size_t)b * AE_R45_REC);
+    for (int b = 0; b < nb; b++) pack_block5(rows, b, base + (size_t)b * R5_REC(q51), q51);
   }
   return 0;
 }
-void ae_unpack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK5_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q5_0);
+static void unpack5(void *W, int nrows, int ncols, void *tmp, int q51) {
+  const int nb = ncols / 32;
+  const size_t rs = (size_t)nb * R5_BS(q51);
   for (int g = 0; g + 4 <= nrows; g += 4) {
     uint8_t *base = (uint8_t *)W + (size_t)g * rs;
     __builtin_memcpy(tmp, base, 4 * rs);
     for (int k = 0; k < 4; k++)
       for (int b = 0; b < nb; b++) {
-        uint8_t q[32], *o = base + (size_t)k * rs + (size_t)b * sizeof(ae_block_q5_0);
-        ae_fp16 d;
-        r45_values((const uint8_t *)tmp + (size_t)b * AE_R45_REC, k, q, &d);
+        uint8_t q[32], *o = base + (size_t)k * rs + (size_t)b * R5_BS(q51);
+        ae_fp16 d, m = 0;
+        r45_values((const uint8_t *)tmp + (size_t)b * R5_REC(q51), k, q, &d, &m, q51);
         uint32_t qh = 0;
         for (int e = 0; e < 32; e++) qh |= (uint32_t)(q[e] >> 4) << e;
         __builtin_memcpy(o, &d, 2);
-        __builtin_memcpy(o + 2, &qh, 4);
-        for (int i = 0; i < 16; i++) o[6 + i] = (uint8_t)((q[i] & 15) | ((q[i + 16] & 15) << 4));
+        if (q51) __builtin_memcpy(o + 2, &m, 2);
+        uint8_t *p = o + (q51 ? 4 : 2);
+        __builtin_memcpy(p, &qh, 4);
+        for (int i = 0; i < 16; i++) p[4 + i] = (uint8_t)((q[i] & 15) | ((q[i + 16] & 15) << 4));
       }
   }
 }
+int ae_repack_q5_0_r4_ref(void *W, int nrows, int ncols, void *tmp) { return repack5_ref(W, nrows, ncols, tmp, 0); }
+int ae_repack_q5_1_r4_ref(void *W, int nrows, int ncols, void *tmp) { return repack5_ref(W, nrows, ncols, tmp, 1); }
+void ae_unpack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) { unpack5(W, nrows, ncols, tmp, 0); }
+void ae_unpack_q5_1_r4(void *W, int nrows, int ncols, void *tmp) { unpack5(W, nrows, ncols, tmp, 1); }
 /* ae_vec_dot_q5_0_ref's sequence on row r read from its group's records. */
 void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   const int nb = ncols / AE_QK5_0;
@@ -237,11 +253,30 @@ void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     float sum = 0.0f;
     for (int b = 0; b < nb; b++) {
       uint8_t q[32];
-      ae_fp16 d;
-      r45_values(g + (size_t)b * AE_R45_REC, r & 3, q, &d);
+      ae_fp16 d, m;
+      r45_values(g + (size_t)b * AE_R45_REC, r & 3, q, &d, &m, 0);
       int sumi = 0;
       for (int e = 0; e < 32; e++) sumi += (q[e] - 16) * (int)x[b].qs[e];
       sum += (float)sumi * (AE_FP16(d) * AE_FP16(x[b].d));
+    }
+    y[r] = sum;
+  }
+}
+/* ae_vec_dot_q5_1_ref's sequence on row r read from its group's records. */
+void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK5_1;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q5_1);
+  const ae_block_q8_1 *x = (const ae_block_q8_1 *)xq;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++) {
+      uint8_t q[32];
+      ae_fp16 d, m;
+      r45_values(g + (size_t)b * AE_R451_REC, r & 3, q, &d, &m, 1);
+      int sumi = 0;
+      for (int e = 0; e < 32; e++) sumi += q[e] * (int)x[b].qs[e];
+      sum += (AE_FP16(d) * AE_FP16(x[b].d)) * (float)sumi + AE_FP16(m) * AE_FP16(x[b].s);
     }
     y[r] = sum;
   }

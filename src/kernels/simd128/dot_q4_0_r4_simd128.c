@@ -32,7 +32,11 @@
 #define R4_SUM8 2048
 #endif
 
-typedef struct { int32_t nsum; float dxs; } xaux;   /* -sum8 * sum(x); d_x * 2^112 */
+/* AE_Q5_0_R4 (kind 1) / AE_Q5_1_R4 (kind 2) records */
+#define R45_CO(kind) ((kind) == 2 ? 16 : 8)    /* where a record's chunks start: after the scales (and q5_1's mins) */
+#define R45_HO(kind) ((kind) == 2 ? 80 : 72)    /* where its 5th bits are */
+#define R45_REC(kind) ((kind) == 2 ? AE_R451_REC : AE_R45_REC)
+typedef struct { int32_t nsum; float dxs, sxs; } xaux;   /* -sum8 * sum(x); d_x * 2^112; q5_1 (q8_1 activations): s_x * 2^112 */
 
 /* ---- repack (in place) ---- */
 
@@ -81,54 +85,63 @@ int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
  * q32_simd128.h's flags (0x10 per element), put in chunk order by the same shuffles, moved to bits 0 / 1 of their
  * bytes, lane j (chunk j) multiplied by 4^j (bits 2j, 2j + 1; no carries) and the 4 lanes or-ed together. */
 static const int32_t r45_mul[4] __attribute__((aligned(16))) = {1, 4, 16, 64};
-AE_INLINE void pack_rec5(const uint8_t *const p[4], uint8_t *rec) {
+AE_INLINE void pack_rec5(const uint8_t *const p[4], uint8_t *rec, int q51) {   /* q51: AE_Q5_1_R4 (d, m, qh, qs blocks) */
+  const int qo = q51 ? 8 : 6, ho = q51 ? 4 : 2, co = q51 ? 16 : 8, hbo = q51 ? 80 : 72;
   const v128 m = wasm_i8x16_splat(0x0f);
   const int32_t *mp = r45_mul;
   __asm__("" : "+r"(mp));   /* a multiply, not per-lane shifts */
   const v128 mul = ae_load(mp);
   v128 r[4];
   for (int k = 0; k < 4; k++) {
-    const v128 q = ae_load(p[k] + 6);
+    const v128 q = ae_load(p[k] + qo);
     const v128 lo = wasm_v128_and(q, m), hi = wasm_v128_and(wasm_u16x8_shr(q, 4), m);
     const v128 a = wasm_i8x16_shuffle(lo, hi, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
     const v128 b = wasm_i8x16_shuffle(lo, hi, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
     r[k] = wasm_v128_or(a, wasm_i16x8_shl(b, 4));
     v128 h0, h1;
-    ae_q32_qh(p[k] + 2, &h0, &h1);
+    ae_q32_qh(p[k] + ho, &h0, &h1);
     const v128 fa = wasm_i8x16_shuffle(h0, h1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
     const v128 fb = wasm_i8x16_shuffle(h0, h1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
     v128 u = wasm_i32x4_mul(wasm_v128_or(wasm_u16x8_shr(fa, 4), wasm_u16x8_shr(fb, 3)), mul);
     u = wasm_v128_or(u, wasm_i32x4_shuffle(u, u, 2, 3, 0, 1));
     u = wasm_v128_or(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
     const uint32_t hb = (uint32_t)wasm_i32x4_extract_lane(u, 0);
-    __builtin_memcpy(rec + 72 + 4 * k, &hb, 4);
+    __builtin_memcpy(rec + hbo + 4 * k, &hb, 4);
   }
   const v128 t0 = wasm_i32x4_shuffle(r[0], r[1], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r[0], r[1], 2, 6, 3, 7);
   const v128 t2 = wasm_i32x4_shuffle(r[2], r[3], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r[2], r[3], 2, 6, 3, 7);
-  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, p[k], 2);
-  wasm_v128_store(rec + 8, wasm_i64x2_shuffle(t0, t2, 0, 2));
-  wasm_v128_store(rec + 24, wasm_i64x2_shuffle(t0, t2, 1, 3));
-  wasm_v128_store(rec + 40, wasm_i64x2_shuffle(t1, t3, 0, 2));
-  wasm_v128_store(rec + 56, wasm_i64x2_shuffle(t1, t3, 1, 3));
+  for (int k = 0; k < 4; k++) {
+    __builtin_memcpy(rec + 2 * k, p[k], 2);
+    if (q51) __builtin_memcpy(rec + 8 + 2 * k, p[k] + 2, 2);
+  }
+  wasm_v128_store(rec + co, wasm_i64x2_shuffle(t0, t2, 0, 2));
+  wasm_v128_store(rec + co + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+  wasm_v128_store(rec + co + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+  wasm_v128_store(rec + co + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
 }
-int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK5_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q5_0);
+/* In place, groups of 4 rows; 1 (nothing changed) with rows % 4 != 0 or an inf / nan scale (q5_1: or min) */
+static int repack5(void *W, int nrows, int ncols, void *tmp, int q51) {
+  const int nb = ncols / 32;
+  const size_t bs = q51 ? sizeof(ae_block_q5_1) : sizeof(ae_block_q5_0), rs = (size_t)nb * bs, rec = q51 ? AE_R451_REC : AE_R45_REC;
   if (nrows % 4) return 1;
-  const ae_block_q5_0 *all = (const ae_block_q5_0 *)W;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
-    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h[2];
+    __builtin_memcpy(h, (const uint8_t *)W + i * bs, 4);
+    if ((h[0] & 0x7c00u) == 0x7c00u || (q51 && (h[1] & 0x7c00u) == 0x7c00u)) return 1;
+  }
   for (int g = 0; g < nrows; g += 4) {
     uint8_t *base = (uint8_t *)W + (size_t)g * rs;
     __builtin_memcpy(tmp, base, 4 * rs);
     for (int b = 0; b < nb; b++) {
       const uint8_t *p[4];
-      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * sizeof(ae_block_q5_0);
-      pack_rec5(p, base + (size_t)b * AE_R45_REC);
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack_rec5(p, base + (size_t)b * rec, q51);
     }
   }
   return 0;
 }
+int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) { return repack5(W, nrows, ncols, tmp, 0); }
+int ae_repack_q5_1_r4(void *W, int nrows, int ncols, void *tmp) { return repack5(W, nrows, ncols, tmp, 1); }
 
 /* ---- activation preparation ---- */
 
@@ -182,19 +195,19 @@ AE_INLINE v128 hb5(v128 h, int b) {
 }
 /* chunk j of a q5_0 R4 record: s += the 4 rows' i16 pair sums of q x (q <= 31: a lane holds at most 4 products of
  * |31 x 128| per chunk, so two chunks fit in i16 and the sums widen every two chunks) */
-AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
-  const v128 v = ae_load(rec + 8 + 16 * j), h = ae_load(rec + 72);
+AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m, int kind) {
+  const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
   const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
-AE_INLINE v128 rec5_sums(const uint8_t *rec, const ae_block_q8_0 *x) {
+AE_INLINE v128 rec5_sums(const uint8_t *rec, const int8_t *q, int kind) {
   const v128 m = wasm_i8x16_splat(0x0f), z = wasm_i32x4_splat(0);
   v128 t = z;
 #pragma clang loop unroll(full)
   for (int half = 0; half < 2; half++) {
     v128 s = z;
 #pragma clang loop unroll(full)
-    for (int j = 2 * half; j < 2 * half + 2; j++) s = chunk5_i16(s, rec, j, wasm_v128_load32_splat(x->qs + 8 * j), wasm_v128_load32_splat(x->qs + 8 * j + 4), m);
+    for (int j = 2 * half; j < 2 * half + 2; j++) s = chunk5_i16(s, rec, j, wasm_v128_load32_splat(q + 8 * j), wasm_v128_load32_splat(q + 8 * j + 4), m, kind);
     t = wasm_i32x4_add(t, wasm_i32x4_extadd_pairwise_i16x8(s));
   }
   return t;
@@ -229,11 +242,27 @@ AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&xa->dxs))));
 }
 
-/* One group (records from rec), blocks [0, n) of the chunk; q5: AE_Q5_0_R4 records (relaxed build only). */
-AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc, int q5) {
-  for (int b = 0; b < n; b++, rec += q5 ? AE_R45_REC : AE_R4_REC) {
 #if AE_RELAXED
-    if (q5) { acc = fma_rec(acc, rec5_sums(rec, x + b), xa + b, rec_scales(rec)); continue; }
+/* q5_1 (kind 2): acc += (d_w d_x) (float)sumi + m_w s_x per row lane, the reference's sequence (the mins' halves
+ * converted as the scales, m_w 2^-112, against s_x 2^112) */
+AE_INLINE v128 fma_rec51(v128 acc, v128 s, const xaux *xa, const uint8_t *rec) {
+  const v128 t = wasm_f32x4_mul(wasm_f32x4_mul(rec_scales(rec), wasm_v128_load32_splat(&xa->dxs)), wasm_f32x4_convert_i32x4(s));
+  return wasm_f32x4_add(acc, wasm_f32x4_add(t, wasm_f32x4_mul(rec_scales(rec + 8), wasm_v128_load32_splat(&xa->sxs))));
+}
+AE_INLINE v128 fma_k(v128 acc, v128 s, const xaux *xa, const uint8_t *rec, int kind) {
+  return kind == 2 ? fma_rec51(acc, s, xa, rec) : fma_rec(acc, s, xa, rec_scales(rec));
+}
+#endif
+
+/* One group (records from rec), blocks [0, n) of the chunk; q5: 1 / 2 = AE_Q5_0_R4 / AE_Q5_1_R4 records (relaxed build
+ * only; q points at the chunk's first activation block's quants, xstride bytes apart). */
+AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc, int q5,
+                     const int8_t *q, size_t xstride) {
+  for (int b = 0; b < n; b++, rec += q5 ? R45_REC(q5) : AE_R4_REC) {
+#if AE_RELAXED
+    if (q5) { acc = fma_k(acc, rec5_sums(rec, q + (size_t)b * xstride, q5), xa + b, rec, q5); continue; }
+#else
+    (void)q; (void)xstride;
 #endif
     acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
   }
@@ -282,19 +311,20 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
 #if AE_RELAXED
 /* group4s on AE_Q5_0_R4 records: the same chunk-major order; the i16 sums widen after chunks 1 and 3 (the first half's
  * i32 sums wait in a volatile slot). */
-AE_INLINE void group4s5(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xaux *xa, v128 acc[4]) {
+AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, size_t xstride, const xaux *xa, v128 acc[4], int kind) {
   volatile v128 sink[4], half[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
   const v128 m = wasm_i8x16_splat(0x0f);
-  for (int b = 0; b < n; b++, p0 += AE_R45_REC, p1 += AE_R45_REC, p2 += AE_R45_REC, p3 += AE_R45_REC) {
+  const size_t RS = R45_REC(kind);
+  for (int b = 0; b < n; b++, p0 += RS, p1 += RS, p2 += RS, p3 += RS) {
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
 #pragma clang loop unroll(full)
     for (int j = 0; j < 4; j++) {
-      const int8_t *q = x[b].qs;
+      const int8_t *q = xq0 + (size_t)b * xstride;
       const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
-      s0 = chunk5_i16(s0, p0, j, xl, xh, m); s1 = chunk5_i16(s1, p1, j, xl, xh, m);
-      s2 = chunk5_i16(s2, p2, j, xl, xh, m); s3 = chunk5_i16(s3, p3, j, xl, xh, m);
+      s0 = chunk5_i16(s0, p0, j, xl, xh, m, kind); s1 = chunk5_i16(s1, p1, j, xl, xh, m, kind);
+      s2 = chunk5_i16(s2, p2, j, xl, xh, m, kind); s3 = chunk5_i16(s3, p3, j, xl, xh, m, kind);
       if (j == 1) {
         half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1);
         half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3);
@@ -303,10 +333,10 @@ AE_INLINE void group4s5(const uint8_t *const r[4], int n, const ae_block_q8_0 *x
         sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
       }
     }
-    a0 = fma_rec(a0, wasm_i32x4_add(half[0], wasm_i32x4_extadd_pairwise_i16x8(s0)), xa + b, rec_scales(p0));
-    a1 = fma_rec(a1, wasm_i32x4_add(half[1], wasm_i32x4_extadd_pairwise_i16x8(s1)), xa + b, rec_scales(p1));
-    a2 = fma_rec(a2, wasm_i32x4_add(half[2], wasm_i32x4_extadd_pairwise_i16x8(s2)), xa + b, rec_scales(p2));
-    a3 = fma_rec(a3, wasm_i32x4_add(half[3], wasm_i32x4_extadd_pairwise_i16x8(s3)), xa + b, rec_scales(p3));
+    a0 = fma_k(a0, wasm_i32x4_add(half[0], wasm_i32x4_extadd_pairwise_i16x8(s0)), xa + b, p0, kind);
+    a1 = fma_k(a1, wasm_i32x4_add(half[1], wasm_i32x4_extadd_pairwise_i16x8(s1)), xa + b, p1, kind);
+    a2 = fma_k(a2, wasm_i32x4_add(half[2], wasm_i32x4_extadd_pairwise_i16x8(s2)), xa + b, p2, kind);
+    a3 = fma_k(a3, wasm_i32x4_add(half[3], wasm_i32x4_extadd_pairwise_i16x8(s3)), xa + b, p3, kind);
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
@@ -314,7 +344,9 @@ AE_INLINE void group4s5(const uint8_t *const r[4], int n, const ae_block_q8_0 *x
 
 AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int q5) {
   const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * (q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)), rec = q5 ? AE_R45_REC : AE_R4_REC;
+  const size_t rs = (size_t)nb * (q5 == 2 ? sizeof(ae_block_q5_1) : q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)),
+               rec = q5 ? R45_REC(q5) : AE_R4_REC, xstride = q5 == 2 ? sizeof(ae_block_q8_1) : sizeof(ae_block_q8_0);
+  const int8_t *xqs = q5 == 2 ? ((const ae_block_q8_1 *)xq)->qs : ((const ae_block_q8_0 *)xq)->qs;   /* block 0's quants */
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
   const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
@@ -325,7 +357,11 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
   for (int c0 = 0; c0 < nb; c0 += R4_CHUNK) {
     const int n = nb - c0 < R4_CHUNK ? nb - c0 : R4_CHUNK;
     for (int b = 0; b < n; b++) {
-      if (q5) prep_aux_m(x + c0 + b, xa + b, 16); else prep_aux(x + c0 + b, xa + b);
+      if (q5 == 2) {   /* q8_1: no offset term (q >= 0); d_x and s_x 2^112 */
+        const ae_block_q8_1 *x1 = (const ae_block_q8_1 *)xq + c0 + b;
+        xa[b].nsum = 0; xa[b].dxs = ae_h2f_s(x1->d) * 0x1p112f; xa[b].sxs = ae_h2f_s(x1->s) * 0x1p112f;
+      } else if (q5) prep_aux_m(x + c0 + b, xa + b, 16);
+      else prep_aux(x + c0 + b, xa + b);
       if (!AE_RELAXED) prep_splats(x + c0 + b, xs + b);
     }
     for (int i = 0; i < gq; i++) {
@@ -333,7 +369,7 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
 #if AE_RELAXED
-        if (q5) group4s5(r, n, x + c0, xa, acc); else
+        if (q5) group4s5(r, n, xqs + (size_t)c0 * xstride, xstride, xa, acc, q5); else
 #endif
         group4s(r, n, x + c0, xs, xa, acc);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
@@ -341,7 +377,7 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = R4_DST(g);
-        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), q5));
+        ae_store(d, group((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec, n, x + c0, xs, xa, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), q5, xqs + (size_t)c0 * xstride, xstride));
       }
     }
   }
@@ -360,6 +396,10 @@ void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   if (r0 >= r1) return;
   matvec_r4(W, ncols, xq, y, r0, r1, 1);
 }
+void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  matvec_r4(W, ncols, xq, y, r0, r1, 2);
+}
 #else
 /* The plain build repacks q5_0 into AE_Q5_0_X8 instead (model.c): this layout's kernels are the reference there. */
 void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
@@ -368,6 +408,13 @@ void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   for (int t = 0; t < nvec; t++) ae_matvec_q5_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+}
+void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q5_1_r4_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  for (int t = 0; t < nvec; t++) ae_matvec_q5_1_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
 }
 
 #endif
@@ -379,7 +426,8 @@ void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, si
 static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                       int r0, int r1, int *a0p, int *a1p, int q5) {
   const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
-  void (*mv)(const void *, int, const void *, float *, int, int) = q5 ? ae_matvec_rows_q5_0_r4_simd128 : ae_matvec_rows_q4_0_r4_simd128;
+  void (*mv)(const void *, int, const void *, float *, int, int) =
+      q5 == 2 ? ae_matvec_rows_q5_1_r4_simd128 : q5 ? ae_matvec_rows_q5_0_r4_simd128 : ae_matvec_rows_q4_0_r4_simd128;
   *a0p = a0; *a1p = a1;
   for (int t = 0; t < nvec; t++) {
     const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
@@ -400,15 +448,26 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
  * to a volatile slot after each chunk, which keeps TurboFan from hoisting the next chunk's loads above this
  * chunk's arithmetic (16 SIMD registers on x64). Per (row, token) the matvec's float sequence: bit-identical. */
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
-typedef struct { int8_t q[4][32]; int32_t nsum[4]; float dxs[4]; } xt4;
+typedef struct { int8_t q[4][32]; union { int32_t nsum[4]; float sxs[4]; }; float dxs[4]; } xt4;   /* sxs: q5_1's s_x 2^112 */
 
 /* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
-AE_INLINE void prep_tk(const ae_block_q8_0 *const *xb, int n, int k, uint8_t *o, int mul) {
+AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int mul, int kind) {
   for (int b = 0; b < n; b++, o += 40 * k)
     for (int t = 0; t < k; t++) {
       xaux a;
-      prep_aux_m(xb[t] + b, &a, mul);
-      __builtin_memcpy(o + 32 * t, xb[t][b].qs, 32);
+      const int8_t *q;
+      if (kind == 2) {   /* q8_1 blocks: d_x and s_x 2^112 (in nsum's slot: q5_1 has no offset term) */
+        const ae_block_q8_1 *x1 = (const ae_block_q8_1 *)xb[t] + b;
+        const float sxs = ae_h2f_s(x1->s) * 0x1p112f;
+        __builtin_memcpy(&a.nsum, &sxs, 4);
+        a.dxs = ae_h2f_s(x1->d) * 0x1p112f;
+        q = x1->qs;
+      } else {
+        const ae_block_q8_0 *x0 = (const ae_block_q8_0 *)xb[t] + b;
+        prep_aux_m(x0, &a, mul);
+        q = x0->qs;
+      }
+      __builtin_memcpy(o + 32 * t, q, 32);
       __builtin_memcpy(o + 32 * k + 4 * t, &a.nsum, 4);
       __builtin_memcpy(o + 36 * k + 4 * t, &a.dxs, 4);
     }
@@ -444,15 +503,15 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128
 
 /* gemm_tile4 on AE_Q5_0_R4 records: the 5th bits or-ed into the unpacked chunks, the i16 sums widened after chunks 1
  * and 3 (the first half's i32 sums in a volatile slot); per (row, token) the q5_0 R4 matvec's sequence. */
-AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc) {
+AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc, int kind) {
   volatile v128 sink[4], half[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const v128 m = wasm_i8x16_splat(0x0f);
-  for (int b = 0; b < n; b++, rec += AE_R45_REC, x++) {
+  for (int b = 0; b < n; b++, rec += R45_REC(kind), x++) {
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
 #pragma clang loop unroll(full)
     for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j), h = ae_load(rec + 72);
+      const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
       const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j));
       const v128 hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
       s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(R4_SPL(0, 8 * j), lo), ae_rdot16(R4_SPL(0, 8 * j + 4), hi)));
@@ -468,10 +527,18 @@ AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v
       }
     }
     const v128 dw = rec_scales(rec);
+    if (kind == 2) {   /* q5_1: (d_w d_x) (float)sumi + m_w s_x, as fma_rec51 */
+      const v128 mw = rec_scales(rec + 8);
+#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_add(wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t])), \
+        wasm_f32x4_convert_i32x4(wasm_i32x4_add(half[t], wasm_i32x4_extadd_pairwise_i16x8(S)))), wasm_f32x4_mul(mw, wasm_v128_load32_splat(&x->sxs[t]))))
+      R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
+#undef R4_F
+    } else {
 #define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add(wasm_i32x4_add(half[t], \
         wasm_i32x4_extadd_pairwise_i16x8(S)), wasm_v128_load32_splat(&x->nsum[t]))), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
-    R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
+      R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
 #undef R4_F
+    }
     sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
@@ -511,7 +578,8 @@ _Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack
 AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                        int a0, int a1, int k, int q5) {
   const int nb = ncols / AE_QK4_0, cb = k == 8 ? R4_GEMM_CB8 : R4_GEMM_CB;
-  const size_t rs = (size_t)nb * (q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)), rsz = q5 ? AE_R45_REC : AE_R4_REC;
+  const size_t rs = (size_t)nb * (q5 == 2 ? sizeof(ae_block_q5_1) : q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)),
+               rsz = q5 ? R45_REC(q5) : AE_R4_REC, xblk = q5 == 2 ? sizeof(ae_block_q8_1) : sizeof(ae_block_q8_0);
   xt4 xs[R4_GEMM_CB];
   volatile v128 acc[8];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
@@ -520,14 +588,14 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
       const int nt = nvec - t0 < k ? nvec - t0 : k;
       for (int c0 = 0; c0 < nb; c0 += cb) {
         const int n = nb - c0 < cb ? nb - c0 : cb;
-        const ae_block_q8_0 *xb[8];
-        for (int t = 0; t < k; t++) xb[t] = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-        prep_tk(xb, n, k, (uint8_t *)xs, q5 ? 16 : R4_SUM8);
+        const uint8_t *xb[8];
+        for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
+        prep_tk(xb, n, k, (uint8_t *)xs, q5 ? 16 : R4_SUM8, q5);
         for (int r = rc; r < re; r += 4) {
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
           if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
-          else if (q5) gemm_tile4_q5(rec, n, xs, acc);
+          else if (q5) gemm_tile4_q5(rec, n, xs, acc, q5);
           else gemm_tile4(rec, n, xs, acc);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
@@ -549,6 +617,12 @@ void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, si
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 1)) return;
   gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 1);
+}
+void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  int a0, a1;
+  if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 2)) return;
+  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 2);
 }
 #else
 /* plain: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
