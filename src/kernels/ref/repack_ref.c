@@ -243,41 +243,30 @@ int ae_repack_q5_0_r4_ref(void *W, int nrows, int ncols, void *tmp) { return rep
 int ae_repack_q5_1_r4_ref(void *W, int nrows, int ncols, void *tmp) { return repack5_ref(W, nrows, ncols, tmp, 1); }
 void ae_unpack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) { unpack5(W, nrows, ncols, tmp, 0); }
 void ae_unpack_q5_1_r4(void *W, int nrows, int ncols, void *tmp) { unpack5(W, nrows, ncols, tmp, 1); }
-/* ae_vec_dot_q5_0_ref's sequence on row r read from its group's records. */
-void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK5_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q5_0);
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+/* ae_vec_dot_q5_0_ref's / ae_vec_dot_q5_1_ref's sequence on row r read from its group's records. */
+static void matvec5_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int q51) {
+  const int nb = ncols / 32;
+  const size_t rs = (size_t)nb * R5_BS(q51);
   for (int r = r0; r < r1; r++) {
     const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
     float sum = 0.0f;
     for (int b = 0; b < nb; b++) {
       uint8_t q[32];
       ae_fp16 d, m;
-      r45_values(g + (size_t)b * AE_R45_REC, r & 3, q, &d, &m, 0);
+      r45_values(g + (size_t)b * R5_REC(q51), r & 3, q, &d, &m, q51);
       int sumi = 0;
-      for (int e = 0; e < 32; e++) sumi += (q[e] - 16) * (int)x[b].qs[e];
-      sum += (float)sumi * (AE_FP16(d) * AE_FP16(x[b].d));
+      if (q51) {
+        const ae_block_q8_1 *x = (const ae_block_q8_1 *)xq + b;
+        for (int e = 0; e < 32; e++) sumi += q[e] * (int)x->qs[e];
+        sum += (AE_FP16(d) * AE_FP16(x->d)) * (float)sumi + AE_FP16(m) * AE_FP16(x->s);
+      } else {
+        const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq + b;
+        for (int e = 0; e < 32; e++) sumi += (q[e] - 16) * (int)x->qs[e];
+        sum += (float)sumi * (AE_FP16(d) * AE_FP16(x->d));
+      }
     }
     y[r] = sum;
   }
 }
-/* ae_vec_dot_q5_1_ref's sequence on row r read from its group's records. */
-void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK5_1;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q5_1);
-  const ae_block_q8_1 *x = (const ae_block_q8_1 *)xq;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      uint8_t q[32];
-      ae_fp16 d, m;
-      r45_values(g + (size_t)b * AE_R451_REC, r & 3, q, &d, &m, 1);
-      int sumi = 0;
-      for (int e = 0; e < 32; e++) sumi += q[e] * (int)x[b].qs[e];
-      sum += (AE_FP16(d) * AE_FP16(x[b].d)) * (float)sumi + AE_FP16(m) * AE_FP16(x[b].s);
-    }
-    y[r] = sum;
-  }
-}
+void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { matvec5_ref(W, ncols, xq, y, r0, r1, 0); }
+void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { matvec5_ref(W, ncols, xq, y, r0, r1, 1); }

@@ -200,6 +200,15 @@ AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v
   const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
+/* After chunk j of a q5 record (4 rows or tokens, i16 sums s0..s3): after chunk 1 the sums widen into the volatile
+ * half[] and restart (two chunks fit in i16), after the others they are stored to the volatile sink (scheduling). */
+#define R45_AFTER_CHUNK(j) do { \
+    if ((j) == 1) { \
+      half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1); \
+      half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3); \
+      s0 = s1 = s2 = s3 = wasm_i32x4_splat(0); \
+    } else { sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; } \
+  } while (0)
 AE_INLINE v128 rec5_sums(const uint8_t *rec, const int8_t *q, int kind) {
   const v128 m = wasm_i8x16_splat(0x0f), z = wasm_i32x4_splat(0);
   v128 t = z;
@@ -325,13 +334,7 @@ AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, siz
       const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
       s0 = chunk5_i16(s0, p0, j, xl, xh, m, kind); s1 = chunk5_i16(s1, p1, j, xl, xh, m, kind);
       s2 = chunk5_i16(s2, p2, j, xl, xh, m, kind); s3 = chunk5_i16(s3, p3, j, xl, xh, m, kind);
-      if (j == 1) {
-        half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1);
-        half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3);
-        s0 = s1 = s2 = s3 = wasm_i32x4_splat(0);
-      } else {
-        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
-      }
+      R45_AFTER_CHUNK(j);
     }
     a0 = fma_k(a0, wasm_i32x4_add(half[0], wasm_i32x4_extadd_pairwise_i16x8(s0)), xa + b, p0, kind);
     a1 = fma_k(a1, wasm_i32x4_add(half[1], wasm_i32x4_extadd_pairwise_i16x8(s1)), xa + b, p1, kind);
@@ -518,13 +521,7 @@ AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v
       s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(R4_SPL(1, 8 * j), lo), ae_rdot16(R4_SPL(1, 8 * j + 4), hi)));
       s2 = wasm_i16x8_add(s2, wasm_i16x8_add(ae_rdot16(R4_SPL(2, 8 * j), lo), ae_rdot16(R4_SPL(2, 8 * j + 4), hi)));
       s3 = wasm_i16x8_add(s3, wasm_i16x8_add(ae_rdot16(R4_SPL(3, 8 * j), lo), ae_rdot16(R4_SPL(3, 8 * j + 4), hi)));
-      if (j == 1) {
-        half[0] = wasm_i32x4_extadd_pairwise_i16x8(s0); half[1] = wasm_i32x4_extadd_pairwise_i16x8(s1);
-        half[2] = wasm_i32x4_extadd_pairwise_i16x8(s2); half[3] = wasm_i32x4_extadd_pairwise_i16x8(s3);
-        s0 = s1 = s2 = s3 = wasm_i32x4_splat(0);
-      } else {
-        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
-      }
+      R45_AFTER_CHUNK(j);
     }
     const v128 dw = rec_scales(rec);
     if (kind == 2) {   /* q5_1: (d_w d_x) (float)sumi + m_w s_x, as fma_rec51 */
