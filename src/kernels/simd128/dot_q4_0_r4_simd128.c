@@ -19,8 +19,14 @@
  * A group is one sequential stream of 72 B records (the plain layout's 4 rows are 4 streams in the same pages, which
  * the hardware prefetchers follow poorly from DRAM: docs/PERFORMANCE.md "q4_0 decode and prefill kernels"). The
  * matvec reads 4 groups from the 4 quarters of its row range record by record: 4 sequential streams in different
- * pages keep more DRAM reads in flight than one (1.4-1.7x from DRAM; "Decode matvecs from DRAM"). */
-#include "q32_simd128.h"   /* simd128_util.h, and ae_q32_qh for the q5_0 layout */
+ * pages keep more DRAM reads in flight than one (1.4-1.7x from DRAM; "Decode matvecs from DRAM").
+ *
+ * The same kernels serve the relaxed build's q5_0 / q5_1 layouts (kernels.h AE_Q5_0_R4 / AE_Q5_1_R4; `kind` 1 / 2, a
+ * constant after inlining): the chunks hold the low 4 bits of the 5-bit values q, a record's 16 bytes of 5th bits are
+ * or-ed in at bit 4 (hb5), the i16 sums widen every two chunks (q <= 31), sumi = sum(q x) - 16 sum(x) (q5_0) or
+ * sum(q x) with the reference's (d_w d_x) (float)sumi + m_w s_x (q5_1, q8_1 activations). The plain build repacks q5
+ * into the X8 layouts instead; its entry points for these run the references. */
+#include "q32_simd128.h"   /* simd128_util.h, and ae_q32_qh for the q5 layouts' repack */
 
 #if AE_RELAXED
 #define R4_CHUNK 512      /* blocks per column chunk: xaux only, 8 B each (4 KiB) */
