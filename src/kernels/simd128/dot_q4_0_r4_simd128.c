@@ -173,12 +173,7 @@ AE_INLINE void prep_aux_m(const ae_block_q8_0 *x, xaux *xa, int mul) {
   xa->nsum = -mul * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
   xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
 }
-AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
-  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16);
-  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(a), wasm_i16x8_extadd_pairwise_i8x16(c));
-  xa->nsum = -R4_SUM8 * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
-  xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
-}
+AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { prep_aux_m(x, xa, R4_SUM8); }
 
 /* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ---- */
 #if AE_RELAXED
@@ -460,7 +455,7 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 typedef struct { int8_t q[4][32]; union { int32_t nsum[4]; float sxs[4]; }; float dxs[4]; } xt4;   /* sxs: q5_1's s_x 2^112 */
 
 /* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
-AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int mul, int kind) {
+AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int kind) {
   for (int b = 0; b < n; b++, o += 40 * k)
     for (int t = 0; t < k; t++) {
       xaux a;
@@ -473,7 +468,7 @@ AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int m
         q = x1->qs;
       } else {
         const ae_block_q8_0 *x0 = (const ae_block_q8_0 *)xb[t] + b;
-        prep_aux_m(x0, &a, mul);
+        prep_aux_m(x0, &a, kind ? 16 : R4_SUM8);
         q = x0->qs;
       }
       __builtin_memcpy(o + 32 * t, q, 32);
@@ -593,7 +588,7 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const uint8_t *xb[8];
         for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, k, (uint8_t *)xs, q5 ? 16 : R4_SUM8, q5);
+        prep_tk(xb, n, k, (uint8_t *)xs, q5);
         for (int r = rc; r < re; r += 4) {
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
