@@ -253,8 +253,9 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   assert.equal(kr.x.ae_set_fused_dot(0), 0);
   for (const f of [0, 1]) kr.x.ae_probe_fused_dot(f, 2);   // the load-time probe runs (static zero data)
   assert.equal(kr.x.ae_set_fused_dot(0), 0, 'the probe restores the setting');
-  // 1056 columns = 33 blocks: a second column chunk of the fused tile (32 blocks) and of the i16 tile at 2112+ (64)
-  for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416]]) {
+  // 1056 columns = 33 blocks: a second column chunk of the fused tile (32 blocks) and of the i16 tile at 2112+ (64); 32 and
+  // 52 rows: the matvec reads 4 groups together (8 or 13 groups), with and without a tail
+  for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]]) {
     const mr = kr.mark();
     const nb = cols / 32, w = randomRow(r, Q40, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
@@ -290,14 +291,19 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   }
 });
 
-for (const [name, seed] of [['q5_0', 88], ['q5_1', 89]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
+for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
-  const Q50 = name === 'q5_0' ? T.Q5_0 : T.Q5_1, bs = BLOCK[Q50][1], AT = name === 'q5_0' ? T.Q8_0 : T.Q8_1;
-  for (const kk of [kr, kp]) for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416]]) {
+  const Q50 = T[name.toUpperCase()], bs = BLOCK[Q50][1], AT = name === 'q5_1' ? T.Q8_1 : T.Q8_0;
+  for (const kk of [kr, kp]) for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]]) {
     const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();
     const nb = cols / 32, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
     if (name === 'q5_1') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
+    if (name === 'q8_0') {   // every weight byte, -128 included (the sign trick's xor takes any byte)
+      const seen = new Set();
+      for (let i = 0; i < rows * nb; i++) for (let j = 2; j < bs; j++) seen.add(w[i * bs + j]);
+      assert.ok(seen.size === 256 || rows * nb * 32 < 4096, `${rows}x${cols}: every byte value among the q8_0 weights`);
+    }
     const W = put(kk, w), P = put(kk, w), Q = put(kk, w), tmp = kk.alloc(4 * nb * bs);
     assert.equal(kk.x[`kt_repack_${name}_r4`](SIMD, P, rows, cols, tmp), 0);
     assert.equal(kk.x[`kt_repack_${name}_r4`](REF, Q, rows, cols, tmp), 0);
@@ -305,6 +311,13 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89]]) test(`${name} in the re
     assert.ok(!Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), 'the layout differs from the file\'s');
     kk.x[`kt_unpack_${name}_r4`](Q, rows, cols, tmp);
     assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
+    {   // an inf / NaN scale anywhere: nothing repacked (the kernels convert finite halves only)
+      const bad = w.slice(), bi = r.int(0, rows * nb - 1);
+      new DataView(bad.buffer).setUint16(bi * bs, [0x7c00, 0xfe00][bi & 1], true);
+      const B = put(kk, bad);
+      for (const how of [SIMD, REF]) assert.equal(kk.x[`kt_repack_${name}_r4`](how, B, rows, cols, tmp), 1, `${rows}x${cols}: a non-finite scale refuses the repack`);
+      assert.ok(Buffer.from(kk.u8(B, bad.length)).equals(Buffer.from(bad)), 'and leaves the bytes as they were');
+    }
     const xs = Math.ceil(kk.rowSize(AT, cols) / 64) * 64 + 64, NV = 17;
     const xq = kk.alloc(xs * NV);
     for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q50, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);

@@ -1,4 +1,4 @@
-// Load-time repack of q4_0, q5_0 and q5_1 matrices (EngineOptions.repack; docs/DESIGN.md "Repacked weights"): whole generated
+// Load-time repack of q4_0, q5_0, q5_1 and (relaxed build) q8_0 matrices (EngineOptions.repack; docs/DESIGN.md "Repacked weights"): whole generated
 // models give the same logits bit for bit with and without it (prefill and decode), in the plain and the relaxed
 // build, on 1 and 2 threads; every consumer of the repacked matrices keeps working (FFN modules: fused, static with
 // compacted copies and the neuron-major down made from tensorBytes, dynamic; tensorBytes returns the file bytes);
@@ -29,7 +29,7 @@ async function run(file, opts, setup) {
 }
 const same = (a, b, what) => a.out.forEach((l, i) => assert.ok(bitsEqual(l, b.out[i]), `${what}: step ${i} logits differ`));
 
-for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_0'], ['llama', 'q5_0'], ['qwen2', 'q5_0'], ['llama', 'q5_1'], ['phi3', 'q5_1']]) {
+for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_0'], ['llama', 'q5_0'], ['qwen2', 'q5_0'], ['llama', 'q5_1'], ['phi3', 'q5_1'], ['llama', 'q8_0'], ['phi3', 'q8_0']]) {
   test(`${arch} ${dtype}: repack on == off bit for bit (plain and relaxed builds), 1 vs 2 threads`, async () => {
     const g = await generateModel(arch, dtype, 3);
     for (const simd of ['plain', 'relaxed']) {
@@ -37,11 +37,14 @@ for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_
       const on = await run(g.file, { simd, repack: true });
       const on2 = await run(g.file, { simd, repack: true, threads: 2 });
       assert.equal(off.repacked.length, 0);
-      const matrices = [...g.dtypes].filter(([n, d]) => d === dtype && n !== 'token_embd.weight').map(([n]) => n).sort();
+      const all = [...g.dtypes].filter(([n, d]) => d === dtype && n !== 'token_embd.weight').map(([n]) => n).sort();
+      // q8_0: the relaxed build's R4 layout (the generated shapes have rows % 4 == 0); the plain build keeps the file layout
+      const matrices = dtype === 'q8_0' && simd === 'plain' ? [] : all;
       assert.deepEqual(on.repacked, matrices, `every ${dtype} matrix but the token embedding is repacked`);
       assert.ok(!on.repacked.includes('token_embd.weight'));
       // q5_0: the relaxed build's row-group layout (AE_Q5_0_R4) where rows % 4 == 0, the plain build's X8 layout
-      if ((dtype === 'q5_0' || dtype === 'q5_1') && simd === 'relaxed') {
+      if (dtype === 'q8_0' && simd === 'relaxed') assert.deepEqual(on.r4, matrices, 'relaxed q8_0: all in the R4 layout');
+      else if ((dtype === 'q5_0' || dtype === 'q5_1') && simd === 'relaxed') {
         assert.ok(on.r4.length > 0 && on.r4.every((n) => matrices.includes(n)), `relaxed ${dtype} in the R4 layout: ${on.r4}`);
       } else assert.equal(on.r4.length, 0);
       same(off, on, `${simd} repack`);
@@ -52,15 +55,18 @@ for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_
   });
 }
 
-test('mixed dtypes: only q4_0, q5_0 and q5_1 matrices are repacked (q8_0 / f16 untouched), results unchanged', async () => {
+test('mixed dtypes: only q4_0, q5_0, q5_1 and q8_0 matrices are repacked (f16 untouched; q8_0 only in the relaxed build), results unchanged', async () => {
   const g = await generateModel('llama', 'q4_0', 5, { dtypeOf: (n) => (n.includes('ffn_down') ? 'q8_0' : n.includes('attn_output') ? 'f16' : n.includes('ffn_up') ? 'q5_0' : n.includes('attn_k') ? 'q5_1' : undefined) });
   const off = await run(g.file, { simd: 'relaxed', repack: false }), on = await run(g.file, { simd: 'relaxed', repack: true });
-  for (const d of ['q4_0', 'q5_0', 'q5_1']) assert.ok(on.repacked.some((n) => g.dtypes.get(n) === d), `a ${d} matrix is repacked`);
-  assert.ok(on.repacked.every((n) => ['q4_0', 'q5_0', 'q5_1'].includes(g.dtypes.get(n))));
+  for (const d of ['q4_0', 'q5_0', 'q5_1', 'q8_0']) assert.ok(on.repacked.some((n) => g.dtypes.get(n) === d), `a ${d} matrix is repacked`);
+  assert.ok(on.repacked.every((n) => ['q4_0', 'q5_0', 'q5_1', 'q8_0'].includes(g.dtypes.get(n))));
   same(off, on, 'mixed');
+  const plain = await run(g.file, { simd: 'plain', repack: true });
+  assert.ok(plain.repacked.length > 0 && !plain.repacked.some((n) => g.dtypes.get(n) === 'q8_0' || g.dtypes.get(n) === 'f16'), 'plain build: q8_0 stays');
+  same(off, plain, 'mixed, plain build');
 });
 
-for (const dtype of ['q4_0', 'q5_0', 'q5_1']) test(`${dtype}: tensorBytes of a repacked matrix = the file bytes; FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack`, async () => {
+for (const dtype of ['q4_0', 'q5_0', 'q5_1', 'q8_0']) test(`${dtype}: tensorBytes of a repacked matrix = the file bytes; FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack`, async () => {
   const g = await generateModel('llama', dtype, 7);
   const opts = { simd: 'relaxed', modules: ['ffn-fused', 'ffn-saturated'] };
   const m = await load(g.file, { ...opts, repack: true, nCtx: 64 });
@@ -112,10 +118,11 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   const PROMPT19 = Array.from({ length: 19 }, (_, i) => (i * 37 + 3) % 250);
   // q5_1: a vocabulary of 322 (rows % 4 != 0) keeps the output matrix in the X8 layout, whose relaxed matvec has the fused
   // form (the other q5_1 matrices take the relaxed build's R4 layout, which has none)
-  for (const [arch, dtype, shape] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0']]) {
+  // q8_0: repack off keeps its matrices in the file layout, whose prefill GEMM has the fused tile (AE_Q8_0_R4 has one tile)
+  for (const [arch, dtype, shape, extra] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0', undefined, { repack: false }]]) {
     const g = await generateModel(arch, dtype, 3, shape ? { shape } : undefined);
     const go = async (opts) => {
-      const m = await load(g.file, { nCtx: 64, simd: 'relaxed', ...opts });
+      const m = await load(g.file, { nCtx: 64, simd: 'relaxed', ...extra, ...opts });
       try {
         const e = m.engine, out = [];
         e.forward(PROMPT19, 0); out.push(e.logits());

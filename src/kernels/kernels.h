@@ -368,6 +368,23 @@ void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q8_0_R4: the relaxed build's load-time layout of a q8_0 matrix (the plain build keeps q8_0), rows in groups of 4 as
+ * AE_Q4_0_R4: per block column one 136-byte record (4 x 34 B, in place): the 4 rows' f16 scales (8 B), then chunks
+ * j < 8 of 16 B, row k's elements 4j..4j+3 at bytes 4k..4k+3. With the activation's 4 bytes of chunk j splatted, one
+ * i32 relaxed dot gives the 4 rows' partial sums in the lanes: the activation's sign moves onto the weights (w ^ m, m =
+ * 0xff where x < 0, is -w - 1), sum(w x) = sum((w ^ m) |x|) + sum(|x| over x < 0), |x| <= 127 (the q8_0 quantiser's
+ * range) the 7-bit operand: exact and host-independent for any weight byte. Rows % 4 == 0 and finite scales only.
+ * Results equal the q8_0 kernels' on the unpacked rows bit for bit. */
+#define AE_Q8_0_R4 ((ae_type)261)
+#define AE_R8_REC 136
+int ae_repack_q8_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
+int ae_repack_q8_0_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* AE_Q5_1_X8: the same for q5_1 (Q5_K_M files fall back to it for rows not a multiple of 256 long), in place: d and
  * m first, then T[4] and A[16] from the 5-bit values q (element = q d + m) as in AE_Q5_0_X8. Its kernels get the
  * bytes 8 (q - 16) and add 16 sum(x) (the activation block's integer sum) back to the integer sums: exact. */

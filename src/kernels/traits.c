@@ -54,6 +54,9 @@ static const ae_type_traits k_q5_0_r4_ref = {"q5_0_r4", AE_QK5_0, sizeof(ae_bloc
 static const ae_type_traits k_q5_1_r4 = {"q5_1_r4", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0,
                                          ae_matvec_rows_q5_1_r4_simd128, ae_matmul_rows_q5_1_r4_simd128};
 static const ae_type_traits k_q5_1_r4_ref = {"q5_1_r4", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0, 0, 0};
+static const ae_type_traits k_q8_0_r4 = {"q8_0_r4", AE_QK8_0, sizeof(ae_block_q8_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0,
+                                         ae_matvec_rows_q8_0_r4_simd128, ae_matmul_rows_q8_0_r4_simd128};
+static const ae_type_traits k_q8_0_r4_ref = {"q8_0_r4", AE_QK8_0, sizeof(ae_block_q8_0), AE_Q8_0, 1, {0, -1}, 0, 0, 0, 0, 0};
 static const ae_type_traits k_q5_1_x8 = {"q5_1_x8", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0,
                                          ae_matvec_rows_q5_1_x8_simd128, ae_matmul_rows_q5_1_x8_simd128};
 static const ae_type_traits k_q5_1_x8_ref = {"q5_1_x8", AE_QK5_1, sizeof(ae_block_q5_1), AE_Q8_1, 1, {0, 2}, 0, 0, 0, 0, 0};
@@ -63,6 +66,7 @@ const ae_type_traits *ae_traits(ae_type t) {
   if (t == AE_Q5_0_X8) return &k_q5_0_x8;
   if (t == AE_Q5_0_R4) return &k_q5_0_r4;
   if (t == AE_Q5_1_R4) return &k_q5_1_r4;
+  if (t == AE_Q8_0_R4) return &k_q8_0_r4;
   if (t == AE_Q5_1_X8) return &k_q5_1_x8;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_simd[t].name) return 0;
   return &k_simd[t];
@@ -73,6 +77,7 @@ const ae_type_traits *ae_traits_ref(ae_type t) {
   if (t == AE_Q5_0_X8) return &k_q5_0_x8_ref;
   if (t == AE_Q5_0_R4) return &k_q5_0_r4_ref;
   if (t == AE_Q5_1_R4) return &k_q5_1_r4_ref;
+  if (t == AE_Q8_0_R4) return &k_q8_0_r4_ref;
   if (t == AE_Q5_1_X8) return &k_q5_1_x8_ref;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_ref[t].name) return 0;
   return &k_ref[t];

@@ -264,7 +264,7 @@ export class Engine {
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
-  /** Of those, q5_0 / q5_1 tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 / AE_Q5_1_R4) rather than X8. */
+  /** Of those, q5_0 / q5_1 / q8_0 tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4). */
   readonly repackedR4 = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
@@ -651,13 +651,13 @@ export class Engine {
   /**
    * EngineOptions.fusedDot: set the C switch (ae_set_fused_dot; the plain build has one tile and keeps 0). 'auto' times
    * both tiles on the probe's q4_0 GEMMs (ae_probe_fused_dot, ~2 ms per round) in alternating rounds and takes the
-   * fused one when its best round is at least 3% faster; only when the model has weights with a fused kernel (q8_0,
-   * FUSED_DOT_REPACKED). Either choice gives the same bits.
+   * fused one when its best round is at least 3% faster; only when the model has weights with a fused kernel (q8_0 in
+   * the file layout, FUSED_DOT_REPACKED). Either choice gives the same bits.
    */
   private chooseFusedDot(when: 'load' | 'warmup'): void {
     const opt = this.fusedDotOpt;
     if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? 1 : 0) === 1; return; }
-    const fusedKernels = [...this.tensorTable.values()].some((t) => t.dtype === 'q8_0')
+    const fusedKernels = [...this.tensorTable].some(([n, t]) => t.dtype === 'q8_0' && !this.repacked.has(n))   // q8_0 in AE_Q8_0_R4 has one tile
       || [...this.repacked].some((n) => !this.repackedR4.has(n) && FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''));
     if (this.simd !== 'relaxed' || !fusedKernels) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
     const now = () => performance.now();
@@ -1038,7 +1038,7 @@ export class Engine {
     if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
     const v = this.heap.u8(this.dataBase + t.offset, t.bytes);
     if (!this.repacked.has(name)) return v;
-    if (this.repackedR4.has(name)) return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
+    if (this.repackedR4.has(name)) return t.dtype === 'q8_0' ? unpackQ8_0R4(v, t.shape[1], t.shape[0]) : unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1051,7 +1051,7 @@ export class Engine {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1 || r === 2) this.repacked.add(name);
-      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 in the relaxed build's AE_Q5_0_R4 / AE_Q5_1_R4 layout
+      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 in the relaxed build's AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4 layout
     }
     this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
@@ -1192,6 +1192,27 @@ export function unpackQ4_0R4(src: Uint8Array, rows: number, cols: number): Uint8
           }
         }
         for (let i = 0; i < 16; i++) out[o + 2 + i] = e[i] | (e[i + 16] << 4);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The file layout of a q8_0 matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q8_0_R4; the inverse
+ * of ae_repack_q8_0_r4, as ae_unpack_q8_0_r4): rows in groups of 4, per block column one 136-byte record: the 4 rows'
+ * f16 scales, then chunks j < 8 of 16 bytes, row k's elements 4j..4j+3 at bytes 4k..4k+3.
+ */
+export function unpackQ8_0R4(src: Uint8Array, rows: number, cols: number): Uint8Array {
+  const nb = cols / 32, rs = nb * 34, out = new Uint8Array(rows * rs);
+  for (let g = 0; g < rows; g += 4) {
+    const base = g * rs;
+    for (let b = 0; b < nb; b++) {
+      const rec = base + b * 136;
+      for (let k = 0; k < 4; k++) {
+        const o = base + k * rs + b * 34;
+        out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
+        for (let j = 0; j < 8; j++) for (let i = 0; i < 4; i++) out[o + 2 + 4 * j + i] = src[rec + 8 + 16 * j + 4 * k + i];
       }
     }
   }

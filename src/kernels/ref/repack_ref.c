@@ -1,6 +1,7 @@
-/* The load-time repacked layouts (kernels.h AE_Q4_0_R4, AE_Q5_0_X8, AE_Q5_1_X8): repack / unpack in place, and the scalar
- * reference matvecs over them (the specification the SIMD kernels in simd128/dot_q4_0_r4_simd128.c and
- * dot_q5_0_simd128.c / dot_q5_1_simd128.c are checked against). */
+/* The load-time repacked layouts (kernels.h AE_Q4_0_R4, AE_Q5_0_X8, AE_Q5_1_X8, AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4):
+ * repack / unpack in place, and the scalar reference matvecs over them (the specification the SIMD kernels in
+ * simd128/dot_q4_0_r4_simd128.c, dot_q8_0_r4_simd128.c and dot_q5_0_simd128.c / dot_q5_1_simd128.c are checked
+ * against). */
 #include "kernels/ref/ref_util.h"
 
 /* Byte i of chunk j of row k's part of a record: elements 8j+i (low nibble) and 8j+4+i (high nibble) of the row's
@@ -270,3 +271,64 @@ static void matvec5_ref(const void *W, int ncols, const void *xq, float *y, int 
 }
 void ae_matvec_q5_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { matvec5_ref(W, ncols, xq, y, r0, r1, 0); }
 void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { matvec5_ref(W, ncols, xq, y, r0, r1, 1); }
+
+/* ---- AE_Q8_0_R4 (kernels.h; the relaxed build's q8_0 layout): a 136-byte record per block column of a group of 4 rows:
+ * the 4 rows' f16 scales, then chunks j < 8 of 16 B, row k's elements 4j..4j+3 at bytes 4k..4k+3. ---- */
+static void pack_block8(const ae_block_q8_0 *const rows[4], int b, uint8_t *rec) {
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, &rows[k][b].d, 2);
+  for (int j = 0; j < 8; j++)
+    for (int k = 0; k < 4; k++)
+      for (int i = 0; i < 4; i++) rec[8 + 16 * j + 4 * k + i] = (uint8_t)rows[k][b].qs[4 * j + i];
+}
+static void unpack_block8(const uint8_t *rec, int k, ae_block_q8_0 *o) {
+  __builtin_memcpy(&o->d, rec + 2 * k, 2);
+  for (int j = 0; j < 8; j++)
+    for (int i = 0; i < 4; i++) o->qs[4 * j + i] = (int8_t)rec[8 + 16 * j + 4 * k + i];
+}
+int ae_repack_q8_0_r4_ref(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h;
+    __builtin_memcpy(&h, (const uint8_t *)W + i * sizeof(ae_block_q8_0), 2);
+    if ((h & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    const ae_block_q8_0 *rows[4];
+    for (int k = 0; k < 4; k++) rows[k] = (const ae_block_q8_0 *)((const uint8_t *)tmp + (size_t)k * rs);
+    for (int b = 0; b < nb; b++) pack_block8(rows, b, base + (size_t)b * AE_R8_REC);
+  }
+  return 0;
+}
+void ae_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int k = 0; k < 4; k++)
+      for (int b = 0; b < nb; b++)
+        unpack_block8((const uint8_t *)tmp + (size_t)b * AE_R8_REC, k, (ae_block_q8_0 *)(base + (size_t)k * rs) + b);
+  }
+}
+/* ae_vec_dot_q8_0_ref's sequence on row r read from its group's records. */
+void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
+  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++) {
+      ae_block_q8_0 w;
+      unpack_block8(g + (size_t)b * AE_R8_REC, r & 3, &w);
+      int sumi = 0;
+      for (int j = 0; j < AE_QK8_0; j++) sumi += (int)w.qs[j] * (int)x[b].qs[j];
+      sum += (float)sumi * (AE_FP16(w.d) * AE_FP16(x[b].d));
+    }
+    y[r] = sum;
+  }
+}

@@ -1,0 +1,220 @@
+/* q8_0 weights repacked at load into groups of 4 rows (kernels.h AE_Q8_0_R4; the relaxed build's layout) x q8_0
+ * activations: the repack itself (SIMD, in place), the matvec (decode) and the batched GEMM (prefill). Bit-exact with
+ * ae_vec_dot_q8_0_ref on the unpacked rows (ae_matvec_q8_0_r4_ref) for any row range, and so with the q8_0 kernels of
+ * either build.
+ *
+ * A record (136 B) = block b of the group's 4 rows: 4 f16 scales, then chunks j = 0..7 of 16 B, row k's elements
+ * 4j..4j+3 at bytes 4k..4k+3. Per block, the activation is prepared once: |x| (0..127, the q8_0 quantiser's range:
+ * the 7-bit operand), the sign masks m (0xff where x < 0) and c = sum(|x| over x < 0). Per chunk j, |x[4j..4j+3]| and
+ * m[4j..4j+3] are splatted (v128.load32_splat) and
+ *   s = i32x4.relaxed_dot_i8x16_i7x16_add(w ^ m, |x|, s)
+ * adds the 4 rows' sums in the lanes: w ^ m = -w - 1 where x < 0, so sum((w ^ m) |x|) + c = sum(w x), exact for any
+ * weight byte and independent of the host (the i7 operand in range). s starts at c; then per row lane, in block order,
+ * the reference's float sequence acc += (float)sumi * (d_w * d_x), the scales converted as dot_q4_0_r4_simd128.c's
+ * (d_w 2^-112 against d_x 2^112: finite halves, which the repack guarantees).
+ *
+ * The matvec reads 4 groups from the 4 quarters of its row range record by record, chunk-major within a record (the
+ * chunk's two splats loaded once for the 4 groups, the 4 sums stored to a volatile slot after each chunk: TurboFan
+ * otherwise hoists the record's loads and spills; see dot_q4_0_r4_simd128.c group4s). Per 16 weight bytes: a load, a
+ * xor and the relaxed dot (pmaddubsw + pmaddwd + paddd in V8 without AVX-VNNI, one vpdpbusd with it), where the q8_0
+ * file layout's matvec needs two i32x4.dot_i16x8 with their unpacking, and transposes its 4 rows' sums per block.
+ * The plain build keeps q8_0 (model.c): its entry points here run the reference. */
+#include "simd128_util.h"
+
+/* ---- repack (in place; both builds: tests and tools) ---- */
+/* One record from the 4 rows' block b (p[k] = row k's block): a 4x4 transpose of 32-bit words per 16-byte half. */
+AE_INLINE void pack_rec8(const uint8_t *const p[4], uint8_t *rec) {
+  for (int h = 0; h < 2; h++) {
+    const v128 r0 = ae_load(p[0] + 2 + 16 * h), r1 = ae_load(p[1] + 2 + 16 * h), r2 = ae_load(p[2] + 2 + 16 * h), r3 = ae_load(p[3] + 2 + 16 * h);
+    const v128 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+    const v128 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+    uint8_t *o = rec + 8 + 64 * h;
+    wasm_v128_store(o, wasm_i64x2_shuffle(t0, t2, 0, 2));
+    wasm_v128_store(o + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+    wasm_v128_store(o + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+    wasm_v128_store(o + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+  }
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, p[k], 2);
+}
+
+int ae_repack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK8_0;
+  const size_t bs = sizeof(ae_block_q8_0), rs = (size_t)nb * bs;
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h;
+    __builtin_memcpy(&h, (const uint8_t *)W + i * bs, 2);
+    if ((h & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g < nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *p[4];
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack_rec8(p, base + (size_t)b * AE_R8_REC);
+    }
+  }
+  return 0;
+}
+
+#if AE_RELAXED
+/* One token's block, prepared: |x|, the sign masks, c = sum(|x| over x < 0), d_x 2^112 (80 B). */
+typedef struct { int8_t ax[32], mx[32]; int32_t c; float dxs; int32_t pad[2]; } r8x;
+_Static_assert(sizeof(r8x) == 80, "r8x layout");
+
+AE_INLINE void prep8(const ae_block_q8_0 *x, r8x *o) {
+  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16), z = wasm_i32x4_splat(0);
+  const v128 aa = wasm_i8x16_abs(a), ac = wasm_i8x16_abs(c), ma = wasm_i8x16_lt(a, z), mc = wasm_i8x16_lt(c, z);
+  ae_store(o->ax, aa); ae_store(o->ax + 16, ac); ae_store(o->mx, ma); ae_store(o->mx + 16, mc);
+  const v128 n = wasm_i16x8_add(wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(aa, ma)), wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(ac, mc)));
+  o->c = ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(n));
+  o->dxs = ae_h2f_s(x->d) * 0x1p112f;
+}
+
+/* the 4 scales of a record: d_w 2^-112 as f32 (exact for finite halves) */
+AE_INLINE v128 rec_scales8(const uint8_t *rec) {
+  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(rec), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+}
+AE_INLINE v128 fma8(v128 acc, v128 s, const r8x *x, const uint8_t *rec) {
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(rec_scales8(rec), wasm_v128_load32_splat(&x->dxs))));
+}
+#define R8_CHUNK 512   /* blocks per column chunk of the matvec (40 KiB of prepared activations at most): a whole row up to
+                        * 16384 columns, so each group is read as one run (shorter chunks broke the 4 streams: 0.6x from DRAM) */
+#define R8_DOT(s, p, j, xa, xm) ae_rdot(wasm_v128_xor(ae_load((p) + 8 + 16 * (j)), xm), xa, s)
+
+/* One group, blocks [0, n): acc += its 4 rows' block terms. */
+AE_INLINE v128 group8(const uint8_t *rec, int n, const r8x *x, v128 acc) {
+  for (int b = 0; b < n; b++, rec += AE_R8_REC, x++) {
+    v128 s = wasm_v128_load32_splat(&x->c);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; j++) s = R8_DOT(s, rec, j, wasm_v128_load32_splat(x->ax + 4 * j), wasm_v128_load32_splat(x->mx + 4 * j));
+    acc = fma8(acc, s, x, rec);
+  }
+  return acc;
+}
+/* Four groups far apart, record by record, chunk-major within a record (see the top). */
+AE_INLINE void group4s8(const uint8_t *const r[4], int n, const r8x *x, v128 acc[4]) {
+  volatile v128 sink[4];
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+  for (int b = 0; b < n; b++, p0 += AE_R8_REC, p1 += AE_R8_REC, p2 += AE_R8_REC, p3 += AE_R8_REC, x++) {
+    v128 s0 = wasm_v128_load32_splat(&x->c), s1 = s0, s2 = s0, s3 = s0;
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; j++) {
+      const v128 xa = wasm_v128_load32_splat(x->ax + 4 * j), xm = wasm_v128_load32_splat(x->mx + 4 * j);
+      s0 = R8_DOT(s0, p0, j, xa, xm); s1 = R8_DOT(s1, p1, j, xa, xm);
+      s2 = R8_DOT(s2, p2, j, xa, xm); s3 = R8_DOT(s3, p3, j, xa, xm);
+      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+    }
+    a0 = fma8(a0, s0, x, p0); a1 = fma8(a1, s1, x, p1); a2 = fma8(a2, s2, x, p2); a3 = fma8(a3, s3, x, p3);
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
+  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
+  const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
+  const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
+  _Alignas(16) float part[2][4];                 /* a partial group's 4 rows (only some are stored into y) */
+  r8x xs[R8_CHUNK];
+#define R8_DST(g) ((4 * (g) >= r0 && 4 * (g) + 4 <= r1) ? y + 4 * (g) : part[(g) == g0 ? 0 : 1])
+  for (int c0 = 0; c0 < nb; c0 += R8_CHUNK) {
+    const int n = nb - c0 < R8_CHUNK ? nb - c0 : R8_CHUNK;
+    for (int b = 0; b < n; b++) prep8(x + c0 + b, xs + b);
+    for (int i = 0; i < gq; i++) {
+      if (g0 + i + 3 * gq < g1) {
+        const uint8_t *r[4]; v128 acc[4];
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R8_REC; acc[k] = c0 ? ae_load(R8_DST(g)) : wasm_f32x4_splat(0.0f); }
+        group4s8(r, n, xs, acc);
+        for (int k = 0; k < 4; k++) ae_store(R8_DST(g0 + i + k * gq), acc[k]);
+      } else for (int k = 0; k < 4; k++) {
+        const int g = g0 + i + k * gq;
+        if (g >= g1) break;
+        float *d = R8_DST(g);
+        ae_store(d, group8((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R8_REC, n, xs, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+      }
+    }
+  }
+#undef R8_DST
+  for (int r = r0; r < r1; r++) {
+    const int g = r >> 2;
+    if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
+  }
+}
+
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' prepared blocks sit in one
+ * stack array (per block the 4 tokens' r8x), so every splat is a load at a constant offset from one pointer. Per
+ * record each chunk is loaded once for the 4 tokens; per token two splats, a xor and the relaxed dot. The 4 tokens'
+ * sums go to a volatile slot after each chunk (as the matvec). Per (row, token) the matvec's integer sums and float
+ * sequence: bit-identical. ---- */
+#define R8_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
+#define R8_GEMM_CB 32     /* blocks per column chunk: 32 x 4 x 80 B = 10 KiB */
+
+AE_INLINE void tile8(const uint8_t *rec, int n, const r8x *x, volatile v128 *acc) {
+  volatile v128 sink[4];
+  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+  for (int b = 0; b < n; b++, rec += AE_R8_REC, x += 4) {
+    v128 s0 = wasm_v128_load32_splat(&x[0].c), s1 = wasm_v128_load32_splat(&x[1].c);
+    v128 s2 = wasm_v128_load32_splat(&x[2].c), s3 = wasm_v128_load32_splat(&x[3].c);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; j++) {
+      const v128 v = ae_load(rec + 8 + 16 * j);
+#define R8_T(S, t) S = ae_rdot(wasm_v128_xor(v, wasm_v128_load32_splat(x[t].mx + 4 * j)), wasm_v128_load32_splat(x[t].ax + 4 * j), S)
+      R8_T(s0, 0); R8_T(s1, 1); R8_T(s2, 2); R8_T(s3, 3);
+#undef R8_T
+      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+    }
+    a0 = fma8(a0, s0, x, rec); a1 = fma8(a1, s1, x + 1, rec); a2 = fma8(a2, s2, x + 2, rec); a3 = fma8(a3, s3, x + 3, rec);
+  }
+  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+}
+
+void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  if (r0 >= r1 || nvec <= 0) return;
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;   /* whole groups; the rows outside them: the matvec per token */
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    float *yt = y + (size_t)t * y_stride;
+    if (a0 >= a1) { ae_matvec_rows_q8_0_r4_simd128(W, ncols, xt, yt, r0, r1); continue; }
+    if (r0 < a0) ae_matvec_rows_q8_0_r4_simd128(W, ncols, xt, yt, r0, a0);
+    if (a1 < r1) ae_matvec_rows_q8_0_r4_simd128(W, ncols, xt, yt, a1, r1);
+  }
+  if (a0 >= a1) return;
+  const int nb = ncols / AE_QK8_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
+  r8x xs[4 * R8_GEMM_CB];
+  volatile v128 acc[4];
+  for (int rc = a0; rc < a1; rc += R8_GEMM_ROWS) {
+    const int re = rc + R8_GEMM_ROWS < a1 ? rc + R8_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      for (int c0 = 0; c0 < nb; c0 += R8_GEMM_CB) {
+        const int n = nb - c0 < R8_GEMM_CB ? nb - c0 : R8_GEMM_CB;
+        for (int t = 0; t < 4; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+          const ae_block_q8_0 *xb = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+          for (int b = 0; b < n; b++) prep8(xb + b, xs + 4 * b + t);
+        }
+        for (int r = rc; r < re; r += 4) {
+          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          tile8((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, n, xs, acc);
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        }
+      }
+    }
+  }
+}
+#else
+/* The plain build keeps q8_0 in the file layout (model.c): this layout's kernels are the reference there. */
+void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q8_0_r4_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  for (int t = 0; t < nvec; t++) ae_matvec_q8_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+}
+#endif
