@@ -29,7 +29,7 @@ async function run(file, opts, setup) {
 }
 const same = (a, b, what) => a.out.forEach((l, i) => assert.ok(bitsEqual(l, b.out[i]), `${what}: step ${i} logits differ`));
 
-for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_0'], ['llama', 'q5_0'], ['qwen2', 'q5_0'], ['llama', 'q5_1'], ['phi3', 'q5_1'], ['llama', 'q8_0'], ['phi3', 'q8_0']]) {
+for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_0'], ['llama', 'q5_0'], ['qwen2', 'q5_0'], ['llama', 'q5_1'], ['phi3', 'q5_1'], ['llama', 'q8_0'], ['phi3', 'q8_0'], ['qwen2', 'q8_0']]) {
   test(`${arch} ${dtype}: repack on == off bit for bit (plain and relaxed builds), 1 vs 2 threads`, async () => {
     const g = await generateModel(arch, dtype, 3);
     for (const simd of ['plain', 'relaxed']) {
@@ -38,10 +38,11 @@ for (const [arch, dtype] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['qwen2', 'q4_
       const on2 = await run(g.file, { simd, repack: true, threads: 2 });
       assert.equal(off.repacked.length, 0);
       const all = [...g.dtypes].filter(([n, d]) => d === dtype && n !== 'token_embd.weight').map(([n]) => n).sort();
-      // q8_0: the relaxed build's R4 layout (the generated shapes have rows % 4 == 0); the plain build keeps the file layout
-      const matrices = dtype === 'q8_0' && simd === 'plain' ? [] : all;
+      // q8_0: the relaxed build's R4 layout (the generated shapes have rows % 4 == 0), the token embedding too (get_rows
+      // reads its rows; qwen2 ties the output to it); the plain build keeps the file layout
+      const matrices = dtype !== 'q8_0' ? all : simd === 'plain' ? [] : [...all, 'token_embd.weight'].sort();
       assert.deepEqual(on.repacked, matrices, `every ${dtype} matrix but the token embedding is repacked`);
-      assert.ok(!on.repacked.includes('token_embd.weight'));
+      if (dtype !== 'q8_0') assert.ok(!on.repacked.includes('token_embd.weight'));
       // q5_0: the relaxed build's row-group layout (AE_Q5_0_R4) where rows % 4 == 0, the plain build's X8 layout
       if (dtype === 'q8_0' && simd === 'relaxed') assert.deepEqual(on.r4, matrices, 'relaxed q8_0: all in the R4 layout');
       else if ((dtype === 'q5_0' || dtype === 'q5_1') && simd === 'relaxed') {
@@ -73,7 +74,7 @@ for (const dtype of ['q4_0', 'q5_0', 'q5_1', 'q8_0']) test(`${dtype}: tensorByte
   try {
     assert.ok(m.engine.repacked.has('blk.0.ffn_gate.weight'));
     if (dtype !== 'q4_0') assert.ok(m.engine.repackedR4.has('blk.0.ffn_gate.weight'), 'the relaxed build: the R4 layout');
-    for (const name of ['blk.0.ffn_gate.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight']) {
+    for (const name of ['blk.0.ffn_gate.weight', 'blk.1.ffn_down.weight', 'blk.0.attn_q.weight', 'token_embd.weight']) {
       assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
     }
   } finally { m.dispose(); }

@@ -54,7 +54,22 @@ ae_type ae_quantize_row(ae_type t, const float *x, void *y, int n) {
   return tr->vec_dot_type;
 }
 
+/* Row `row` of an AE_Q8_0_R4 matrix (a repacked q8_0 token embedding: get_rows) as q8_0 blocks, each dequantised by
+ * to_float (the file layout's conversion, the same bits). */
+void ae_get_row_q8_0_r4(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int)) {
+  const uint8_t *g = (const uint8_t *)W + (size_t)(row & ~3) * ae_row_size(AE_Q8_0, ncols);
+  const int k = row & 3;
+  for (int b = 0; b < ncols / AE_QK8_0; b++) {
+    const uint8_t *rec = g + (size_t)b * AE_R8_REC;
+    ae_block_q8_0 blk;
+    __builtin_memcpy(&blk.d, rec + 2 * k, 2);
+    for (int j = 0; j < 8; j++) __builtin_memcpy(blk.qs + 4 * j, rec + 8 + 16 * j + 4 * k, 4);
+    to_float(&blk, y + (size_t)b * AE_QK8_0, AE_QK8_0);
+  }
+}
+
 void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y) {
+  if (t == AE_Q8_0_R4) { ae_get_row_q8_0_r4(W, row, ncols, y, ae_traits(AE_Q8_0)->to_float); return; }
   const ae_type_traits *tr = ae_traits(t);
   if (!tr) return;
   tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);

@@ -380,6 +380,8 @@ void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, si
 int ae_repack_q8_0_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
 int ae_repack_q8_0_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
 void ae_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+/* One row as floats (get_rows of a repacked token embedding), each block converted by to_float (q8_0's). */
+void ae_get_row_q8_0_r4(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int));
 void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,

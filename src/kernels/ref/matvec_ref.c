@@ -23,6 +23,7 @@ ae_type ae_quantize_row_ref(ae_type t, const float *x, void *y, int n) {
 }
 
 void ae_get_row_ref(ae_type t, const void *W, int row, int ncols, float *y) {
+  if (t == AE_Q8_0_R4) { ae_get_row_q8_0_r4(W, row, ncols, y, ae_to_float_q8_0_ref); return; }
   const ae_type_traits *tr = ae_traits_ref(t);
   if (!tr) return;
   tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);
