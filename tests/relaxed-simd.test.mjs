@@ -291,14 +291,18 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   }
 });
 
-for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
+for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
-  const Q50 = T[name.toUpperCase()], bs = BLOCK[Q50][1], AT = name === 'q5_1' ? T.Q8_1 : T.Q8_0;
-  for (const kk of [kr, kp]) for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]]) {
+  const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : name === 'q4_K' ? T.Q8_K : T.Q8_0;
+  const two = name === 'q5_1' || name === 'q4_K';   // a second f16 (min / dmin) per block
+  // q4_K: super-blocks of 256 (one column chunk of the matvec is 64 of them: 16384 columns)
+  const shapes = name === 'q4_K' ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
+    : [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]];
+  for (const kk of [kr, kp]) for (const [rows, cols] of shapes) {
     const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();
-    const nb = cols / 32, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
+    const nb = cols / QK, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
-    if (name === 'q5_1') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
+    if (two) for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
     if (name === 'q8_0') {   // every weight byte, -128 included (the sign trick's xor takes any byte)
       const seen = new Set();
       for (let i = 0; i < rows * nb; i++) for (let j = 2; j < bs; j++) seen.add(w[i * bs + j]);
@@ -313,7 +317,7 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90]]) test(`${n
     assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
     {   // an inf / NaN scale anywhere: nothing repacked (the kernels convert finite halves only)
       const bad = w.slice(), bi = r.int(0, rows * nb - 1);
-      new DataView(bad.buffer).setUint16(bi * bs, [0x7c00, 0xfe00][bi & 1], true);
+      new DataView(bad.buffer).setUint16(bi * bs + (two && (bi & 2) ? 2 : 0), [0x7c00, 0xfe00][bi & 1], true);
       const B = put(kk, bad);
       for (const how of [SIMD, REF]) assert.equal(kk.x[`kt_repack_${name}_r4`](how, B, rows, cols, tmp), 1, `${rows}x${cols}: a non-finite scale refuses the repack`);
       assert.ok(Buffer.from(kk.u8(B, bad.length)).equals(Buffer.from(bad)), 'and leaves the bytes as they were');

@@ -154,3 +154,38 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   const g4 = await generateModel('llama', 'q4_0', 3);
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));
 });
+
+// q4_K (the relaxed build's AE_Q4_K_R4): a Q4_K_M-style model (q4_K, q6_K, q5_0 where rows are not multiples of 256;
+// the q4_K / q6_K bytes from the C reference quantiser, which the JS converter cannot produce)
+test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (not the q4_K token embedding) into AE_Q4_K_R4, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
+  const k = await loadKernels({ pages: 512 });
+  const encode = (dtype, values) => {
+    if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
+    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
+    try {
+      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+      k.x.kt_from_float(t, 1, x, y, values.length);
+      return k.u8(y, rs).slice();
+    } finally { k.release(mk); }
+  };
+  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+  const mix = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+  for (const arch of ['llama', 'phi3']) {
+    const g = await generateModel(arch, 'f32', 5, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+    const q4k = [...g.dtypes].filter(([n, d]) => d === 'q4_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
+    assert.ok(q4k.length >= 3 * g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q4_K');
+    for (const simd of ['plain', 'relaxed']) {
+      const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
+      const r4k = on.r4.filter((n) => g.dtypes.get(n) === 'q4_K');
+      assert.deepEqual(r4k, simd === 'relaxed' ? q4k : [], `${arch} ${simd}: the q4_K matrices in AE_Q4_K_R4`);
+      assert.ok(!on.repacked.includes('token_embd.weight'));
+      same(off, on, `${arch} ${simd} repack`);
+      same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
+    }
+    const m = await load(g.file, { nCtx: 64, simd: 'relaxed', repack: true });
+    try {
+      for (const name of q4k) assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
+    } finally { m.dispose(); }
+  }
+});

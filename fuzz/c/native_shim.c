@@ -66,8 +66,8 @@ void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, si
     ae_matvec_q5_1_x8_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
 }
 
-/* the relaxed build's q5_0 / q5_1 / q8_0 row-group layouts (kernels.h AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4): the scalar
- * repack and reference */
+/* the relaxed build's q5_0 / q5_1 / q8_0 / q4_K row-group layouts (kernels.h AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4,
+ * AE_Q4_K_R4): the scalar repack and reference */
 #define AE_NAT_R45(T)                                                                                        \
   int ae_repack_##T##_r4(void *W, int nrows, int ncols, void *tmp) { return ae_repack_##T##_r4_ref(W, nrows, ncols, tmp); } \
   void ae_matvec_rows_##T##_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {         \
@@ -78,7 +78,7 @@ void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, si
     for (int b = 0; b < nvec; b++)                                                                                   \
       ae_matvec_##T##_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1); \
   }
-AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0)
+AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K)
 
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_ref(y, x, w, n, eps); }
 void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) { ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); }

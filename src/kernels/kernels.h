@@ -387,6 +387,23 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q4_K_R4: the relaxed build's load-time layout of a q4_K matrix (the plain build keeps q4_K), rows in groups of 4:
+ * per super-block column one 576-byte record (4 x 144 B, in place): the 4 rows' d (8 B) and dmin (8 B), their 6-bit
+ * scales and mins re-packed for a SIMD decode (48 B: repack_ref.c), then 32 chunks of 16 B, 4 per sub-block j, laid out
+ * within the sub-block as AE_Q4_0_R4's chunks (row k's bytes 4k..4k+3: elements 8c + i low, 8c + 4 + i high nibble).
+ * The nibbles are the 7-bit operand of i16x8.relaxed_dot against the splatted activation bytes: the 4 rows'
+ * sub-block sums in the lanes, scaled per row with one i32x4.dot_i16x8_s. Rows % 4 == 0 and finite d / dmin only.
+ * Results equal the q4_K kernels' on the unpacked rows bit for bit. */
+#define AE_Q4_K_R4 ((ae_type)262)
+#define AE_RK4_REC 576
+int ae_repack_q4_K_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
+int ae_repack_q4_K_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+void ae_matvec_q4_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* AE_Q5_1_X8: the same for q5_1 (Q5_K_M files fall back to it for rows not a multiple of 256 long), in place: d and
  * m first, then T[4] and A[16] from the 5-bit values q (element = q d + m) as in AE_Q5_0_X8. Its kernels get the
  * bytes 8 (q - 16) and add 16 sum(x) (the activation block's integer sum) back to the integer sums: exact. */

@@ -188,6 +188,12 @@ AE_EXPORT int kt_repack_q8_0_r4(int ref, void *W, int nrows, int ncols, void *tm
   return ref ? ae_repack_q8_0_r4_ref(W, nrows, ncols, tmp) : ae_repack_q8_0_r4(W, nrows, ncols, tmp);
 }
 AE_EXPORT void kt_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q8_0_r4(W, nrows, ncols, tmp); }
+/* The relaxed build's q4_K layout (kernels.h AE_Q4_K_R4): type id, repack (SIMD or reference), unpack. */
+AE_EXPORT int kt_q4_K_r4_type(void) { return AE_Q4_K_R4; }
+AE_EXPORT int kt_repack_q4_K_r4(int ref, void *W, int nrows, int ncols, void *tmp) {
+  return ref ? ae_repack_q4_K_r4_ref(W, nrows, ncols, tmp) : ae_repack_q4_K_r4(W, nrows, ncols, tmp);
+}
+AE_EXPORT void kt_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q4_K_r4(W, nrows, ncols, tmp); }
 /* The same for q5_0's load-time layout (kernels.h AE_Q5_0_X8), block by block. */
 AE_EXPORT int kt_q5_0_x8_type(void) { return AE_Q5_0_X8; }
 AE_EXPORT void kt_repack_q5_0_x8(int ref, void *W, int nblocks) {

@@ -264,7 +264,7 @@ export class Engine {
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
-  /** Of those, q5_0 / q5_1 / q8_0 tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4). */
+  /** Of those, q5_0 / q5_1 / q8_0 / q4_K tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 ... AE_Q4_K_R4). */
   readonly repackedR4 = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
@@ -1038,7 +1038,11 @@ export class Engine {
     if (!t) throw new AetherError('invalid_argument', `no tensor named '${name}'`);
     const v = this.heap.u8(this.dataBase + t.offset, t.bytes);
     if (!this.repacked.has(name)) return v;
-    if (this.repackedR4.has(name)) return t.dtype === 'q8_0' ? unpackQ8_0R4(v, t.shape[1], t.shape[0]) : unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
+    if (this.repackedR4.has(name)) {
+      if (t.dtype === 'q8_0') return unpackQ8_0R4(v, t.shape[1], t.shape[0]);
+      if (t.dtype === 'q4_K') return unpackQ4_KR4(v, t.shape[1], t.shape[0]);
+      return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
+    }
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1051,7 +1055,7 @@ export class Engine {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1 || r === 2) this.repacked.add(name);
-      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 in the relaxed build's AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4 layout
+      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 / q4_K in the relaxed build's row-group layouts (AE_*_R4)
     }
     this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
@@ -1213,6 +1217,45 @@ export function unpackQ8_0R4(src: Uint8Array, rows: number, cols: number): Uint8
         const o = base + k * rs + b * 34;
         out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
         for (let j = 0; j < 8; j++) for (let i = 0; i < 4; i++) out[o + 2 + 4 * j + i] = src[rec + 8 + 16 * j + 4 * k + i];
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The file layout of a q4_K matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q4_K_R4; the inverse
+ * of ae_repack_q4_K_r4, as ae_unpack_q4_K_r4): rows in groups of 4, per super-block column one 576-byte record: the 4
+ * rows' d (8 bytes), dmin (8), the 6-bit scales and mins as L0, L1, H (16 each: lane 4k + j holds sc_k[j] & 15 |
+ * (sc_k[4 + j] & 15) << 4, the same of the mins, and their top 2 bits), then chunks (j, c) of 16 bytes at 64 + 16 (4j + c),
+ * row k's bytes 4k + i: element 8c + i (low nibble) and 8c + 4 + i (high) of sub-block j. The scales go back into
+ * ggml's 12-byte packing (a bijection).
+ */
+export function unpackQ4_KR4(src: Uint8Array, rows: number, cols: number): Uint8Array {
+  const nb = cols / 256, rs = nb * 144, out = new Uint8Array(rows * rs), e = new Uint8Array(256), sc = new Array<number>(8), mn = new Array<number>(8);
+  for (let g = 0; g < rows; g += 4) {
+    const base = g * rs;
+    for (let b = 0; b < nb; b++) {
+      const rec = base + b * 576;
+      for (let k = 0; k < 4; k++) {
+        const o = base + k * rs + b * 144;
+        out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
+        out[o + 2] = src[rec + 8 + 2 * k]; out[o + 3] = src[rec + 9 + 2 * k];
+        for (let j = 0; j < 4; j++) {
+          const i = 4 * k + j, l0 = src[rec + 16 + i], l1 = src[rec + 32 + i], h = src[rec + 48 + i];
+          sc[j] = (l0 & 15) | ((h & 3) << 4); sc[4 + j] = (l0 >> 4) | (((h >> 2) & 3) << 4);
+          mn[j] = (l1 & 15) | (((h >> 4) & 3) << 4); mn[4 + j] = (l1 >> 4) | (((h >> 6) & 3) << 4);
+        }
+        for (let j = 0; j < 4; j++) {
+          out[o + 4 + j] = (sc[j] & 63) | ((sc[4 + j] >> 4) << 6);
+          out[o + 8 + j] = (mn[j] & 63) | ((mn[4 + j] >> 4) << 6);
+          out[o + 12 + j] = (sc[4 + j] & 15) | ((mn[4 + j] & 15) << 4);
+        }
+        for (let j = 0; j < 8; j++) for (let c = 0; c < 4; c++) for (let i = 0; i < 4; i++) {
+          const v = src[rec + 64 + 16 * (4 * j + c) + 4 * k + i];
+          e[32 * j + 8 * c + i] = v & 15; e[32 * j + 8 * c + 4 + i] = v >> 4;
+        }
+        for (let p = 0; p < 4; p++) for (let l = 0; l < 32; l++) out[o + 16 + 32 * p + l] = e[64 * p + l] | (e[64 * p + 32 + l] << 4);
       }
     }
   }

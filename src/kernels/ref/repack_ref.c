@@ -332,3 +332,107 @@ void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     y[r] = sum;
   }
 }
+
+/* ---- AE_Q4_K_R4 (kernels.h; the relaxed build's q4_K layout): a 576-byte record per super-block column of a group of
+ * 4 rows: d_k (8 B), dmin_k (8 B), the 6-bit scales / mins as L0, L1, H (16 B each; with SCa[4k + j] = sc_k[j],
+ * SCb[4k + j] = sc_k[4 + j], MNa / MNb the mins, j < 4: L0 = SCa & 15 | (SCb & 15) << 4, L1 the same of MNa / MNb,
+ * H = SCa >> 4 | (SCb >> 4) << 2 | (MNa >> 4) << 4 | (MNb >> 4) << 6), then chunk (j, c) (sub-block j < 8, c < 4)
+ * at 64 + 16 (4j + c): row k's byte 4k + i = element 8c + i of its sub-block j (low nibble) | element 8c + 4 + i
+ * (high nibble), i < 4, as AE_Q4_0_R4 within a sub-block. ---- */
+/* element l of sub-block j of a q4_K block (ggml: qs[32 (j / 2) + l], low nibble for even j) */
+AE_INLINE int k4_elem(const uint8_t *qs, int j, int l) { const int v = qs[32 * (j >> 1) + l]; return j & 1 ? v >> 4 : v & 15; }
+static void pack_block_k4(const ae_block_q4_K *const rows[4], int b, uint8_t *rec) {
+  uint8_t sc[4][8], mn[4][8];
+  for (int k = 0; k < 4; k++) {
+    int s[8], m[8];
+    ae_ref_k4_scales(rows[k][b].scales, s, m);
+    for (int j = 0; j < 8; j++) { sc[k][j] = (uint8_t)s[j]; mn[k][j] = (uint8_t)m[j]; }
+    __builtin_memcpy(rec + 2 * k, &rows[k][b].d, 2);
+    __builtin_memcpy(rec + 8 + 2 * k, &rows[k][b].dmin, 2);
+  }
+  for (int k = 0; k < 4; k++)
+    for (int j = 0; j < 4; j++) {
+      const int i = 4 * k + j, sa = sc[k][j], sb = sc[k][4 + j], ma = mn[k][j], mb = mn[k][4 + j];
+      rec[16 + i] = (uint8_t)((sa & 15) | (sb & 15) << 4);
+      rec[32 + i] = (uint8_t)((ma & 15) | (mb & 15) << 4);
+      rec[48 + i] = (uint8_t)(sa >> 4 | (sb >> 4) << 2 | (ma >> 4) << 4 | (mb >> 4) << 6);
+    }
+  for (int j = 0; j < 8; j++)
+    for (int c = 0; c < 4; c++)
+      for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 4; i++)
+          rec[64 + 16 * (4 * j + c) + 4 * k + i] = (uint8_t)(k4_elem(rows[k][b].qs, j, 8 * c + i) | k4_elem(rows[k][b].qs, j, 8 * c + 4 + i) << 4);
+}
+/* Row k's super-block of a record back into a q4_K block (the scales re-packed as ggml packs them: a bijection). */
+static void unpack_block_k4(const uint8_t *rec, int k, ae_block_q4_K *o) {
+  __builtin_memcpy(&o->d, rec + 2 * k, 2);
+  __builtin_memcpy(&o->dmin, rec + 8 + 2 * k, 2);
+  int sc[8], mn[8];
+  for (int j = 0; j < 4; j++) {
+    const int i = 4 * k + j, l0 = rec[16 + i], l1 = rec[32 + i], h = rec[48 + i];
+    sc[j] = (l0 & 15) | (h & 3) << 4; sc[4 + j] = (l0 >> 4) | ((h >> 2) & 3) << 4;
+    mn[j] = (l1 & 15) | ((h >> 4) & 3) << 4; mn[4 + j] = (l1 >> 4) | ((h >> 6) & 3) << 4;
+  }
+  for (int j = 0; j < 4; j++) {
+    o->scales[j] = (uint8_t)((sc[j] & 63) | (sc[4 + j] >> 4) << 6);
+    o->scales[4 + j] = (uint8_t)((mn[j] & 63) | (mn[4 + j] >> 4) << 6);
+    o->scales[8 + j] = (uint8_t)((sc[4 + j] & 15) | (mn[4 + j] & 15) << 4);
+  }
+  uint8_t e[8][32];
+  for (int j = 0; j < 8; j++)
+    for (int c = 0; c < 4; c++)
+      for (int i = 0; i < 4; i++) {
+        const uint8_t v = rec[64 + 16 * (4 * j + c) + 4 * k + i];
+        e[j][8 * c + i] = v & 15; e[j][8 * c + 4 + i] = v >> 4;
+      }
+  for (int p = 0; p < 4; p++)
+    for (int l = 0; l < 32; l++) o->qs[32 * p + l] = (uint8_t)(e[2 * p][l] | e[2 * p + 1][l] << 4);
+}
+int ae_repack_q4_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h[2];
+    __builtin_memcpy(h, (const uint8_t *)W + i * sizeof(ae_block_q4_K), 4);
+    if ((h[0] & 0x7c00u) == 0x7c00u || (h[1] & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    const ae_block_q4_K *rows[4];
+    for (int k = 0; k < 4; k++) rows[k] = (const ae_block_q4_K *)((const uint8_t *)tmp + (size_t)k * rs);
+    for (int b = 0; b < nb; b++) pack_block_k4(rows, b, base + (size_t)b * AE_RK4_REC);
+  }
+  return 0;
+}
+void ae_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int k = 0; k < 4; k++)
+      for (int b = 0; b < nb; b++)
+        unpack_block_k4((const uint8_t *)tmp + (size_t)b * AE_RK4_REC, k, (ae_block_q4_K *)(base + (size_t)k * rs) + b);
+  }
+}
+/* ae_vec_dot_q4_K_ref on row r's blocks read back from its group's records, summed over blocks in order (a one-block
+ * vec_dot returns 0 + its term, exactly that term). */
+void ae_matvec_q4_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++) {
+      ae_block_q4_K w;
+      float t;
+      unpack_block_k4(g + (size_t)b * AE_RK4_REC, r & 3, &w);
+      ae_vec_dot_q4_K_ref(AE_QK_K, &t, &w, x + b);
+      sum += t;
+    }
+    y[r] = sum;
+  }
+}

@@ -1,0 +1,306 @@
+/* q4_K weights repacked at load into groups of 4 rows (kernels.h AE_Q4_K_R4; the relaxed build's layout) x q8_K
+ * activations: the repack itself (SIMD, in place), the matvec (decode) and the batched GEMM (prefill). Bit-exact with
+ * ae_vec_dot_q4_K_ref on the unpacked rows (ae_matvec_q4_K_r4_ref) for any row range, and so with the q4_K kernels of
+ * either build.
+ *
+ * A record (576 B) = super-block b of the group's 4 rows: d_k, dmin_k (f16), the 6-bit scales and mins re-packed
+ * (L0, L1, H: kernels.h, repack_ref.c), then per sub-block j (32 elements) 4 chunks of 16 B laid out as AE_Q4_0_R4's:
+ * row k's bytes 4k..4k+3 hold elements 8c + i (low nibble) and 8c + 4 + i (high nibble). Per chunk the activation's
+ * bytes x[32j + 8c ..] and x[32j + 8c + 4 ..] are splatted (v128.load32_splat) as the i8 operand of
+ * i16x8.relaxed_dot_i8x16_i7x16_s against the nibbles (0..15: the 7-bit operand, exact and host-independent); i16
+ * lanes 2k, 2k+1 hold row k's pair sums, 4 chunks add up in i16 (a lane: 16 products, |.| <= 16 * 15 * 128 < 2^15).
+ * Then i32x4.dot_i16x8_s against the sub-block's scales (lanes 2k, 2k+1 = sc_k[j], one shuffle of the decoded scales)
+ * adds sc_k[j] sum(q x) to row lane k: sumi_q. sumi_m = sum_j m_k[j] (bsums[2j] + bsums[2j+1]) with 4 i32x4.dot_i16x8_s
+ * per record. Then per row lane the reference's float sequence
+ *   acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m
+ * with d_w, dmin_w converted exactly (the half's bits moved, times 2^112; finite halves, which the repack guarantees).
+ *
+ * The matvec reads 4 groups from the 4 quarters of its row range record by record, chunk-major within a record
+ * (splats loaded once for the 4 groups; the 4 sums stored to a volatile slot after each chunk: see
+ * dot_q4_0_r4_simd128.c group4s). Where the q4_K file layout's matvec (dot_q4_K_simd128.c) reduces each row's
+ * sub-block sums across lanes, here the 4 rows' sums already sit in the lanes. The plain build keeps q4_K (model.c):
+ * its entry points here run the reference. */
+#include "simd128_util.h"
+
+/* ---- repack (in place; both builds: tests and tools) ---- */
+/* 32 nibbles (e0: elements 0..15, e1: 16..31, one per byte) -> the 4 chunks' words of one row: word c = byte i
+ * element 8c + i | element 8c + 4 + i << 4 */
+AE_INLINE v128 k4_words(v128 e0, v128 e1) {
+  const v128 a = wasm_i8x16_shuffle(e0, e1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const v128 b = wasm_i8x16_shuffle(e0, e1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  return wasm_v128_or(a, wasm_i16x8_shl(b, 4));   /* nibbles < 16: no carry across bytes */
+}
+/* 4x4 transpose of 32-bit words: out[w] = word w of r0..r3 */
+AE_INLINE void k4_transpose(v128 r0, v128 r1, v128 r2, v128 r3, v128 out[4]) {
+  const v128 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+  const v128 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+  out[0] = wasm_i64x2_shuffle(t0, t2, 0, 2); out[1] = wasm_i64x2_shuffle(t0, t2, 1, 3);
+  out[2] = wasm_i64x2_shuffle(t1, t3, 0, 2); out[3] = wasm_i64x2_shuffle(t1, t3, 1, 3);
+}
+/* One record from the 4 rows' super-block b (p[k] = row k's block). */
+AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
+  const ae_block_q4_K *const *bk = (const ae_block_q4_K *const *)p;
+  const v128 f = wasm_i8x16_splat(0x0f);
+  v128 t[4];
+  /* scales: [sc0..7, m0..7] per row; the transpose gives SCa, SCb, MNa, MNb (lane 4k + j) */
+  k4_transpose(ae_k4_unpack_scales(bk[0]->scales), ae_k4_unpack_scales(bk[1]->scales), ae_k4_unpack_scales(bk[2]->scales),
+               ae_k4_unpack_scales(bk[3]->scales), t);
+  ae_store(rec + 16, wasm_v128_or(wasm_v128_and(t[0], f), wasm_i16x8_shl(wasm_v128_and(t[1], f), 4)));
+  ae_store(rec + 32, wasm_v128_or(wasm_v128_and(t[2], f), wasm_i16x8_shl(wasm_v128_and(t[3], f), 4)));
+  ae_store(rec + 48, wasm_v128_or(wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(t[0], 4), wasm_i8x16_splat(0x03)),
+                                               wasm_v128_and(wasm_u16x8_shr(t[1], 2), wasm_i8x16_splat(0x0c))),
+                                  wasm_v128_or(wasm_v128_and(t[2], wasm_i8x16_splat(0x30)),
+                                               wasm_v128_and(wasm_i16x8_shl(t[3], 2), wasm_i8x16_splat((int8_t)0xc0)))));
+  for (int k = 0; k < 4; k++) { __builtin_memcpy(rec + 2 * k, &bk[k]->d, 2); __builtin_memcpy(rec + 8 + 2 * k, &bk[k]->dmin, 2); }
+  for (int pr = 0; pr < 4; pr++) {   /* sub-blocks 2pr (low nibbles of qs[32pr..]) and 2pr + 1 (high nibbles) */
+    v128 lo[4], hi[4];
+    for (int k = 0; k < 4; k++) {
+      const v128 q0 = ae_load(bk[k]->qs + 32 * pr), q1 = ae_load(bk[k]->qs + 32 * pr + 16);
+      lo[k] = k4_words(wasm_v128_and(q0, f), wasm_v128_and(q1, f));
+      hi[k] = k4_words(wasm_v128_and(wasm_u16x8_shr(q0, 4), f), wasm_v128_and(wasm_u16x8_shr(q1, 4), f));
+    }
+    v128 o[4];
+    k4_transpose(lo[0], lo[1], lo[2], lo[3], o);
+    for (int c = 0; c < 4; c++) ae_store(rec + 64 + 16 * (4 * (2 * pr) + c), o[c]);
+    k4_transpose(hi[0], hi[1], hi[2], hi[3], o);
+    for (int c = 0; c < 4; c++) ae_store(rec + 64 + 16 * (4 * (2 * pr + 1) + c), o[c]);
+  }
+}
+
+int ae_repack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK_K;
+  const size_t bs = sizeof(ae_block_q4_K), rs = (size_t)nb * bs;
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h[2];
+    __builtin_memcpy(h, (const uint8_t *)W + i * bs, 4);
+    if ((h[0] & 0x7c00u) == 0x7c00u || (h[1] & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g < nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *p[4];
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack_rec_k4(p, base + (size_t)b * AE_RK4_REC);
+    }
+  }
+  return 0;
+}
+
+#if AE_RELAXED
+/* One token's super-block, prepared: xa / xb = [s0..s3, s0..s3] / [s4..s7, s4..s7] (i16, s_j = bsums[2j] +
+ * bsums[2j + 1]: the sub-block sums of x), d_x. */
+typedef struct { v128 xa, xb; float dx; int32_t pad[3]; } rk4x;
+
+AE_INLINE void prepk(const ae_block_q8_K *x, rk4x *o) {
+  const v128 b0 = ae_load(x->bsums), b1 = ae_load(x->bsums + 8);
+  const v128 s = wasm_i16x8_add(wasm_i16x8_shuffle(b0, b1, 0, 2, 4, 6, 8, 10, 12, 14), wasm_i16x8_shuffle(b0, b1, 1, 3, 5, 7, 9, 11, 13, 15));
+  o->xa = wasm_i64x2_shuffle(s, s, 0, 0);
+  o->xb = wasm_i64x2_shuffle(s, s, 1, 1);
+  o->dx = x->d;
+}
+
+/* the record's scales, decoded: SCa (sc_k[j], lane 4k + j, j < 4) and SCb (sc_k[4 + j]) */
+AE_INLINE v128 rk4_sca(const uint8_t *rec) {
+  return wasm_v128_or(wasm_v128_and(ae_load(rec + 16), wasm_i8x16_splat(0x0f)), wasm_v128_and(wasm_i16x8_shl(ae_load(rec + 48), 4), wasm_i8x16_splat(0x30)));
+}
+AE_INLINE v128 rk4_scb(const uint8_t *rec) {
+  return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(ae_load(rec + 16), 4), wasm_i8x16_splat(0x0f)),
+                      wasm_v128_and(wasm_i16x8_shl(ae_load(rec + 48), 2), wasm_i8x16_splat(0x30)));
+}
+/* sumi_m of the 4 rows: sum_j m_k[j] s_j */
+AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
+  const v128 l1 = ae_load(rec + 32), h = ae_load(rec + 48), f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
+  const v128 ma = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(h, t));
+  const v128 mb = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(h, 2), t));
+  const v128 s01 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(ma), x->xa), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(mb), x->xb));
+  const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(ma), x->xa), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(mb), x->xb));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
+}
+/* d_w (or dmin_w) of the 4 rows, exact: the half's bits moved into a float's (d 2^-112), times 2^112 */
+AE_INLINE v128 rk4_d(const uint8_t *p) {
+  return wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu)), wasm_f32x4_splat(0x1p112f));
+}
+/* acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m per row lane */
+AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x) {
+  const v128 dx = wasm_v128_load32_splat(&x->dx);
+  const v128 dall = wasm_f32x4_mul(rk4_d(rec), dx), dmin = wasm_f32x4_mul(rk4_d(rec + 8), dx);
+  return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
+                                            wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(rk4_mins(rec, x)))));
+}
+/* i16 lanes 2k, 2k+1 = scale jj (< 4) of row k, from SCa / SCb */
+#define RK4_P(S, jj) wasm_i8x16_shuffle(S, wasm_i32x4_splat(0), (jj), 16, (jj), 16, 4 + (jj), 16, 4 + (jj), 16, 8 + (jj), 16, 8 + (jj), 16, \
+                                         12 + (jj), 16, 12 + (jj), 16)
+/* s += row pair sums of chunk (j, c) of record p against the splats xl, xh */
+AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
+  const v128 v = ae_load(p + 64 + 16 * (4 * j + c)), f = wasm_i8x16_splat(0x0f);
+  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, f)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f))));
+}
+
+/* One group, super-blocks [0, n) */
+AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc) {
+  for (int b = 0; b < n; b++, rec += AE_RK4_REC) {
+    const int8_t *q = x[b].qs;
+    const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
+    v128 sq = wasm_i32x4_splat(0);
+#define RK4_SUB1(j) do { \
+      v128 s = wasm_i32x4_splat(0); \
+      for (int c = 0; c < 4; c++) s = rk4_chunk(s, rec, j, c, wasm_v128_load32_splat(q + 32 * (j) + 8 * c), wasm_v128_load32_splat(q + 32 * (j) + 8 * c + 4)); \
+      sq = wasm_i32x4_add(sq, wasm_i32x4_dot_i16x8(s, RK4_P((j) < 4 ? sa : sb, (j) & 3))); \
+    } while (0)
+    RK4_SUB1(0); RK4_SUB1(1); RK4_SUB1(2); RK4_SUB1(3); RK4_SUB1(4); RK4_SUB1(5); RK4_SUB1(6); RK4_SUB1(7);
+#undef RK4_SUB1
+    acc = rk4_fma(acc, sq, rec, xa + b);
+  }
+  return acc;
+}
+/* Four groups far apart, record by record, chunk-major within a record (see the top); the decoded scales and the
+ * i32 sums wait in volatile slots (only touched once per sub-block). */
+AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
+  volatile v128 sink[4], sc[4][2], sq[4];
+  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
+  for (int b = 0; b < n; b++, p0 += AE_RK4_REC, p1 += AE_RK4_REC, p2 += AE_RK4_REC, p3 += AE_RK4_REC) {
+    const int8_t *q = x[b].qs;
+    sc[0][0] = rk4_sca(p0); sc[0][1] = rk4_scb(p0); sc[1][0] = rk4_sca(p1); sc[1][1] = rk4_scb(p1);
+    sc[2][0] = rk4_sca(p2); sc[2][1] = rk4_scb(p2); sc[3][0] = rk4_sca(p3); sc[3][1] = rk4_scb(p3);
+    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
+#define RK4_SUB4(j) do { \
+      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
+      _Pragma("clang loop unroll(full)") \
+      for (int c = 0; c < 4; c++) { \
+        const v128 xl = wasm_v128_load32_splat(q + 32 * (j) + 8 * c), xh = wasm_v128_load32_splat(q + 32 * (j) + 8 * c + 4); \
+        s0 = rk4_chunk(s0, p0, j, c, xl, xh); s1 = rk4_chunk(s1, p1, j, c, xl, xh); \
+        s2 = rk4_chunk(s2, p2, j, c, xl, xh); s3 = rk4_chunk(s3, p3, j, c, xl, xh); \
+        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; \
+      } \
+      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, RK4_P(sc[0][(j) >> 2], (j) & 3))); \
+      sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, RK4_P(sc[1][(j) >> 2], (j) & 3))); \
+      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, RK4_P(sc[2][(j) >> 2], (j) & 3))); \
+      sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, RK4_P(sc[3][(j) >> 2], (j) & 3))); \
+    } while (0)
+    RK4_SUB4(0); RK4_SUB4(1); RK4_SUB4(2); RK4_SUB4(3); RK4_SUB4(4); RK4_SUB4(5); RK4_SUB4(6); RK4_SUB4(7);
+#undef RK4_SUB4
+    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b);
+    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b);
+  }
+}
+
+#define RK4_CHUNK 64   /* super-blocks per column chunk of the matvec (16384 columns; 3 KiB of prepared sums) */
+
+void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
+  const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
+  _Alignas(16) float part[2][4];
+  rk4x xs[RK4_CHUNK];
+#define RK4_DST(g) ((4 * (g) >= r0 && 4 * (g) + 4 <= r1) ? y + 4 * (g) : part[(g) == g0 ? 0 : 1])
+  for (int c0 = 0; c0 < nb; c0 += RK4_CHUNK) {
+    const int n = nb - c0 < RK4_CHUNK ? nb - c0 : RK4_CHUNK;
+    for (int b = 0; b < n; b++) prepk(x + c0 + b, xs + b);
+    for (int i = 0; i < gq; i++) {
+      if (g0 + i + 3 * gq < g1) {
+        const uint8_t *r[4]; v128 acc[4];
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_RK4_REC; acc[k] = c0 ? ae_load(RK4_DST(g)) : wasm_f32x4_splat(0.0f); }
+        group4_k4(r, n, x + c0, xs, acc);
+        for (int k = 0; k < 4; k++) ae_store(RK4_DST(g0 + i + k * gq), acc[k]);
+      } else for (int k = 0; k < 4; k++) {
+        const int g = g0 + i + k * gq;
+        if (g >= g1) break;
+        float *d = RK4_DST(g);
+        ae_store(d, group_k4((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_RK4_REC, n, x + c0, xs, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+      }
+    }
+  }
+#undef RK4_DST
+  for (int r = r0; r < r1; r++) {
+    const int g = r >> 2;
+    if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
+  }
+}
+
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' quants are copied to one
+ * stack array (so every splat is a load at a constant offset from one pointer) next to their prepared sums; per
+ * record each chunk is loaded and unpacked once for the 4 tokens, per token two splats and two relaxed dots; the
+ * 4 tokens' i16 sums go to a volatile slot after each chunk (as the matvec). Per (row, token) the matvec's integer
+ * sums and float sequence: bit-identical. ---- */
+#define RK4_GEMM_ROWS 64   /* rows per chunk (16 groups) */
+#define RK4_GEMM_CB 8      /* super-blocks per column chunk: 8 x (4 x 256 + 4 x 48) B = 9.5 KiB */
+typedef struct { int8_t q[4][256]; rk4x a[4]; } rk4t;
+
+AE_INLINE void tile_k4(const uint8_t *rec, int n, const rk4t *x, volatile v128 *acc) {
+  volatile v128 sink[4], sq[4];
+  for (int b = 0; b < n; b++, rec += AE_RK4_REC, x++) {
+    const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
+    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
+#define RK4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
+#define RK4_TT(S, t, j, c) S = wasm_i16x8_add(S, wasm_i16x8_add(ae_rdot16(RK4_SPL(t, 32 * (j) + 8 * (c)), lo), ae_rdot16(RK4_SPL(t, 32 * (j) + 8 * (c) + 4), hi)))
+#define RK4_SUBT(j) do { \
+      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
+      _Pragma("clang loop unroll(full)") \
+      for (int c = 0; c < 4; c++) { \
+        const v128 v = ae_load(rec + 64 + 16 * (4 * (j) + c)), f = wasm_i8x16_splat(0x0f); \
+        const v128 lo = wasm_v128_and(v, f), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), f); \
+        RK4_TT(s0, 0, j, c); RK4_TT(s1, 1, j, c); RK4_TT(s2, 2, j, c); RK4_TT(s3, 3, j, c); \
+        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; \
+      } \
+      const v128 P = RK4_P((j) < 4 ? sa : sb, (j) & 3); \
+      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, P)); sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, P)); \
+      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, P)); sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, P)); \
+    } while (0)
+    RK4_SUBT(0); RK4_SUBT(1); RK4_SUBT(2); RK4_SUBT(3); RK4_SUBT(4); RK4_SUBT(5); RK4_SUBT(6); RK4_SUBT(7);
+#undef RK4_SUBT
+#undef RK4_TT
+#undef RK4_SPL
+    for (int t = 0; t < 4; t++) acc[t] = rk4_fma(acc[t], sq[t], rec, &x->a[t]);
+  }
+}
+
+void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  if (r0 >= r1 || nvec <= 0) return;
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;   /* whole groups; the rows outside them: the matvec per token */
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    float *yt = y + (size_t)t * y_stride;
+    if (a0 >= a1) { ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, r0, r1); continue; }
+    if (r0 < a0) ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, r0, a0);
+    if (a1 < r1) ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, a1, r1);
+  }
+  if (a0 >= a1) return;
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  rk4t xs[RK4_GEMM_CB];
+  volatile v128 acc[4];
+  for (int rc = a0; rc < a1; rc += RK4_GEMM_ROWS) {
+    const int re = rc + RK4_GEMM_ROWS < a1 ? rc + RK4_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+      for (int c0 = 0; c0 < nb; c0 += RK4_GEMM_CB) {
+        const int n = nb - c0 < RK4_GEMM_CB ? nb - c0 : RK4_GEMM_CB;
+        for (int t = 0; t < 4; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+          const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+          for (int b = 0; b < n; b++) { __builtin_memcpy(xs[b].q[t], xb[b].qs, 256); prepk(xb + b, &xs[b].a[t]); }
+        }
+        for (int r = rc; r < re; r += 4) {
+          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          tile_k4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, n, xs, acc);
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        }
+      }
+    }
+  }
+}
+#else
+/* The plain build keeps q4_K in the file layout (model.c): this layout's kernels are the reference there. */
+void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q4_K_r4_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  for (int t = 0; t < nvec; t++) ae_matvec_q4_K_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
+}
+#endif
