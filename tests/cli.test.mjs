@@ -43,16 +43,24 @@ test('errors are clear and exit non-zero', () => {
   assert.equal(badCmd.status, 2);
 });
 
-test('aether run / bench: --fused-dot on|off|auto (same tokens; the q8_0 model runs the probe with auto), --ignore-eos; a bad --fused-dot value is refused', () => {
+test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same tokens; the unrepacked q8_0 model runs the probe with auto, the repacked one has no fused tile to probe), --ignore-eos; bad values are refused', () => {
   const base = ['run', MODEL, '-p', 'The Debian project is', '-n', '8', '--greedy', '--json', '--simd', 'relaxed'];
-  const on = cli(...base, '--fused-dot', 'on'), off = cli(...base, '--fused-dot', 'off'), auto = cli(...base, '--ignore-eos');
+  const on = cli(...base, '--fused-dot', 'on', '--repack', 'off'), off = cli(...base, '--fused-dot', 'off', '--repack', 'off'), auto = cli(...base, '--ignore-eos');
   assert.deepEqual([on.fused_dot, off.fused_dot], [true, false]);
+  assert.deepEqual([on.repacked, off.repacked], [0, 0]);
+  assert.ok(auto.repacked > 0, `relaxed build, repack auto: the q8_0 matrices are repacked (${auto.repacked})`);
   assert.deepEqual(on.tokens, off.tokens);
   assert.deepEqual(auto.tokens, off.tokens);
   assert.equal(auto.tokens.length, 8);
-  const b = cli('bench', MODEL, '--prompt-tokens', '8', '--gen-tokens', '2', '--reps', '1', '--json', '--simd', 'relaxed');
+  const bench = (...a) => cli('bench', MODEL, '--prompt-tokens', '8', '--gen-tokens', '2', '--reps', '1', '--json', '--simd', 'relaxed', ...a);
+  const b = bench('--repack', 'off');
+  assert.equal(b.repacked, 0);
   assert.ok(b.fused_dot_probe && b.fused_dot_probe.i16Ms > 0 && b.fused_dot_probe.fused === b.fused_dot, JSON.stringify(b.fused_dot_probe));
-  const bad = spawnSync(process.execPath, [CLI, 'run', MODEL, '-p', 'x', '--fused-dot', 'maybe'], { encoding: 'utf8' });
-  assert.notEqual(bad.status, 0);
-  assert.match(bad.stderr + bad.stdout, /--fused-dot: expected auto, on or off, got 'maybe'/);
+  const r = bench();
+  assert.ok(r.repacked > 0 && r.fused_dot_probe === null && r.fused_dot === false, JSON.stringify([r.repacked, r.fused_dot_probe, r.fused_dot]));
+  for (const [opt, val] of [['--fused-dot', 'maybe'], ['--repack', 'sometimes']]) {
+    const bad = spawnSync(process.execPath, [CLI, 'run', MODEL, '-p', 'x', opt, val], { encoding: 'utf8' });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr + bad.stdout, new RegExp(`${opt}: expected auto, on or off, got '${val}'`));
+  }
 });

@@ -38,11 +38,17 @@ export function parseArgs(argv: string[], spec: ArgSpec): ParsedArgs {
   return { positionals, values };
 }
 
-/** --fused-dot auto|on|off -> LoadOptions.fusedDot (undefined when absent). */
-export function fusedDotArg(v: unknown): boolean | 'auto' | undefined {
+/** An auto|on|off option -> 'auto' | true | false (undefined when absent); anything else is refused naming the option. */
+function autoOnOff(option: string, v: unknown): boolean | 'auto' | undefined {
   if (v === undefined) return undefined;
   if (v === 'auto') return 'auto';
   if (v === 'on') return true;
   if (v === 'off') return false;
-  throw new AetherError('invalid_argument', `--fused-dot: expected auto, on or off, got '${String(v)}'`);
+  throw new AetherError('invalid_argument', `--${option}: expected auto, on or off, got '${String(v)}'`);
 }
+
+/** --fused-dot auto|on|off -> LoadOptions.fusedDot (undefined when absent). */
+export function fusedDotArg(v: unknown): boolean | 'auto' | undefined { return autoOnOff('fused-dot', v); }
+
+/** --repack auto|on|off -> LoadOptions.repack (undefined when absent). */
+export function repackArg(v: unknown): boolean | 'auto' | undefined { return autoOnOff('repack', v); }

@@ -1,5 +1,5 @@
 /** aether bench MODEL [--prompt-tokens P] [--gen-tokens G] [--threads T] [--reps R] [--json] */
-import { parseArgs, fusedDotArg } from '../args.js';
+import { parseArgs, fusedDotArg, repackArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
@@ -15,6 +15,7 @@ export const usage = `usage: aether bench MODEL [options]
 ${MEM_USAGE}
   --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
   --fused-dot MODE    relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q5_1 decode): auto (default: timed at load), on, off
+  --repack MODE       weights in their kernels' layouts at load (q4_0, q5_0, q5_1; relaxed build: q8_0, q4_K too): auto (default: on), on, off
 ${KV_USAGE}
 ${FFN_USAGE}
   --spin N            spin iterations before a waiting thread sleeps (default 20000)
@@ -29,13 +30,13 @@ function median(xs: number[]): number {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', 'fused-dot': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', 'fused-dot': 'string', repack: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
     aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
   const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
   const ffn = ffnFromArgs(v);
-  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']) });
+  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']), repack: repackArg(v.repack) });
   try {
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
     applyHeadsArg(model, v);
@@ -60,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     model.reset();
     const out = {
-      model: positionals[0], arch: model.config.arch, threads: model.threads, simd: model.simd, fused_dot: eng.fusedDot, fused_dot_probe: eng.fusedDotProbe, n_ctx: model.nCtx, kv_dtype: eng.plan.kvDtype, memory: eng.plan, prompt_tokens: P, gen_tokens: G, reps,
+      model: positionals[0], arch: model.config.arch, threads: model.threads, simd: model.simd, fused_dot: eng.fusedDot, fused_dot_probe: eng.fusedDotProbe, repacked: eng.repacked.size, n_ctx: model.nCtx, kv_dtype: eng.plan.kvDtype, memory: eng.plan, prompt_tokens: P, gen_tokens: G, reps,
       ffn: (v.ffn as string) ?? 'dense', ffn_options: ffn.opts, ffn_aux_bytes: model.ffn.auxBytes,
       ffn_sparsity_last_token: 1 - [...Array(model.config.n_layers).keys()].reduce((a, l) => a + eng.ffnActive(l), 0) / (model.config.n_layers * model.config.hidden_dim),
       prefill_tps: median(pre), decode_tps: median(dec), prefill_tps_all: pre, decode_tps_all: dec,

@@ -1,5 +1,5 @@
 /** aether run MODEL -p TEXT [-n N] [--greedy] [--seed S] [--threads T] [--json] */
-import { parseArgs, fusedDotArg } from '../args.js';
+import { parseArgs, fusedDotArg, repackArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
@@ -25,6 +25,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
 ${MEM_USAGE}
   --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
   --fused-dot MODE      relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q5_1 decode): auto (default: timed at load), on, off
+  --repack MODE         weights in their kernels' layouts at load (q4_0, q5_0, q5_1; relaxed build: q8_0, q4_K too): auto (default: on), on, off
 ${KV_USAGE}
 ${FFN_USAGE}
   --chat                treat the prompt as a user message and apply the chat template
@@ -38,7 +39,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', 'ignore-eos': 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
       'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
-      simd: 'string', 'fused-dot': 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
+      simd: 'string', 'fused-dot': 'string', repack: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
   });
@@ -53,7 +54,7 @@ export async function run(argv: string[]): Promise<number> {
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
     threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
-    modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']),
+    modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']), repack: repackArg(v.repack),
   });
   try {
     for (const w of model.warnings) process.stderr.write(`aether: warning: ${w}\n`);
@@ -81,7 +82,7 @@ export async function run(argv: string[]): Promise<number> {
       process.stdout.write(JSON.stringify({
         model: positionals[0], prompt, prompt_tokens: s.promptTokens, tokens, text, n_generated: s.generatedTokens,
         finish_reason: s.finishReason, prefill_tps: s.prefillTps, decode_tps: s.decodeTps, prefill_ms: s.prefillMs,
-        decode_ms: s.decodeMs, threads: model.threads, simd: model.simd, fused_dot: model.engine.fusedDot, n_ctx: model.nCtx, kv_dtype: model.engine.plan.kvDtype, memory: model.engine.plan,
+        decode_ms: s.decodeMs, threads: model.threads, simd: model.simd, fused_dot: model.engine.fusedDot, repacked: model.engine.repacked.size, n_ctx: model.nCtx, kv_dtype: model.engine.plan.kvDtype, memory: model.engine.plan,
         ...(metricsFmt === 'json' ? { metrics } : metricsFmt === 'prometheus' ? { metrics_prometheus: formatPrometheus(metrics!) } : {}),
       }) + '\n');
     } else {
