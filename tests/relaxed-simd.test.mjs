@@ -291,6 +291,32 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   }
 });
 
+test('q4_0 R4 prefill GEMM, relaxed build: extreme blocks (every nibble 0 or 15, activations all +-127 or alternating) == the q4_0 reference bit for bit (the i16 tile starts its lanes at -8 sum(x): every partial sum must stay in i16)', () => {
+  const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1], rows = 8, cols = 256, nb = cols / 32, NV = 8;
+  const mr = kr.mark();
+  const xs = Math.ceil(kr.rowSize(T.Q8_0, cols) / 64) * 64 + 64, xq = kr.alloc(xs * NV);
+  const actPatterns = [(i) => 1, (i) => -1, (i) => (i & 1 ? -1 : 1), (i) => ((i >> 1) & 1 ? -1 : 1), (i) => ((i >> 2) & 1 ? 1 : -1)];
+  for (let t = 0; t < NV; t++) { const f = actPatterns[t % actPatterns.length]; kr.x.kt_quantize(Q40, SIMD, kr.putF32(Float32Array.from({ length: cols }, (_, i) => f(i))), xq + t * xs, cols); }
+  for (const nib of [0x00, 0xff, 0x0f, 0xf0, 0x5a]) {
+    const w = new Uint8Array(rows * nb * bs), dv = new DataView(w.buffer);
+    // scales: +-1, 0.5, 2 (rows of opposite signs, blocks of different weights: no sums cancel)
+    for (let i = 0; i < rows * nb; i++) { dv.setUint16(i * bs, [0x3c00, 0x3800, 0x4000][i % 3] | ((i / nb) & 1 ? 0x8000 : 0), true); w.fill(nib, i * bs + 2, (i + 1) * bs); }
+    const W = put(kr, w), P = put(kr, w), tmp = kr.alloc(4 * nb * bs);
+    assert.equal(kr.x.kt_repack_q4_0_r4(SIMD, P, rows, cols, tmp), 0);
+    const yref = kr.alloc(rows * 4 * NV), y = kr.alloc(rows * 4 * NV);
+    for (let t = 0; t < NV; t++) kr.x.kt_matvec(Q40, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+    for (const fused of [0, 1]) {
+      kr.x.ae_set_fused_dot(fused);
+      kr.x.kt_matmul(R4, P, cols, xq, xs, NV, y, rows, 0, rows);
+      const nz = kr.f32(yref, rows * NV).filter((v) => v !== 0).length;
+      assert.ok(nz >= (nib === 0x5a ? 8 : 3 * rows), `nibbles 0x${nib.toString(16)}: ${nz} nonzero reference sums (the all-sign activations)`);
+      assert.ok(bitsEqual(kr.f32(y, rows * NV), kr.f32(yref, rows * NV)), `nibbles 0x${nib.toString(16)}, fused ${fused}`);
+    }
+  }
+  kr.x.ae_set_fused_dot(0);
+  kr.release(mr);
+});
+
 for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
   const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : name === 'q4_K' ? T.Q8_K : T.Q8_0;

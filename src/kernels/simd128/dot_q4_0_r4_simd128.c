@@ -454,6 +454,19 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
 typedef struct { int8_t q[4][32]; union { int32_t nsum[4]; float sxs[4]; }; float dxs[4]; } xt4;   /* sxs: q5_1's s_x 2^112 */
 
+/* The i16 tile's start values for one activation block: the relaxed i16 dot leaves in i16 lane 2k (2k + 1) of a
+ * record's chunk sums the products of elements 8j + {0, 1, 4, 5} (8j + {2, 3, 6, 7}), j < 4, so the lanes start at
+ * -8 times the sum of those 16 activations, oA (oB): the pair (oA, oB) as one i32 (little-endian), splatted by the
+ * tile. At every step a lane holds -8 x for its elements not yet added and (q - 8) x for the others (q in 0..15),
+ * each |.| <= 8 x 128, so it stays within 16 x 8 x 128 = 16384: exact in i16 for any bytes, and the lane pair's
+ * extadd is the block's sum(q x) - 8 sum(x) exactly, the float step needs no offset term. */
+AE_INLINE int32_t r4_off16(const ae_block_q8_0 *x) {
+  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs)), wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs + 16)));
+  const v128 u = wasm_i16x8_add(t, wasm_i32x4_shuffle(t, t, 2, 3, 0, 1));   /* even lanes: A parts, odd: B parts */
+  const v128 w = wasm_i16x8_add(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
+  return wasm_i32x4_extract_lane(wasm_i16x8_mul(w, wasm_i16x8_splat(-8)), 0);
+}
+
 /* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
 AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int kind) {
   for (int b = 0; b < n; b++, o += 40 * k)
@@ -466,6 +479,11 @@ AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int k
         __builtin_memcpy(&a.nsum, &sxs, 4);
         a.dxs = ae_h2f_s(x1->d) * 0x1p112f;
         q = x1->qs;
+      } else if (kind == 3) {   /* q4_0, the i16 tile: the two lanes' offsets (i16 pair) in nsum's slot */
+        const ae_block_q8_0 *x0 = (const ae_block_q8_0 *)xb[t] + b;
+        a.nsum = r4_off16(x0);
+        a.dxs = ae_h2f_s(x0->d) * 0x1p112f;
+        q = x0->qs;
       } else {
         const ae_block_q8_0 *x0 = (const ae_block_q8_0 *)xb[t] + b;
         prep_aux_m(x0, &a, kind ? 16 : R4_SUM8);
@@ -485,7 +503,9 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const v128 m = wasm_i8x16_splat(0x0f);
   for (int b = 0; b < n; b++, rec += AE_R4_REC, x++) {
-    v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+    /* i16 lanes start at the block's offsets (r4_off16): the float step needs no -8 sum(x) term */
+    v128 s0 = wasm_v128_load32_splat(&x->nsum[0]), s1 = wasm_v128_load32_splat(&x->nsum[1]);
+    v128 s2 = wasm_v128_load32_splat(&x->nsum[2]), s3 = wasm_v128_load32_splat(&x->nsum[3]);
     for (int j = 0; j < 4; j++) {
       const v128 v = ae_load(rec + 8 + 16 * j);
       const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
@@ -496,8 +516,8 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128
       sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
     }
     const v128 dw = rec_scales(rec);
-#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(wasm_i32x4_add( \
-        wasm_i32x4_extadd_pairwise_i16x8(S), wasm_v128_load32_splat(&x->nsum[t]))), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
+#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4( \
+        wasm_i32x4_extadd_pairwise_i16x8(S)), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
     R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
 #undef R4_F
     sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
@@ -588,7 +608,7 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const uint8_t *xb[8];
         for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, k, (uint8_t *)xs, q5);
+        prep_tk(xb, n, k, (uint8_t *)xs, k == 4 && !q5 ? 3 : q5);
         for (int r = rc; r < re; r += 4) {
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
