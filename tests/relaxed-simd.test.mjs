@@ -255,7 +255,7 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   assert.equal(kr.x.ae_set_fused_dot(0), 0, 'the probe restores the setting');
   // 1056 columns = 33 blocks: a second column chunk of the fused tile (32 blocks) and of the i16 tile at 2112+ (64); 32 and
   // 52 rows: the matvec reads 4 groups together (8 or 13 groups), with and without a tail
-  for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]]) {
+  for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056], [136, 256]]) {   // 136: past a 128-row GEMM chunk
     const mr = kr.mark();
     const nb = cols / 32, w = randomRow(r, Q40, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
