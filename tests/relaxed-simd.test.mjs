@@ -291,7 +291,7 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   }
 });
 
-test('q4_0 R4 prefill GEMM, relaxed build: extreme blocks (every nibble 0 or 15, activations all +-127 or alternating) == the q4_0 reference bit for bit (the i16 tile starts its lanes at -8 sum(x): every partial sum must stay in i16)', () => {
+test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibble 0 or 15, activations all +-127 or alternating) == the q4_0 reference bit for bit (both start their i16 lanes at -8 sum(x): every partial sum must stay in i16)', () => {
   const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1], rows = 8, cols = 256, nb = cols / 32, NV = 8;
   const mr = kr.mark();
   const xs = Math.ceil(kr.rowSize(T.Q8_0, cols) / 64) * 64 + 64, xq = kr.alloc(xs * NV);
@@ -308,6 +308,9 @@ test('q4_0 R4 prefill GEMM, relaxed build: extreme blocks (every nibble 0 or 15,
     for (const fused of [0, 1]) {
       kr.x.ae_set_fused_dot(fused);
       kr.x.kt_matmul(R4, P, cols, xq, xs, NV, y, rows, 0, rows);
+      const yv = kr.alloc(rows * 4 * NV);   // the decode matvec starts its lanes at the same offsets
+      for (let t = 0; t < NV; t++) kr.x.kt_matvec(R4, SIMD, P, cols, xq + t * xs, yv + t * rows * 4, 0, rows);
+      assert.ok(bitsEqual(kr.f32(yv, rows * NV), kr.f32(yref, rows * NV)), `matvec, nibbles 0x${nib.toString(16)}, fused ${fused}`);
       const nz = kr.f32(yref, rows * NV).filter((v) => v !== 0).length;
       assert.ok(nz >= (nib === 0x5a ? 8 : 3 * rows), `nibbles 0x${nib.toString(16)}: ${nz} nonzero reference sums (the all-sign activations)`);
       assert.ok(bitsEqual(kr.f32(y, rows * NV), kr.f32(yref, rows * NV)), `nibbles 0x${nib.toString(16)}, fused ${fused}`);

@@ -173,19 +173,38 @@ AE_INLINE void prep_aux_m(const ae_block_q8_0 *x, xaux *xa, int mul) {
   xa->nsum = -mul * ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(t));
   xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
 }
-AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { prep_aux_m(x, xa, R4_SUM8); }
+#if AE_RELAXED
+/* The i16 start values for one activation block (the relaxed R4 q4_0 GEMM tile and matvec): the relaxed i16 dot leaves in i16 lane 2k (2k + 1) of a
+ * record's chunk sums the products of elements 8j + {0, 1, 4, 5} (8j + {2, 3, 6, 7}), j < 4, so the lanes start at
+ * -8 times the sum of those 16 activations, oA (oB): the pair (oA, oB) as one i32 (little-endian), splatted by the
+ * tile. At every step a lane holds -8 x for its elements not yet added and (q - 8) x for the others (q in 0..15),
+ * each |.| <= 8 x 128, so it stays within 16 x 8 x 128 = 16384: exact in i16 for any bytes, and the lane pair's
+ * extadd is the block's sum(q x) - 8 sum(x) exactly, the float step needs no offset term. */
+AE_INLINE int32_t r4_off16(const ae_block_q8_0 *x) {
+  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs)), wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs + 16)));
+  const v128 u = wasm_i16x8_add(t, wasm_i32x4_shuffle(t, t, 2, 3, 0, 1));   /* even lanes: A parts, odd: B parts */
+  const v128 w = wasm_i16x8_add(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
+  return wasm_i32x4_extract_lane(wasm_i16x8_mul(w, wasm_i16x8_splat(-8)), 0);
+}
 
-/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256), before the -8 sum(x) term ---- */
+/* The relaxed q4_0 matvec starts its i16 lanes at the block's offsets too (r4_off16; nsum holds the i16 pair), so
+ * its float step has no offset term (fma_rec0). */
+AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { xa->nsum = r4_off16(x); xa->dxs = ae_h2f_s(x->d) * 0x1p112f; }
+#else
+AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { prep_aux_m(x, xa, R4_SUM8); }
+#endif
+
+/* ---- one record: i32x4 [sum(q x) of rows 0..3] (plain: times 256, before the -8 sum(x) term; relaxed: with it) ---- */
 #if AE_RELAXED
 /* chunk j of a record against its two activation splats: s += the 4 rows' i16 pair sums */
 AE_INLINE v128 chunk_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
   const v128 v = ae_load(rec + 8 + 16 * j);
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, m)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), m))));
 }
-AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa) {
   (void)xs;
   const v128 m = wasm_i8x16_splat(0x0f);
-  v128 s = wasm_i32x4_splat(0);
+  v128 s = wasm_v128_load32_splat(&xa->nsum);   /* the offsets (r4_off16): the sum(q x) - 8 sum(x) per row lane */
   for (int j = 0; j < 4; j++) s = chunk_i16(s, rec, j, wasm_v128_load32_splat(x->qs + 8 * j), wasm_v128_load32_splat(x->qs + 8 * j + 4), m);
   return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
@@ -233,8 +252,8 @@ AE_INLINE v128 chunk_plain(v128 s, const uint8_t *rec, int j, v128 pa, v128 pb, 
   return wasm_i32x4_add(s, wasm_i32x4_add(s0, s1));
 }
 #define R4_PAT(xs, f, j) wasm_v128_load32_splat((const int32_t *)&(xs)->f + (j))
-AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs) {
-  (void)x;
+AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa) {
+  (void)x; (void)xa;
   v128 s = wasm_i32x4_splat(0);
   for (int j = 0; j < 4; j++) s = chunk_plain(s, rec, j, R4_PAT(xs, a, j), R4_PAT(xs, b, j), R4_PAT(xs, c, j), R4_PAT(xs, d, j));
   return s;
@@ -246,7 +265,12 @@ AE_INLINE v128 rec_scales(const uint8_t *rec) {
   return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(rec), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
 }
 
-/* acc += (float)sumi * (d_w * d_x) per row lane */
+/* acc += (float)sumi * (d_w * d_x) per row lane, sumi = s (+ the -8 / -16 sum(x) term) */
+#if AE_RELAXED
+AE_INLINE v128 fma_rec0(v128 acc, v128 sumi, const xaux *xa, v128 dw) {
+  return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sumi), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&xa->dxs))));
+}
+#endif
 AE_INLINE v128 fma_rec(v128 acc, v128 s, const xaux *xa, v128 dw) {
   const v128 i = wasm_i32x4_shr(wasm_i32x4_add(s, wasm_v128_load32_splat(&xa->nsum)), R4_SH);
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(i), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&xa->dxs))));
@@ -274,7 +298,11 @@ AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xs
 #else
     (void)q; (void)xstride;
 #endif
-    acc = fma_rec(acc, rec_sums(rec, x + b, AE_RELAXED ? xs : xs + b), xa + b, rec_scales(rec));
+#if AE_RELAXED
+    acc = fma_rec0(acc, rec_sums(rec, x + b, xs, xa + b), xa + b, rec_scales(rec));
+#else
+    acc = fma_rec(acc, rec_sums(rec, x + b, xs + b, xa + b), xa + b, rec_scales(rec));
+#endif
   }
   return acc;
 }
@@ -293,7 +321,11 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
   const v128 m = wasm_i8x16_splat(0x0f);
 #endif
   for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
+#if AE_RELAXED
+    v128 s0 = wasm_v128_load32_splat(&xa[b].nsum), s1 = s0, s2 = s0, s3 = s0;   /* the offsets (r4_off16) */
+#else
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+#endif
     for (int j = 0; j < 4; j++) {
 #if AE_RELAXED
       const int8_t *q = x[b].qs;
@@ -308,13 +340,16 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
       sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
     }
 #if AE_RELAXED
-    s0 = wasm_i32x4_extadd_pairwise_i16x8(s0); s1 = wasm_i32x4_extadd_pairwise_i16x8(s1);
-    s2 = wasm_i32x4_extadd_pairwise_i16x8(s2); s3 = wasm_i32x4_extadd_pairwise_i16x8(s3);
-#endif
+    a0 = fma_rec0(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + b, rec_scales(p0));
+    a1 = fma_rec0(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + b, rec_scales(p1));
+    a2 = fma_rec0(a2, wasm_i32x4_extadd_pairwise_i16x8(s2), xa + b, rec_scales(p2));
+    a3 = fma_rec0(a3, wasm_i32x4_extadd_pairwise_i16x8(s3), xa + b, rec_scales(p3));
+#else
     a0 = fma_rec(a0, s0, xa + b, rec_scales(p0));
     a1 = fma_rec(a1, s1, xa + b, rec_scales(p1));
     a2 = fma_rec(a2, s2, xa + b, rec_scales(p2));
     a3 = fma_rec(a3, s3, xa + b, rec_scales(p3));
+#endif
   }
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
@@ -454,19 +489,6 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
  * chunk's arithmetic (16 SIMD registers on x64). Per (row, token) the matvec's float sequence: bit-identical. */
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
 typedef struct { int8_t q[4][32]; union { int32_t nsum[4]; float sxs[4]; }; float dxs[4]; } xt4;   /* sxs: q5_1's s_x 2^112 */
-
-/* The i16 tile's start values for one activation block: the relaxed i16 dot leaves in i16 lane 2k (2k + 1) of a
- * record's chunk sums the products of elements 8j + {0, 1, 4, 5} (8j + {2, 3, 6, 7}), j < 4, so the lanes start at
- * -8 times the sum of those 16 activations, oA (oB): the pair (oA, oB) as one i32 (little-endian), splatted by the
- * tile. At every step a lane holds -8 x for its elements not yet added and (q - 8) x for the others (q in 0..15),
- * each |.| <= 8 x 128, so it stays within 16 x 8 x 128 = 16384: exact in i16 for any bytes, and the lane pair's
- * extadd is the block's sum(q x) - 8 sum(x) exactly, the float step needs no offset term. */
-AE_INLINE int32_t r4_off16(const ae_block_q8_0 *x) {
-  const v128 t = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs)), wasm_i16x8_extadd_pairwise_i8x16(ae_load(x->qs + 16)));
-  const v128 u = wasm_i16x8_add(t, wasm_i32x4_shuffle(t, t, 2, 3, 0, 1));   /* even lanes: A parts, odd: B parts */
-  const v128 w = wasm_i16x8_add(u, wasm_i32x4_shuffle(u, u, 1, 0, 3, 2));
-  return wasm_i32x4_extract_lane(wasm_i16x8_mul(w, wasm_i16x8_splat(-8)), 0);
-}
 
 /* The k tokens' blocks c0.. (n of them) into xt4 / xt8 records (q[k][32], nsum[k], dxs[k]: 40 k bytes). */
 AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int kind) {
