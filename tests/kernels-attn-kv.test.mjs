@@ -78,6 +78,35 @@ test('attn_accum: SIMD == reference bit for bit, any head_dim (padded blocks), r
   });
 });
 
+test('attn_accum f16: every kind of half (subnormal, zero, inf, NaN) in some V rows: SIMD (fast conversion, redone exactly for a column block that saw an inf / NaN) == reference bit for bit (NaN for NaN)', () => {
+  const r = rng(82);
+  const SPECIAL = [0x0000, 0x8000, 0x0001, 0x83ff, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfd01];
+  let specials = 0;
+  for (const hd of [8, 13, 16, 24, 96, 128]) for (const n of [1, 5, 33]) for (const mode of ['finite', 'inf', 'nan', 'mixed']) withMark(() => {
+    const h = new Uint16Array(n * hd);
+    for (let i = 0; i < h.length; i++) {
+      h[i] = r.int(0, 0x7bff) | (r.next() < 0.5 ? 0x8000 : 0);   // finite halves, subnormals included
+      if (r.next() < 0.05) h[i] = SPECIAL[r.int(0, 7)];             // zeros, subnormals, extremes
+    }
+    if (mode !== 'finite') {
+      const at = r.int(0, h.length - 1);
+      h[at] = mode === 'inf' ? SPECIAL[8 + r.int(0, 1)] : mode === 'nan' ? SPECIAL[10 + r.int(0, 1)] : SPECIAL[8 + r.int(0, 3)];
+      if (mode === 'mixed') h[r.int(0, h.length - 1)] = SPECIAL[10];
+      specials++;
+    }
+    const V = k.alloc(h.length * 2);
+    new Uint16Array(k.memory.buffer, V, h.length).set(h);
+    const att = k.putF32(Array.from({ length: n }, () => r.next() * 1e-3));
+    const o0 = Float32Array.from({ length: hd }, () => r.normal());
+    const os = k.putF32(o0), or = k.putF32(o0);
+    X.kt_attn_accum(SIMD, T.F16, V, n, hd, att, os);
+    X.kt_attn_accum(REF, T.F16, V, n, hd, att, or);
+    assertBitsEqual(k.f32(os, hd), k.f32(or, hd), `f16 hd=${hd} n=${n} ${mode}`);
+    if (mode !== 'finite') assert.ok(k.f32(os, hd).some((x) => !Number.isFinite(x)), `${mode}: the special value reached the output`);
+  });
+  assert.ok(specials >= 50);
+});
+
 /** float64 attention of ng query heads over the stored cache (q quantised as K's vec_dot_type when that is not f32). */
 function attentionF64(q, hd, ng, K, V, n, scale, softcap, kt) {
   const qt = DTYPE_ROWS.find((d) => d.ggmlId === kt).act;

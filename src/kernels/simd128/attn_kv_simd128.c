@@ -43,35 +43,41 @@ void ae_attn_accum_f32_simd128(const void *vp, int n, int hd, const float *att, 
   }
 }
 
-/* 8 halves -> 2 f32x4, exact for every half (the cache may hold inf after an overflow) */
-AE_INLINE void h8(const ae_fp16 *p, v128 *a, v128 *b) {
+/* 8 halves -> 2 f32x4. exact = 1: exact for every half (the cache may hold inf after an overflow); exact = 0: the
+ * fast conversion (ae_h2f_fast: exact for finite halves), *m tracking inf / nan (ae_h16_infnan_acc). */
+AE_INLINE void h8x(const ae_fp16 *p, v128 *a, v128 *b, v128 *m, int exact) {
   const v128 h = ae_load(p);
-  *a = ae_h2f_exact(ae_h16_lo(h)); *b = ae_h2f_exact(ae_h16_hi(h));
+  if (exact) { *a = ae_h2f_exact(ae_h16_lo(h)); *b = ae_h2f_exact(ae_h16_hi(h)); return; }
+  *m = ae_h16_infnan_acc(*m, h);
+  *a = ae_h2f_fast(ae_h16_lo(h)); *b = ae_h2f_fast(ae_h16_hi(h));
+}
+
+/* out[0..8w) += att[t] * v_t over the n positions, w = 1 or 2 (8 or 16 columns from v). exact = 0: the fast
+ * conversion, and nothing is stored when an inf / nan half was among the values (returns 1: the caller runs it again
+ * with exact = 1 from the untouched out); the same operations on the same floats otherwise, so the same bits. */
+AE_INLINE int accum_cols_f16(const ae_fp16 *v, size_t rs, int n, const float *att, float *out, int w, int exact) {
+  v128 o0 = ae_load(out), o1 = ae_load(out + 4), o2 = w == 2 ? ae_load(out + 8) : o0, o3 = w == 2 ? ae_load(out + 12) : o1, a, b;
+  v128 m = wasm_i32x4_splat(0);
+  const ae_fp16 *r = v;
+  for (int t = 0; t < n; t++, r += rs) {
+    const v128 p = wasm_f32x4_splat(att[t]);
+    h8x(r, &a, &b, &m, exact); FMA(o0, p, a); FMA(o1, p, b);
+    if (w == 2) { h8x(r + 8, &a, &b, &m, exact); FMA(o2, p, a); FMA(o3, p, b); }
+  }
+  if (!exact && ae_h16_has_infnan(m)) return 1;
+  ae_store(out, o0); ae_store(out + 4, o1);
+  if (w == 2) { ae_store(out + 8, o2); ae_store(out + 12, o3); }
+  return 0;
 }
 
 void ae_attn_accum_f16_simd128(const void *vp, int n, int hd, const float *att, float *out) {
   const ae_fp16 *v = (const ae_fp16 *)vp;
   const size_t rs = (size_t)hd;
   int d = 0;
-  for (; d + 16 <= hd; d += 16) {
-    v128 o0 = ae_load(out + d), o1 = ae_load(out + d + 4), o2 = ae_load(out + d + 8), o3 = ae_load(out + d + 12), a, b;
-    const ae_fp16 *r = v + d;
-    for (int t = 0; t < n; t++, r += rs) {
-      const v128 p = wasm_f32x4_splat(att[t]);
-      h8(r, &a, &b); FMA(o0, p, a); FMA(o1, p, b);
-      h8(r + 8, &a, &b); FMA(o2, p, a); FMA(o3, p, b);
-    }
-    ae_store(out + d, o0); ae_store(out + d + 4, o1); ae_store(out + d + 8, o2); ae_store(out + d + 12, o3);
-  }
-  for (; d + 8 <= hd; d += 8) {
-    v128 o0 = ae_load(out + d), o1 = ae_load(out + d + 4), a, b;
-    const ae_fp16 *r = v + d;
-    for (int t = 0; t < n; t++, r += rs) {
-      const v128 p = wasm_f32x4_splat(att[t]);
-      h8(r, &a, &b); FMA(o0, p, a); FMA(o1, p, b);
-    }
-    ae_store(out + d, o0); ae_store(out + d + 4, o1);
-  }
+  for (; d + 16 <= hd; d += 16)
+    if (accum_cols_f16(v + d, rs, n, att, out + d, 2, 0)) accum_cols_f16(v + d, rs, n, att, out + d, 2, 1);
+  for (; d + 8 <= hd; d += 8)
+    if (accum_cols_f16(v + d, rs, n, att, out + d, 1, 0)) accum_cols_f16(v + d, rs, n, att, out + d, 1, 1);
   for (; d < hd; d++) {
     float o = out[d];
     for (int t = 0; t < n; t++) o = o + att[t] * ae_h2f_s(v[(size_t)t * rs + d]);
@@ -208,10 +214,31 @@ static void accum4_f32(const void *vp, int n, int hd, const float *const *att, f
     }
 }
 
+/* 4 query rows over 8 columns of V (fast conversion unless exact; as accum_cols_f16: returns 1 and stores nothing
+ * when an inf / nan half was seen, for the caller to run it again exactly) */
+AE_INLINE int accum4_cols_f16(const ae_fp16 *v, size_t rs, int n, const float *const *att, float *const *out, int d, int exact) {
+  v128 o[4][2], m = wasm_i32x4_splat(0);
+  for (int q = 0; q < 4; q++) { o[q][0] = ae_load(out[q] + d); o[q][1] = ae_load(out[q] + d + 4); }
+  const ae_fp16 *r = v + d;
+  for (int t = 0; t < n; t++, r += rs) {
+    v128 a, b;
+    h8x(r, &a, &b, &m, exact);
+    const v128 p0 = wasm_f32x4_splat(att[0][t]), p1 = wasm_f32x4_splat(att[1][t]);
+    const v128 p2 = wasm_f32x4_splat(att[2][t]), p3 = wasm_f32x4_splat(att[3][t]);
+    FMA4(o, 0, p0, p1, p2, p3, a);
+    FMA4(o, 1, p0, p1, p2, p3, b);
+  }
+  if (!exact && ae_h16_has_infnan(m)) return 1;
+  for (int q = 0; q < 4; q++) { ae_store(out[q] + d, o[q][0]); ae_store(out[q] + d + 4, o[q][1]); }
+  return 0;
+}
+
 static void accum4_f16(const void *vp, int n, int hd, const float *const *att, float *const *out) {
   const ae_fp16 *v = (const ae_fp16 *)vp;
   const size_t rs = (size_t)hd;
-  ACCUM4_BODY(ae_fp16, h8(r, &a, &b))
+  int d = 0;
+  for (; d + 8 <= hd; d += 8)
+    if (accum4_cols_f16(v, rs, n, att, out, d, 0)) accum4_cols_f16(v, rs, n, att, out, d, 1);
   for (; d < hd; d++)
     for (int q = 0; q < 4; q++) {
       float o = out[q][d];
