@@ -88,3 +88,31 @@ test('attention_kv_multi == attention_kv per token (bit for bit) and == its refe
   });
   assert.ok(checked > 2000, `${checked} token checks`);
 });
+
+test('attention_kv_multi with inf / NaN halves in f16 V rows (the 4-row kernel redoes such column blocks exactly) == attention_kv per token, bit for bit (NaN for NaN)', () => {
+  const r = rng(92);
+  let nonFinite = 0;
+  for (const hd of [64, 96]) for (const nq of [4, 5, 8]) for (const special of [0x7c00, 0xfc00, 0x7e00]) withMark(() => {
+    const ng = 1, base = 11, total = base + nq;
+    const K = cacheRows(r, T.F16, total, hd), V = cacheRows(r, T.F16, total, hd);
+    const h = new Uint16Array(k.memory.buffer, V.p, total * hd);
+    const at = r.int(0, total - 1) * hd + r.int(0, hd - 1);
+    h[at] = special;
+    const runs = [{ k: K.p, v: V.p, kt: T.F16, vt: T.F16, n: total }];
+    const lo = [], hi = [];
+    for (let b = 0; b < nq; b++) { hi.push(base + b + 1); lo.push(0); }
+    const qTok = hd, outTok = hd, attStride = total + 3, scale = 1 / Math.sqrt(hd);
+    const q = k.putF32(Array.from({ length: nq * qTok }, () => r.normal() * 0.5));
+    const outM = k.alloc(nq * outTok * 4), outS = k.alloc(hd * 4), attM = k.alloc(nq * attStride * 4), attS = k.alloc(attStride * 4);
+    const qbuf = k.alloc((nq + 1) * 256 * 4), lohi = k.alloc(8 * nq, 4);
+    new Int32Array(k.memory.buffer, lohi, 2 * nq).set([...lo, ...hi]);
+    X.kt_attention_kv_multi(SIMD, outM, hd, outTok, q, hd, qTok, ng, nq, lohi, writeRuns(runs), 1, hd, scale, 0, attM, attStride, qbuf);
+    for (let b = 0; b < nq; b++) {
+      const cr = clip(runs, lo[b], hi[b], hd);
+      X.kt_attention_kv(SIMD, outS, hd, q + b * qTok * 4, hd, ng, writeRuns(cr), cr.length, hd, scale, 0, attS, attStride, qbuf);
+      assertBitsEqual(k.f32(outM + b * outTok * 4, hd), k.f32(outS, hd), `hd=${hd} nq=${nq} special 0x${special.toString(16)} token ${b}`);
+      if (k.f32(outS, hd).some((x) => !Number.isFinite(x))) nonFinite++;
+    }
+  });
+  assert.ok(nonFinite > 10, `${nonFinite} token outputs reached by the special value`);
+});
