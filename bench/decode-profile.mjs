@@ -6,6 +6,8 @@
 //                                 (--threads, --spin and --single-below: comma lists too; --single-below: bytes, the
 //                                 EngineOptions.singleThreadBelow of the runs with more than one thread)
 //                                 [--prefill 64]   (also: CPU and wall time of one P-token prompt forward, per round)
+//                                 [--context 2000] (the decode tokens follow a prompt of that many tokens instead of
+//                                                   8: attention over a long context; give --ctx above it)
 // Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
@@ -19,6 +21,7 @@ if (!file || file.startsWith('--')) throw new Error('usage: node bench/decode-pr
 const simds = String(opt('--simd', 'relaxed,plain')).split(',');
 const repacks = String(opt('--repack', 'on')).split(',');
 const N = Number(opt('--tokens', 48)), rounds = Number(opt('--rounds', 3)), P = Number(opt('--prefill', 0));
+const C = Number(opt('--context', 8));
 const threadsList = String(opt('--threads', 1)).split(',').map(Number), nCtx = Number(opt('--ctx', 512));
 const spins = opt('--spin') ? String(opt('--spin')).split(',').map(Number) : [undefined];
 const singles = opt('--single-below') ? String(opt('--single-below')).split(',').map(Number) : [undefined];
@@ -59,7 +62,8 @@ function measure(model) {
     pre = { cpu: (cu.user + cu.system) / 1000, wall: w };
     model.reset();
   }
-  const prompt = [1, 450, 3681, 1044, 338, 263, 1243, 9508];
+  const prompt = C > 8 ? Array.from({ length: C }, (_, i) => 100 + ((i * 7919) % 20000)) : [1, 450, 3681, 1044, 338, 263, 1243, 9508];
+  model.reset();
   e.forward(prompt, 0);
   let pos = prompt.length;
   for (let i = 0; i < 4; i++) e.forward([100 + i], pos++);
@@ -100,6 +104,7 @@ for (let r = 0; r < rounds; r++) {
 const m1 = machine();
 const f = (x) => x.toFixed(3);
 console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; matrices ${dtypes.join('/')}, output ${outType}`);
+if (C > 8) console.log(`decode after a prompt of ${C} tokens (positions ${C}..${C + 4 + N})`);
 console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}`);
 const opNames = Object.keys(variants[0].res[0].ops);
 console.log(`\n| ms per token | ${variants.map((v) => v.name).join(' | ')} | MB per token |`);
