@@ -130,8 +130,8 @@ export interface EngineOptions {
   /** Extra modules to load ('ffn-fused', 'ffn-saturated'). */
   modules?: string[];
   /**
-   * Build of the wasm modules: 'relaxed' (relaxed SIMD: i8 dot products for the quantised dtypes, bit-identical
-   * to the plain build; fused multiply-add for f32 / f16, which may differ in the last bits), 'plain', or
+   * Build of the wasm modules: 'relaxed' (relaxed SIMD: i8 dot products for the quantised dtypes and load-time
+   * row-group layouts; every dtype gives the plain build's bits on every host), 'plain', or
    * 'auto' (default: relaxed where the engine validates it, see docs/PERFORMANCE.md). Node 20 validates relaxed
    * SIMD only with --experimental-wasm-relaxed-simd (the aether CLI sets it).
    */
