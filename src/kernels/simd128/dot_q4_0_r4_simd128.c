@@ -441,20 +441,8 @@ void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, fl
 }
 #else
 /* The plain build repacks q5_0 into AE_Q5_0_X8 instead (model.c): this layout's kernels are the reference there. */
-void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q5_0_r4_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int t = 0; t < nvec; t++) ae_matvec_q5_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
-}
-void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q5_1_r4_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int t = 0; t < nvec; t++) ae_matvec_q5_1_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
-}
+AE_REF_ENTRY_POINTS(q5_0_r4, ae_matvec_q5_0_r4_ref)
+AE_REF_ENTRY_POINTS(q5_1_r4, ae_matvec_q5_1_r4_ref)
 
 #endif
 

@@ -210,11 +210,5 @@ void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, si
 }
 #else
 /* The plain build keeps q8_0 in the file layout (model.c): this layout's kernels are the reference there. */
-void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q8_0_r4_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int t = 0; t < nvec; t++) ae_matvec_q8_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);
-}
+AE_REF_ENTRY_POINTS(q8_0_r4, ae_matvec_q8_0_r4_ref)
 #endif

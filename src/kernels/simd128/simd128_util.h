@@ -36,6 +36,18 @@ AE_INLINE v128 ae_rdot16(v128 a_i8, v128 b_u7) {
  * kernel speed; now every dtype gives the same bits in both builds on every host (docs/DESIGN.md "Relaxed SIMD"). */
 AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) { return wasm_f32x4_add(c, wasm_f32x4_mul(a, b)); }
 
+/* The plain build's entry points of a layout only the relaxed build uses (AE_Q5_0_R4 ... AE_Q4_K_R4; model.c never
+ * repacks into it there): the layout's scalar reference matvec, run per token for the GEMM. */
+#define AE_REF_ENTRY_POINTS(name, ref)                                                                              \
+  void ae_matvec_rows_##name##_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {          \
+    ref(W, ncols, xq, y, r0, r1);                                                                                   \
+  }                                                                                                                 \
+  void ae_matmul_rows_##name##_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, \
+                                       int y_stride, int r0, int r1) {                                              \
+    for (int t = 0; t < nvec; t++)                                                                                  \
+      ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);                  \
+  }
+
 AE_INLINE v128 ae_load(const void *p) { return wasm_v128_load(p); }
 AE_INLINE void ae_store(void *p, v128 v) { wasm_v128_store(p, v); }
 AE_INLINE uint32_t ae_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
