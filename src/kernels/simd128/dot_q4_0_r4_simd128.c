@@ -453,18 +453,8 @@ AE_REF_ENTRY_POINTS(q5_1_r4, ae_matvec_q5_1_r4_ref)
  * groups' range a0..a1; returns 0 when there is none (everything done). Used by both builds' GEMM. */
 static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                       int r0, int r1, int *a0p, int *a1p, int q5) {
-  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
-  void (*mv)(const void *, int, const void *, float *, int, int) =
-      q5 == 2 ? ae_matvec_rows_q5_1_r4_simd128 : q5 ? ae_matvec_rows_q5_0_r4_simd128 : ae_matvec_rows_q4_0_r4_simd128;
-  *a0p = a0; *a1p = a1;
-  for (int t = 0; t < nvec; t++) {
-    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
-    float *yt = y + (size_t)t * y_stride;
-    if (a0 >= a1) { mv(W, ncols, xt, yt, r0, r1); continue; }
-    if (r0 < a0) mv(W, ncols, xt, yt, r0, a0);
-    if (a1 < r1) mv(W, ncols, xt, yt, a1, r1);
-  }
-  return a0 < a1;
+  return ae_group_gemm_edges(q5 == 2 ? ae_matvec_rows_q5_1_r4_simd128 : q5 ? ae_matvec_rows_q5_0_r4_simd128 : ae_matvec_rows_q4_0_r4_simd128,
+                             W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, a0p, a1p);
 }
 
 #if AE_RELAXED

@@ -261,16 +261,8 @@ AE_INLINE void tile_k4(const uint8_t *rec, int n, const rk4t *x, volatile v128 *
 
 void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
-  if (r0 >= r1 || nvec <= 0) return;
-  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;   /* whole groups; the rows outside them: the matvec per token */
-  for (int t = 0; t < nvec; t++) {
-    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
-    float *yt = y + (size_t)t * y_stride;
-    if (a0 >= a1) { ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, r0, r1); continue; }
-    if (r0 < a0) ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, r0, a0);
-    if (a1 < r1) ae_matvec_rows_q4_K_r4_simd128(W, ncols, xt, yt, a1, r1);
-  }
-  if (a0 >= a1) return;
+  int a0, a1;   /* whole groups; the rows outside them: the matvec per token */
+  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q4_K_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
   const int nb = ncols / AE_QK_K;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
   rk4t xs[RK4_GEMM_CB];

@@ -48,6 +48,24 @@ AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) { return wasm_f32x4_add(c, wasm_f
       ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);                  \
   }
 
+/* A row-group layout's GEMM (AE_Q4_0_R4 ... AE_Q4_K_R4): the rows of r0..r1 outside whole 4-row groups go through
+ * the layout's matvec per token (it handles partial groups); sets the whole groups' range [*a0p, *a1p) and returns 0
+ * when there is none (everything done). */
+AE_INLINE int ae_group_gemm_edges(void (*mv)(const void *, int, const void *, float *, int, int), const void *W, int ncols,
+                                  const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int r0, int r1,
+                                  int *a0p, int *a1p) {
+  const int a0 = (r0 + 3) & ~3, a1 = r1 & ~3;
+  *a0p = a0; *a1p = a1;
+  for (int t = 0; t < nvec; t++) {
+    const void *xt = (const uint8_t *)xq + (size_t)t * xq_stride;
+    float *yt = y + (size_t)t * y_stride;
+    if (a0 >= a1) { mv(W, ncols, xt, yt, r0, r1); continue; }
+    if (r0 < a0) mv(W, ncols, xt, yt, r0, a0);
+    if (a1 < r1) mv(W, ncols, xt, yt, a1, r1);
+  }
+  return a0 < a1;
+}
+
 AE_INLINE v128 ae_load(const void *p) { return wasm_v128_load(p); }
 AE_INLINE void ae_store(void *p, v128 v) { wasm_v128_store(p, v); }
 AE_INLINE uint32_t ae_f2u(float f) { uint32_t u; __builtin_memcpy(&u, &f, 4); return u; }
