@@ -189,3 +189,38 @@ test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (no
     } finally { m.dispose(); }
   }
 });
+
+// q5_K (the relaxed build's AE_Q5_K_X, block by block): the q5_K matrices of a Q4_K_M-style model (Phi-3's attn_qkv,
+// llama's attn_k / attn_v / ffn_gate here) are repacked in the relaxed build, kept in the plain one
+test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by block), the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
+  const k = await loadKernels({ pages: 512 });
+  const encode = (dtype, values) => {
+    if (dtype !== 'q4_K' && dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
+    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
+    try {
+      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+      k.x.kt_from_float(t, 1, x, y, values.length);
+      return k.u8(y, rs).slice();
+    } finally { k.release(mk); }
+  };
+  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+  const mix = { token_embd: 'q5_K', attn_q: 'q4_K', attn_k: 'q5_K', attn_v: 'q5_K', attn_qkv: 'q5_K', attn_output: 'q4_K', ffn_gate: 'q5_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+  for (const arch of ['llama', 'phi3']) {
+    const g = await generateModel(arch, 'f32', 7, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+    const q5k = [...g.dtypes].filter(([n, d]) => d === 'q5_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
+    assert.ok(q5k.length >= g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q5_K', `${arch}: ${q5k.length} q5_K matrices`);
+    for (const simd of ['plain', 'relaxed']) {
+      const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
+      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q5_K'), simd === 'relaxed' ? q5k : [], `${arch} ${simd}: the q5_K matrices in AE_Q5_K_X`);
+      assert.ok(!on.r4.some((n) => g.dtypes.get(n) === 'q5_K'), 'a block layout, not a row-group one');
+      assert.ok(!on.repacked.includes('token_embd.weight'), 'not the token embedding');
+      same(off, on, `${arch} ${simd} repack`);
+      same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
+    }
+    const m = await load(g.file, { nCtx: 64, simd: 'relaxed', repack: true });
+    try {
+      for (const name of q5k) assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
+    } finally { m.dispose(); }
+  }
+});

@@ -79,6 +79,15 @@ void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, si
       ae_matvec_##T##_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1); \
   }
 AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K)
+void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks); }   /* AE_Q5_K_X */
+void ae_matvec_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q5_K_x_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                   int y_stride, int r0, int r1) {
+  for (int b = 0; b < nvec; b++)
+    ae_matvec_q5_K_x_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
+}
 
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_ref(y, x, w, n, eps); }
 void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) { ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); }

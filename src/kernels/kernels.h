@@ -416,6 +416,22 @@ void ae_matvec_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q5_K_X: the relaxed build's load-time layout of a q5_K matrix (the plain build keeps q5_K), block by block in place
+ * (176 B): d, dmin and the scales as q5_K's; the 160 bytes of qh / qs rewritten as two groups of 80 B for values
+ * 128G .. 128G + 127 (repack_ref.c is the specification): 4 vectors of 16 B whose low 5 bits are the values
+ * 128G + 16i + e (one and), whose top 3 bits and a fifth vector give the values 128G + 64 + 16i + e (and, shift, a
+ * shifted fifth vector masked, or). 24 operations per 128 values where the file layout's 5th bits take 36; the
+ * kernels are q5_K's (dot_q5_K_simd128.c, gemm_k_simd128.c) with that decode: the same integers and float
+ * sequence, so the results equal the q5_K kernels' on the unpacked rows bit for bit. */
+#define AE_Q5_K_X ((ae_type)263)
+void ae_repack_q5_K_x(void *W, size_t nblocks);       /* SIMD128 */
+void ae_repack_q5_K_x_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q5_K_x(void *W, size_t nblocks);       /* the inverse (tests, tools) */
+void ae_matvec_q5_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                   float *y, int y_stride, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

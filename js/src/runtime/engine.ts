@@ -140,7 +140,7 @@ export interface EngineOptions {
    * Repack q4_0, q5_0 and q5_1 weight matrices at load into the layouts of their fastest kernels (docs/DESIGN.md
    * "Repacked weights"; in place, no extra memory, results bit-identical): q4_0 rows interleaved in groups of 4, q5_0 /
    * q5_1 blocks with their bits rearranged (the relaxed build: q5_0 / q5_1 / q8_0 / q4_K rows in groups of 4 too,
-   * where it can). true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
+   * where it can, and q5_K blocks with their 5-bit values rearranged). true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
    * streams and is 1.3-1.9x the file layout's from DRAM in both builds, docs/PERFORMANCE.md "Decode matvecs from
    * DRAM"; the q5_0 layout's expansion takes 8 operations instead of 17, "Session 9").
    */
@@ -1044,6 +1044,7 @@ export class Engine {
       if (t.dtype === 'q4_K') return unpackQ4_KR4(v, t.shape[1], t.shape[0]);
       return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     }
+    if (t.dtype === 'q5_K') return unpackQ5_KX(v);
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1153,6 +1154,35 @@ export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: Kv
 
 function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
 function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }
+
+/**
+ * The file layout of a q5_K matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q5_K_X; the inverse
+ * of ae_repack_q5_K_x, as ae_unpack_q5_K_x): 176-byte blocks whose bytes 16..175 are two groups of 80 B; group G's
+ * V_i (i < 4) holds value 128G + 16i + e in bits 0-4 and bits 0-2 of value 128G + 64 + 16i + e in bits 5-7, its V_4
+ * byte e bits 3-4 of that value at bits 2i, 2i + 1. The file layout: qh[32] at 16 (bit j of qh[l]: bit 4 of value
+ * 32j + l), qs[128] at 48 (value 32j + l's low 4 bits in qs[32 (j >> 1) + l], high nibble when j is odd).
+ */
+export function unpackQ5_KX(src: Uint8Array): Uint8Array {
+  const out = src.slice(), q = new Uint8Array(256);
+  for (let o = 0; o + 176 <= src.length; o += 176) {
+    for (let G = 0; G < 2; G++) {
+      const g = o + 16 + 80 * G;
+      for (let i = 0; i < 4; i++)
+        for (let e = 0; e < 16; e++) {
+          const b = src[g + 16 * i + e];
+          q[128 * G + 16 * i + e] = b & 0x1f;
+          q[128 * G + 64 + 16 * i + e] = (b >> 5) | (((src[g + 64 + e] >> (2 * i)) & 3) << 3);
+        }
+    }
+    out.fill(0, o + 16, o + 176);
+    for (let e = 0; e < 256; e++) {
+      const j = e >> 5, l = e & 31, at = o + 48 + 32 * (j >> 1) + l;
+      out[at] |= (j & 1) ? (q[e] & 15) << 4 : q[e] & 15;
+      out[o + 16 + l] |= ((q[e] >> 4) & 1) << j;
+    }
+  }
+  return out;
+}
 
 /**
  * The file layout of a q5_0 / q5_1 matrix repacked at load (src/kernels/kernels.h AE_Q5_0_X8 / AE_Q5_1_X8; the inverse

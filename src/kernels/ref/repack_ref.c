@@ -436,3 +436,75 @@ void ae_matvec_q4_K_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     y[r] = sum;
   }
 }
+
+/* ---- AE_Q5_K_X (kernels.h; the relaxed build's q5_K layout, block by block in place): d, dmin and the scales as q5_K's;
+ * bytes 16..175 = two groups of 80 B, group G holding values v = 128G .. 128G + 127 of the block as U_i (16 values
+ * 128G + 16i + e, e < 16, i < 8): V_i (16 B at 16 + 80G + 16i, i < 4) byte e = U_i[e] | (U_{4+i}[e] & 7) << 5, and
+ * V_4 (at 16 + 80G + 64) byte e = sum over i < 4 of ((U_{4+i}[e] >> 3) & 3) << 2i. */
+static int q5kx_file_value(const uint8_t *blk, int e) {   /* q5_K's 5-bit value e of a file-layout block */
+  const int j = e >> 5, l = e & 31;
+  const uint8_t byte = blk[48 + 32 * (j >> 1) + l];
+  return ((j & 1) ? byte >> 4 : byte & 0x0f) | (((blk[16 + l] >> j) & 1) << 4);
+}
+static int q5kx_value(const uint8_t *blk, int v) {   /* value v of an AE_Q5_K_X block */
+  const uint8_t *g = blk + 16 + 80 * (v >> 7);
+  const int i = (v >> 4) & 7, e = v & 15;
+  if (i < 4) return g[16 * i + e] & 0x1f;
+  return (g[16 * (i - 4) + e] >> 5) | (((g[64 + e] >> (2 * (i - 4))) & 3) << 3);
+}
+void ae_repack_q5_K_x_ref(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q5_K), q[256];
+    for (int e = 0; e < 256; e++) q[e] = (uint8_t)q5kx_file_value(blk, e);
+    for (int G = 0; G < 2; G++) {
+      uint8_t *g = blk + 16 + 80 * G;
+      for (int e = 0; e < 16; e++) g[64 + e] = 0;
+      for (int i = 0; i < 4; i++)
+        for (int e = 0; e < 16; e++) {
+          const int u = q[128 * G + 16 * i + e], w = q[128 * G + 64 + 16 * i + e];
+          g[16 * i + e] = (uint8_t)(u | (w & 7) << 5);
+          g[64 + e] |= (uint8_t)(((w >> 3) & 3) << (2 * i));
+        }
+    }
+  }
+}
+void ae_unpack_q5_K_x(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q5_K), q[256];
+    for (int v = 0; v < 256; v++) q[v] = (uint8_t)q5kx_value(blk, v);
+    for (int l = 0; l < 32; l++) blk[16 + l] = 0;
+    for (int e = 0; e < 256; e++) {
+      const int j = e >> 5, l = e & 31;
+      uint8_t *byte = blk + 48 + 32 * (j >> 1) + l;
+      if (j & 1) *byte = (uint8_t)((*byte & 0x0f) | (q[e] & 15) << 4);
+      else *byte = (uint8_t)((*byte & 0xf0) | (q[e] & 15));
+      blk[16 + l] |= (uint8_t)(((q[e] >> 4) & 1) << j);
+    }
+  }
+}
+/* ae_vec_dot_q5_K_ref's sequence on the X layout. */
+void ae_matvec_q5_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  for (int r = r0; r < r1; r++) {
+    const ae_block_q5_K *row = (const ae_block_q5_K *)W + (size_t)r * nb;
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) {
+      int sc[8], m[8];
+      ae_ref_k4_scales(row[i].scales, sc, m);
+      int sumi_q = 0, sumi_m = 0;
+      for (int j = 0; j < 8; j++) {
+        int dot = 0, qsum = 0;
+        for (int l = 0; l < 32; l++) {
+          dot += q5kx_value((const uint8_t *)&row[i], 32 * j + l) * x[i].qs[32 * j + l];
+          qsum += x[i].qs[32 * j + l];
+        }
+        sumi_q += sc[j] * dot;
+        sumi_m += m[j] * qsum;
+      }
+      const float dall = AE_FP16(row[i].d) * x[i].d, dmin = AE_FP16(row[i].dmin) * x[i].d;
+      sum += dall * (float)sumi_q - dmin * (float)sumi_m;
+    }
+    y[r] = sum;
+  }
+}

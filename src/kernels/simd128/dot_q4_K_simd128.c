@@ -121,6 +121,9 @@ AE_INLINE void k45_vals(v128 v0, v128 v1, const v128 hq[2], int g, v128 v[4]) {
   v[0] = wasm_v128_and(v0, f); v[1] = wasm_v128_and(v1, f);
   v[2] = wasm_v128_and(wasm_u16x8_shr(v0, 4), f); v[3] = wasm_v128_and(wasm_u16x8_shr(v1, 4), f);
 }
+AE_INLINE void k45_vals_w(const ae_block_q4_K *w, const v128 hq[2], int g, v128 v[4]) {
+  k45_vals(ae_load(w->qs + 32 * g), ae_load(w->qs + 32 * g + 16), hq, g, v);
+}
 #endif
 #include "k45_simd128.inc"
 

@@ -111,6 +111,9 @@ AE_INLINE void k45_vals(v128 v0, v128 v1, const v128 hq[2], int g, v128 v[4]) {
   v[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), hbits(hq[0], 2 * g + 1));
   v[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), hbits(hq[1], 2 * g + 1));
 }
+AE_INLINE void k45_vals_w(const ae_block_q5_K *w, const v128 hq[2], int g, v128 v[4]) {
+  k45_vals(ae_load(w->qs + 32 * g), ae_load(w->qs + 32 * g + 16), hq, g, v);
+}
 #endif
 #include "k45_simd128.inc"
 

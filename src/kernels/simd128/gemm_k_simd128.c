@@ -31,7 +31,7 @@
 #define GEMM_T 4   /* tokens per tile (8 measured no faster) */
 #define NG (GEMM_T / 4)
 
-enum { K_Q4, K_Q5, K_Q6 };
+enum { K_Q4, K_Q5, K_Q6, K_Q5X };   /* K_Q5X: q5_K in the relaxed build's AE_Q5_K_X layout (dot_q5_K_x_simd128.c) */
 
 /* Scheduling: V8's TurboFan keeps loads in program order on its effect chain but schedules pure arithmetic as
  * late as possible, so a super-block's activation loads end up long before their use and most of them are
@@ -81,6 +81,20 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
  * 64g + 16h + [0, 16), b1 = sub-block 2g + 1's (64g + 32 + 16h ..); q5_K: nibble | 5th bit j of qh[16h + e]
  * moved to bit 4 (as dot_q5_K_simd128.c). */
 AE_INLINE void sb_bytes(int kind, const uint8_t *qs, const uint8_t *qh, int g, int h, v128 *b0, v128 *b1) {
+  if (kind == K_Q5X) {   /* qs: the block's X groups (AE_Q5_K_X): elements 64g + 16k = U_k (g even) / U_{4+k} (g odd) */
+    const uint8_t *o = qs + 80 * (g >> 1);
+    if (!(g & 1)) {
+      const v128 m = wasm_i8x16_splat(0x1f);
+      *b0 = wasm_v128_and(ae_load(o + 16 * h), m);
+      *b1 = wasm_v128_and(ae_load(o + 32 + 16 * h), m);
+    } else {
+      const v128 hv = ae_load(o + 64), hi = wasm_i8x16_splat((int8_t)0xe0), m18 = wasm_i8x16_splat(0x18);
+      const v128 t0 = h ? wasm_i16x8_shl(hv, 1) : wasm_i16x8_shl(hv, 3), t1 = h ? wasm_u16x8_shr(hv, 3) : wasm_u16x8_shr(hv, 1);
+      *b0 = wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(ae_load(o + 16 * h), hi), 5), wasm_v128_and(t0, m18));
+      *b1 = wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(ae_load(o + 32 + 16 * h), hi), 5), wasm_v128_and(t1, m18));
+    }
+    return;
+  }
   const v128 v = ae_load(qs + 32 * g + 16 * h), f = wasm_i8x16_splat(0x0f);
   if (kind == K_Q4) {
     *b0 = wasm_v128_and(v, f);
@@ -97,7 +111,7 @@ AE_INLINE void sb_bytes(int kind, const uint8_t *qs, const uint8_t *qh, int g, i
 
 /* q4_K / q5_K super-block: q[g] = [sumi_q of tokens 4g .. 4g + 3], m[g] likewise sumi_m. */
 AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128 *m) {
-  const uint8_t *scales = blk + 4, *qs = kind == K_Q4 ? blk + 16 : blk + 48, *qh = blk + 16;
+  const uint8_t *scales = blk + 4, *qs = kind == K_Q4 || kind == K_Q5X ? blk + 16 : blk + 48, *qh = blk + 16;
   const v128 sm = ae_k4_unpack_scales(scales);
   const v128 sc16 = wasm_u16x8_extend_low_u8x16(sm), mn16 = wasm_u16x8_extend_high_u8x16(sm);
 #pragma clang loop unroll(full)
@@ -204,7 +218,7 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
 
 /* One row, super-blocks [0, n) of the chunk, GEMM_T tokens; acc[g] in/out (lanes = tokens 4g ..). */
 AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const float *dx, v128 *acc) {
-  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
   for (int i = 0; i < n; i++, w += bs) {
     if (kind == K_Q6) {
       const ae_block_q6_K *b = (const ae_block_q6_K *)w;
@@ -236,7 +250,7 @@ AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const fl
 AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                     int y_stride, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
-  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
   const size_t rs = (size_t)nb * bs;
   xk4 xs[GEMM_CB];
   float dx[GEMM_T * GEMM_CB];
@@ -279,3 +293,9 @@ void ae_matmul_rows_q6_K_simd128(const void *W, int ncols, const void *xq, size_
                                  int y_stride, int r0, int r1) {
   GEMM(K_Q6, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
+#if AE_RELAXED
+void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                   int y_stride, int r0, int r1) {
+  GEMM(K_Q5X, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+#endif
