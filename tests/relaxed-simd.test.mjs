@@ -422,6 +422,62 @@ test('q5_K in the relaxed build\'s block layout (AE_Q5_K_X): repack == reference
   }
 });
 
+test('q6_K in the relaxed build\'s block layout (AE_Q6_K_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the q5_K reference bit for bit (every 6-bit value, inf / NaN d, 1..17 tokens, row splits); the plain build\'s entry points for it are the reference', () => {
+  const r = rng(94);
+  const Q5K = T.Q6_K, [QK, bs] = BLOCK[Q5K];
+  for (const kk of [kr, kp]) for (const [rows, cols] of [[1, 256], [3, 512], [8, 256], [12, 1024], [20, 3072], [9, 4096], [52, 1280]]) {
+    const X = kk.x.kt_q6_K_x_type(), mr = kk.mark();
+    const nb = cols / QK, w = randomRow(r, Q5K, rows * cols, 0.03), dv = new DataView(w.buffer);
+    for (let i = 0; i < rows * nb; i++) {
+      if (r.next() < 0.5) dv.setUint16(i * bs + 208, dv.getUint16(i * bs + 208, true) | 0x8000, true);
+      if (r.next() < 0.2) for (let j = 0; j < 192; j++) w[i * bs + j] = r.int(0, 255);   // every ql / qh byte: every 6-bit value
+    }
+    const special = rows * nb > 2 ? r.int(0, rows * nb - 1) : -1;   // an inf / NaN d: q6_K's kernels take it as it is
+    if (special >= 0) dv.setUint16(special * bs + 208, [0x7c00, 0xfe00][r.int(0, 1)], true);
+    const W = put(kk, w), P = put(kk, w), Q = put(kk, w);
+    kk.x.kt_repack_q6_K_x(SIMD, P, rows * nb);
+    kk.x.kt_repack_q6_K_x(REF, Q, rows * nb);
+    assert.ok(Buffer.from(kk.u8(P, w.length)).equals(Buffer.from(kk.u8(Q, w.length))), `${rows}x${cols}: SIMD repack == reference bytes`);
+    assert.ok(!Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), 'the layout differs from the file\'s');
+    for (let i = 0; i < rows * nb; i++) assert.ok(Buffer.from(kk.u8(P + i * bs + 192, 18)).equals(Buffer.from(w.subarray(i * bs + 192, i * bs + 210))), 'the scales and d stay');
+    {   // get_rows of a repacked embedding: each row == the file row's to_float
+      const yr = kk.alloc(cols * 4), yx = kk.alloc(cols * 4);
+      for (const row of [0, rows - 1]) {
+        kk.x.kt_to_float(Q5K, REF, W + row * nb * bs, yr, cols);
+        for (const how of [SIMD, REF]) {
+          kk.f32(yx, cols).fill(7);
+          kk.x.kt_get_row(how, X, P, row, cols, yx);
+          assert.ok(bitsEqualNaN(kk.f32(yx, cols), kk.f32(yr, cols)), `${rows}x${cols}: get_row ${row} of the X layout (${how === SIMD ? 'SIMD' : 'reference'})`);
+        }
+      }
+    }
+    kk.x.kt_unpack_q6_K_x(Q, rows * nb);
+    assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
+    const xs = Math.ceil(kk.rowSize(T.Q8_K, cols) / 64) * 64 + 64, NV = 17;
+    const xq = kk.alloc(xs * NV);
+    for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q5K, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
+    const yref = kk.alloc(rows * 4 * NV), ystr = rows + 3, y = kk.alloc(ystr * 4 * NV);
+    for (let t = 0; t < NV; t++) kk.x.kt_matvec(Q5K, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+    const yv = kk.alloc(rows * 4);
+    for (const how of [SIMD, REF]) {
+      kk.x.kt_matvec(X, how, P, cols, xq, yv, 0, rows);
+      assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q6_K X matvec (${how === SIMD ? 'SIMD' : 'reference'})`);
+    }
+    kk.f32(yv, rows).fill(NaN);
+    for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kk.x.kt_matvec(X, SIMD, P, cols, xq, yv, a, b); a = b; }
+    assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q6_K X matvec over split row ranges`);
+    for (const nvec of [1, 2, 4, 5, 9, 17]) for (const [a, b] of [[0, rows], [Math.min(1, rows - 1), rows]]) {
+      kk.f32(y, ystr * NV).fill(NaN);
+      kk.x.kt_matmul(X, P, cols, xq, xs, nvec, y, ystr, a, b);
+      for (let t = 0; t < nvec; t++) {
+        assert.ok(bitsEqualNaN(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: q6_K X GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
+        assert.ok(Number.isNaN(kk.f32(y + t * ystr * 4, rows + 3)[rows]), 'nothing written past the rows');
+      }
+    }
+    kk.release(mr);
+  }
+});
+
 test('q8_0 / q6_K / q4_K / q5_K matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
   // the q8_0 matvec reads 4-row groups i, i + q, i + 2q, i + 3q together and redoes a group whose fp16 scales hold an
   // inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two groups from

@@ -224,3 +224,37 @@ test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by blo
     } finally { m.dispose(); }
   }
 });
+
+// q6_K (the relaxed build's AE_Q6_K_X, block by block): attn_v / output / a tied q6_K embedding (Llama-3.2 and Gemma-2
+// Q4_K_M files tie a q6_K embedding to the output) are repacked in the relaxed build, get_rows reads the embedding's rows
+test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them into AE_Q6_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
+  const k = await loadKernels({ pages: 512 });
+  const encode = (dtype, values) => {
+    if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
+    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
+    try {
+      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+      k.x.kt_from_float(t, 1, x, y, values.length);
+      return k.u8(y, rs).slice();
+    } finally { k.release(mk); }
+  };
+  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+  const mix = { token_embd: 'q6_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+  for (const arch of ['llama', 'qwen2']) {
+    const g = await generateModel(arch, 'f32', 8, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+    const q6k = [...g.dtypes].filter(([, d]) => d === 'q6_K').map(([n]) => n).sort();
+    assert.ok(q6k.includes('token_embd.weight') && q6k.length > g.cfg.n_layers, `${arch}: ${q6k.length} q6_K matrices`);
+    if (arch === 'qwen2') assert.ok(!g.dtypes.has('output.weight'), 'qwen2 ties its output to the q6_K embedding');
+    for (const simd of ['plain', 'relaxed']) {
+      const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
+      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q6_K'), simd === 'relaxed' ? q6k : [], `${arch} ${simd}: the q6_K matrices in AE_Q6_K_X`);
+      same(off, on, `${arch} ${simd} repack`);
+      same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
+    }
+    const m = await load(g.file, { nCtx: 64, simd: 'relaxed', repack: true });
+    try {
+      for (const name of q6k) assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
+    } finally { m.dispose(); }
+  }
+});

@@ -80,6 +80,15 @@ void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, si
   }
 AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K)
 void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks); }   /* AE_Q5_K_X */
+void ae_repack_q6_K_x(void *W, size_t nblocks) { ae_repack_q6_K_x_ref(W, nblocks); }   /* AE_Q6_K_X */
+void ae_matvec_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q6_K_x_ref(W, ncols, xq, y, r0, r1);
+}
+void ae_matmul_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                   int y_stride, int r0, int r1) {
+  for (int b = 0; b < nvec; b++)
+    ae_matvec_q6_K_x_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
+}
 void ae_matvec_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   ae_matvec_q5_K_x_ref(W, ncols, xq, y, r0, r1);
 }

@@ -432,6 +432,22 @@ void ae_matvec_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, flo
 void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                    float *y, int y_stride, int r0, int r1);
 
+/* AE_Q6_K_X: the same for q6_K (the relaxed build; block by block in place, 210 B): the scales and d as q6_K's; the 192
+ * bytes of ql / qh rewritten as four groups of 48 B for values 64G .. 64G + 63 (repack_ref.c is the specification): 3
+ * vectors of 16 B whose low 6 bits are the values 64G + 16i + e (one and) and whose top 2 bits give the values 64G + 48
+ * + e (3 x (and, shift), 2 ors): 11 operations per 64 values where q6_K's ql / qh take 17. The kernels are q6_K's
+ * (dot_q6_K_simd128.c, gemm_k_simd128.c) with that decode, so the results equal the q6_K kernels' bit for bit. A q6_K
+ * token embedding is repacked too (get_rows: ae_get_row_q6_K_x), so a tied output (Llama-3.2, Gemma-2) gets it. */
+#define AE_Q6_K_X ((ae_type)264)
+void ae_repack_q6_K_x(void *W, size_t nblocks);       /* SIMD128 */
+void ae_repack_q6_K_x_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q6_K_x(void *W, size_t nblocks);       /* the inverse (tests, tools) */
+void ae_get_row_q6_K_x(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int));
+void ae_matvec_q6_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                   float *y, int y_stride, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

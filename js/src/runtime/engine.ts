@@ -1045,6 +1045,7 @@ export class Engine {
       return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     }
     if (t.dtype === 'q5_K') return unpackQ5_KX(v);
+    if (t.dtype === 'q6_K') return unpackQ6_KX(v);
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1154,6 +1155,33 @@ export function resolveKvDtype(o: EngineOptions['kvDtype']): { k: KvDtype; v: Kv
 
 function align(x: number, a: number): number { return Math.ceil(x / a) * a; }
 function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GiB` : `${(b / 2 ** 20).toFixed(1)} MiB`; }
+
+/**
+ * The file layout of a q6_K matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q6_K_X; the inverse
+ * of ae_repack_q6_K_x, as ae_unpack_q6_K_x): 210-byte blocks whose bytes 0..191 are four groups of 48 B; group G's
+ * vector i (i < 3) holds value 64G + 16i + e in bits 0-5 and bits 2i, 2i + 1 of value 64G + 48 + e in bits 6-7. The file
+ * layout: ql[128] at 0, qh[64] at 128; value 128h + 32k + l: its low 4 bits in ql[64h + l + 32 (k & 1)] (high nibble
+ * when k >= 2), its top 2 bits at bits 2k, 2k + 1 of qh[32h + l].
+ */
+export function unpackQ6_KX(src: Uint8Array): Uint8Array {
+  const out = src.slice(), q = new Uint8Array(256);
+  for (let o = 0; o + 210 <= src.length; o += 210) {
+    for (let G = 0; G < 4; G++) {
+      const g = o + 48 * G;
+      for (let e = 0; e < 16; e++) {
+        for (let i = 0; i < 3; i++) q[64 * G + 16 * i + e] = src[g + 16 * i + e] & 0x3f;
+        q[64 * G + 48 + e] = (src[g + e] >> 6) | ((src[g + 16 + e] >> 6) << 2) | ((src[g + 32 + e] >> 6) << 4);
+      }
+    }
+    out.fill(0, o, o + 192);
+    for (let v = 0; v < 256; v++) {
+      const h = v >> 7, k = (v >> 5) & 3, l = v & 31;
+      out[o + 64 * h + l + 32 * (k & 1)] |= k < 2 ? q[v] & 15 : (q[v] & 15) << 4;
+      out[o + 128 + 32 * h + l] |= ((q[v] >> 4) & 3) << (2 * k);
+    }
+  }
+  return out;
+}
 
 /**
  * The file layout of a q5_K matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q5_K_X; the inverse

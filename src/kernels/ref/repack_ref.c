@@ -508,3 +508,69 @@ void ae_matvec_q5_K_x_ref(const void *W, int ncols, const void *xq, float *y, in
     y[r] = sum;
   }
 }
+
+/* ---- AE_Q6_K_X (kernels.h; the relaxed build's q6_K layout, block by block in place): the scales and d as q6_K's;
+ * bytes 0..191 (ql, qh) = four groups of 48 B, group G holding the 6-bit values v = 64G .. 64G + 63 as U_i (16 values
+ * 64G + 16i + e): V_i (16 B at 48G + 16i, i < 3) byte e = U_i[e] | ((U_3[e] >> 2i) & 3) << 6. */
+static int q6kx_file_value(const uint8_t *blk, int v) {   /* q6_K's unsigned 6-bit value v of a file-layout block */
+  const int h = v >> 7, k = (v >> 5) & 3, l = v & 31;
+  const uint8_t lo = blk[64 * h + l + 32 * (k & 1)];
+  return (k < 2 ? lo & 0x0f : lo >> 4) | ((blk[128 + 32 * h + l] >> (2 * k)) & 3) << 4;
+}
+static int q6kx_value(const uint8_t *blk, int v) {   /* value v of an AE_Q6_K_X block */
+  const uint8_t *g = blk + 48 * (v >> 6);
+  const int i = (v >> 4) & 3, e = v & 15;
+  if (i < 3) return g[16 * i + e] & 0x3f;
+  return (g[e] >> 6) | (g[16 + e] >> 6) << 2 | (g[32 + e] >> 6) << 4;
+}
+void ae_repack_q6_K_x_ref(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q6_K), q[256];
+    for (int v = 0; v < 256; v++) q[v] = (uint8_t)q6kx_file_value(blk, v);
+    for (int G = 0; G < 4; G++)
+      for (int i = 0; i < 3; i++)
+        for (int e = 0; e < 16; e++)
+          blk[48 * G + 16 * i + e] = (uint8_t)(q[64 * G + 16 * i + e] | ((q[64 * G + 48 + e] >> (2 * i)) & 3) << 6);
+  }
+}
+void ae_unpack_q6_K_x(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q6_K), q[256];
+    for (int v = 0; v < 256; v++) q[v] = (uint8_t)q6kx_value(blk, v);
+    for (int j = 0; j < 192; j++) blk[j] = 0;
+    for (int v = 0; v < 256; v++) {
+      const int h = v >> 7, k = (v >> 5) & 3, l = v & 31;
+      blk[64 * h + l + 32 * (k & 1)] |= (uint8_t)(k < 2 ? q[v] & 15 : (q[v] & 15) << 4);
+      blk[128 + 32 * h + l] |= (uint8_t)(((q[v] >> 4) & 3) << (2 * k));
+    }
+  }
+}
+/* ae_vec_dot_q6_K_ref's sequence on the X layout: each block unpacked into a copy and dotted alone (its (d_w d_x) sumi
+ * exactly, as the reference's 0 + x), the blocks' terms summed in order as the reference sums them. */
+void ae_matvec_q6_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  for (int r = r0; r < r1; r++) {
+    const ae_block_q6_K *row = (const ae_block_q6_K *)W + (size_t)r * nb;
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) {
+      ae_block_q6_K t = row[i];
+      ae_unpack_q6_K_x(&t, 1);
+      float s;
+      ae_vec_dot_q6_K_ref(AE_QK_K, &s, &t, &x[i]);
+      sum += s;
+    }
+    y[r] = sum;
+  }
+}
+/* Row `row` of an AE_Q6_K_X matrix (a repacked q6_K token embedding: get_rows), each block unpacked into a copy and
+ * dequantised by to_float (q6_K's). */
+void ae_get_row_q6_K_x(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int)) {
+  const int nb = ncols / AE_QK_K;
+  const ae_block_q6_K *r = (const ae_block_q6_K *)W + (size_t)row * nb;
+  for (int i = 0; i < nb; i++) {
+    ae_block_q6_K t = r[i];
+    ae_unpack_q6_K_x(&t, 1);
+    to_float(&t, y + (size_t)i * AE_QK_K, AE_QK_K);
+  }
+}

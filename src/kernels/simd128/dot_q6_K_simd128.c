@@ -100,7 +100,7 @@ AE_INLINE v128 scale_pair(v128 sp, int i) {
 /* The super-block's sumi as i32x4 lanes (their sum). Relaxed build: per chunk ae_rdot16 (one pmaddubsw in V8
  * 11.x; pair sums of |63 x 128| < 2^15) and i32x4.dot_i16x8 with sc_c in every i16 lane; plain: even / odd i16
  * dots times sc_c (i32x4.mul). */
-AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
+AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs, int xl) {
   __asm__("" : "+r"(w)); __asm__("" : "+r"(xs));
   const v128 sc8 = ae_load(w->scales);
   const v128 sc16_lo = wasm_i16x8_extend_low_i8x16(sc8), sc16_hi = wasm_i16x8_extend_high_i8x16(sc8);
@@ -111,6 +111,28 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
    * store-to-load dependency chain */
   volatile v128 part[5];
   part[4] = wasm_i32x4_shl(off, 5);   /* stored first: the bsums are used as soon as they are loaded (no spill) */
+#if AE_RELAXED
+  if (xl) {   /* AE_Q6_K_X: group G's 3 vectors give chunks c = 4G + i (i < 3) by an and, chunk 4G + 3 from their top bits */
+    const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
+#pragma clang loop unroll(full)
+    for (int G = 0; G < 4; G++) {
+      const uint8_t *g = (const uint8_t *)w + 48 * G;
+      const v128 v0 = ae_load(g), v1 = ae_load(g + 16), v2 = ae_load(g + 32);
+      const v128 u[4] = {wasm_v128_and(v0, m3f), wasm_v128_and(v1, m3f), wasm_v128_and(v2, m3f),
+                         wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, mc0), 6), wasm_u16x8_shr(wasm_v128_and(v1, mc0), 4)),
+                                      wasm_u16x8_shr(wasm_v128_and(v2, mc0), 2))};
+      v128 acc = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+      for (int i = 0; i < 4; i++) {
+        const int c = 4 * G + i;
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(ae_load(xs->qs + 16 * c), u[i]), ae_lane_splat32(scp[G], c)));
+      }
+      part[G] = acc;
+    }
+  } else
+#else
+  (void)xl;
+#endif
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
@@ -137,14 +159,14 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs) {
   for (int j = 0; j < 4; j++) acc_v = wasm_i32x4_add(acc_v, part[j]);
   return acc_v;
 }
-AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs) { return ae_hsum_i32(row_sbv(w, xs)); }
+AE_INLINE int32_t row_sb(const ae_block_q6_K *w, const xk *xs, int xl) { return ae_hsum_i32(row_sbv(w, xs, xl)); }
 
 /* Calls on fewer than 4 rows, and (plain build) rows longer than one pass: rows in groups of 8; for each
  * super-block the activation is prepared once (0.5 KiB) and used by the 8 rows, each keeping its float sum in
  * block order (the same arithmetic as the 4-row path). Measured (plain, 3072x8192, from DRAM): 2x faster than
  * the 4-row kernel over two column passes, which reads each row in two pieces. */
 #define AE_KQ_ROWS 8
-static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1) {
+AE_INLINE void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *y, int r0, int r1, int xl) {
   xk xs[1];
   for (int rg = r0; rg < r1; rg += AE_KQ_ROWS) {
     const int nr = r1 - rg < AE_KQ_ROWS ? r1 - rg : AE_KQ_ROWS;
@@ -153,7 +175,7 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
     for (int i = 0; i < nb; i++) {
       const xk *xp = prep(x + i, 1, xs);
       const float dx = x[i].d;
-      for (int j = 0; j < nr; j++) acc[j] += (ae_h2f_s(w[(size_t)j * nb + i].d) * dx) * (float)row_sb(&w[(size_t)j * nb + i], xp);
+      for (int j = 0; j < nr; j++) acc[j] += (ae_h2f_s(w[(size_t)j * nb + i].d) * dx) * (float)row_sb(&w[(size_t)j * nb + i], xp, xl);
     }
     for (int j = 0; j < nr; j++) y[rg + j] = acc[j];
   }
@@ -162,11 +184,11 @@ static void rows_sb_outer(const void *W, int nb, const ae_block_q8_K *x, float *
 /* 4 rows in the lanes (w[k]: row k's blocks), super-block by super-block: the 4 rows' sums reduced together and the
  * reference's float step acc += (d_w d_x) (float)sumi on the lanes with the 4 fp16 scales converted at once;
  * accumulators in registers. */
-AE_INLINE v128 lanes4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp) {
+AE_INLINE v128 lanes4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8_K *x, const xk *xp, int xl) {
   v128 acc = wasm_f32x4_splat(0.0f);
   for (int i = 0; i < nb; i++) {
-    const v128 s0 = row_sbv(w[0] + i, &xp[i]), s1 = row_sbv(w[1] + i, &xp[i]);
-    const v128 s2 = row_sbv(w[2] + i, &xp[i]), s3 = row_sbv(w[3] + i, &xp[i]);
+    const v128 s0 = row_sbv(w[0] + i, &xp[i], xl), s1 = row_sbv(w[1] + i, &xp[i], xl);
+    const v128 s2 = row_sbv(w[2] + i, &xp[i], xl), s3 = row_sbv(w[3] + i, &xp[i], xl);
     const v128 d = ae_gather4_h2f(&w[0][i].d, &w[1][i].d, &w[2][i].d, &w[3][i].d);
     const v128 s = wasm_f32x4_convert_i32x4(ae_reduce4_i32(s0, s1, s2, s3));
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(d, wasm_v128_load32_splat(&x[i].d)), s));
@@ -174,10 +196,11 @@ AE_INLINE v128 lanes4(const ae_block_q6_K *const w[4], int nb, const ae_block_q8
   return acc;
 }
 
-void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+/* xl: AE_Q6_K_X blocks (the relaxed build's layout), else q6_K's */
+AE_INLINE void matvec_q6(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int xl) {
   const int nb = ncols / AE_QK_K;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1); return; }
+  if (nb > AE_QK_CHUNK || r1 - r0 < 4) { rows_sb_outer(W, nb, x, y, r0, r1, xl); return; }
   xk xs[AE_QK_PREP];
   const xk *xp = prep(x, nb, xs);
   const ae_block_q6_K *w0 = (const ae_block_q6_K *)W;
@@ -186,18 +209,55 @@ void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float
   for (int i = 0; i < nset; i++) {
     const ae_block_q6_K *w[4];
     for (int k = 0; k < 4; k++) w[k] = w0 + (size_t)(r0 + i + k * nset) * nb;
-    const v128 o = lanes4(w, nb, x, xp);
+    const v128 o = lanes4(w, nb, x, xp, xl);
     y[r0 + i] = wasm_f32x4_extract_lane(o, 0); y[r0 + i + nset] = wasm_f32x4_extract_lane(o, 1);
     y[r0 + i + 2 * nset] = wasm_f32x4_extract_lane(o, 2); y[r0 + i + 3 * nset] = wasm_f32x4_extract_lane(o, 3);
   }
   for (int r = r0 + 4 * nset; r < r1; r++) {
     const ae_block_q6_K *w = w0 + (size_t)r * nb;
     float sum = 0.0f;
-    for (int i = 0; i < nb; i++) sum += (ae_h2f_s(w[i].d) * x[i].d) * (float)row_sb(&w[i], &xp[i]);
+    for (int i = 0; i < nb; i++) sum += (ae_h2f_s(w[i].d) * x[i].d) * (float)row_sb(&w[i], &xp[i], xl);
     y[r] = sum;
   }
+}
+void ae_matvec_rows_q6_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  matvec_q6(W, ncols, xq, y, r0, r1, 0);
 }
 
 void ae_vec_dot_q6_K_simd128(int n, float *s, const void *w, const void *x) {
   ae_matvec_rows_q6_K_simd128(w, n, x, s, 0, 1);
 }
+
+/* ---- AE_Q6_K_X (kernels.h): the repack (in place, both builds: tests and tools) and the relaxed build's matvec ---- */
+void ae_repack_q6_K_x(void *W, size_t nblocks) {
+  const v128 mc0 = wasm_i8x16_splat((int8_t)0xc0);
+  for (size_t b = 0; b < nblocks; b++) {
+    ae_block_q6_K *w = (ae_block_q6_K *)W + b;
+    v128 q[16];   /* q[c] = the values 16c .. 16c + 15 (unsigned 6-bit) */
+#pragma clang loop unroll(full)
+    for (int h = 0; h < 2; h++)
+#pragma clang loop unroll(full)
+      for (int p = 0; p < 2; p++) {
+        const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
+        const v128 hb = ae_load(w->qh + 32 * h + 16 * p);
+#pragma clang loop unroll(full)
+        for (int k = 0; k < 4; k++) q[8 * h + 2 * k + p] = ae_q6_decode(l0, l1, hb, k);
+      }
+#pragma clang loop unroll(full)
+    for (int G = 0; G < 4; G++) {
+      const v128 t = q[4 * G + 3];   /* its bits 2i, 2i + 1 go to bits 6-7 of vector i */
+      uint8_t *g = (uint8_t *)w + 48 * G;
+      ae_store(g, wasm_v128_or(q[4 * G], wasm_v128_and(wasm_i16x8_shl(t, 6), mc0)));
+      ae_store(g + 16, wasm_v128_or(q[4 * G + 1], wasm_v128_and(wasm_i16x8_shl(t, 4), mc0)));
+      ae_store(g + 32, wasm_v128_or(q[4 * G + 2], wasm_v128_and(wasm_i16x8_shl(t, 2), mc0)));
+    }
+  }
+}
+#if AE_RELAXED
+void ae_matvec_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  matvec_q6(W, ncols, xq, y, r0, r1, 1);
+}
+#else
+/* The plain build keeps q6_K in the file layout (model.c): this layout's kernels are the reference there. */
+AE_REF_ENTRY_POINTS(q6_K_x, ae_matvec_q6_K_x_ref)
+#endif

@@ -31,7 +31,7 @@
 #define GEMM_T 4   /* tokens per tile (8 measured no faster) */
 #define NG (GEMM_T / 4)
 
-enum { K_Q4, K_Q5, K_Q6, K_Q5X };   /* K_Q5X: q5_K in the relaxed build's AE_Q5_K_X layout (dot_q5_K_x_simd128.c) */
+enum { K_Q4, K_Q5, K_Q6, K_Q5X, K_Q6X };   /* K_Q5X / K_Q6X: q5_K / q6_K in the relaxed build's AE_Q5_K_X / AE_Q6_K_X layouts */
 
 /* Scheduling: V8's TurboFan keeps loads in program order on its effect chain but schedules pure arithmetic as
  * late as possible, so a super-block's activation loads end up long before their use and most of them are
@@ -63,7 +63,7 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 #endif
       }
       const v128 b0 = ae_load(xb[i].bsums), b1 = ae_load(xb[i].bsums + 8);
-      if (kind == K_Q6) {
+      if (kind == K_Q6 || kind == K_Q6X) {
         xs[i].bs[t][0] = b0;
         xs[i].bs[t][1] = b1;
       } else {
@@ -171,7 +171,7 @@ AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128
 
 /* q6_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3]. 6-bit values of chunk c = 8h + 2k + p (elements
  * 16c ..) from ql / qh by ae_q6_decode (simd128_util.h). */
-AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
+AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
   const v128 sc8 = ae_load(w->scales);
   const v128 sc_lo = wasm_i16x8_extend_low_i8x16(sc8), sc_hi = wasm_i16x8_extend_high_i8x16(sc8);
   v128 a[GEMM_T];
@@ -180,6 +180,29 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
   for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
   v128 scp[4];
   ae_q6_scale_pairs(sc_lo, sc_hi, scp);
+#if AE_RELAXED
+  if (xl) {   /* AE_Q6_K_X (dot_q6_K_simd128.c): chunks c = 4G + i of group G */
+    const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
+#pragma clang loop unroll(full)
+    for (int G = 0; G < 4; G++) {
+      const uint8_t *g = (const uint8_t *)w + 48 * G;
+      const v128 v0 = ae_load(g), v1 = ae_load(g + 16), v2 = ae_load(g + 32);
+      const v128 u[4] = {wasm_v128_and(v0, m3f), wasm_v128_and(v1, m3f), wasm_v128_and(v2, m3f),
+                         wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, mc0), 6), wasm_u16x8_shr(wasm_v128_and(v1, mc0), 4)),
+                                      wasm_u16x8_shr(wasm_v128_and(v2, mc0), 2))};
+#pragma clang loop unroll(full)
+      for (int i = 0; i < 4; i++) {
+        const int c = 4 * G + i;
+        const v128 sc = ae_lane_splat32(scp[c >> 2], c);
+#pragma clang loop unroll(full)
+        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u[i]), sc));
+        SCHED();
+      }
+    }
+  } else
+#else
+  (void)xl;
+#endif
 #pragma clang loop unroll(full)
   for (int h = 0; h < 2; h++)
 #pragma clang loop unroll(full)
@@ -220,10 +243,10 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s) {
 AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const float *dx, v128 *acc) {
   const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
   for (int i = 0; i < n; i++, w += bs) {
-    if (kind == K_Q6) {
+    if (kind == K_Q6 || kind == K_Q6X) {
       const ae_block_q6_K *b = (const ae_block_q6_K *)w;
       v128 s[NG];
-      sb_q6(b, &xs[i], s);
+      sb_q6(b, &xs[i], s, kind == K_Q6X);
       const v128 dw = wasm_f32x4_splat(ae_h2f_s(b->d));
 #pragma clang loop unroll(full)
       for (int g = 0; g < NG; g++)
@@ -297,5 +320,9 @@ void ae_matmul_rows_q6_K_simd128(const void *W, int ncols, const void *xq, size_
 void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                    int y_stride, int r0, int r1) {
   GEMM(K_Q5X, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                   int y_stride, int r0, int r1) {
+  GEMM(K_Q6X, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
 #endif
