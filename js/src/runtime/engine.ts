@@ -140,7 +140,7 @@ export interface EngineOptions {
    * Repack q4_0, q5_0 and q5_1 weight matrices at load into the layouts of their fastest kernels (docs/DESIGN.md
    * "Repacked weights"; in place, no extra memory, results bit-identical): q4_0 rows interleaved in groups of 4, q5_0 /
    * q5_1 blocks with their bits rearranged (the relaxed build: q5_0 / q5_1 / q8_0 / q4_K rows in groups of 4 too,
-   * where it can, and q5_K blocks with their 5-bit values rearranged). true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
+   * where it can, and q5_K / q6_K blocks with their values rearranged). true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
    * streams and is 1.3-1.9x the file layout's from DRAM in both builds, docs/PERFORMANCE.md "Decode matvecs from
    * DRAM"; the q5_0 layout's expansion takes 8 operations instead of 17, "Session 9").
    */
