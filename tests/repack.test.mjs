@@ -258,3 +258,34 @@ test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them in
     } finally { m.dispose(); }
   }
 });
+
+test('q5_K / q6_K FFN (AE_Q5_K_X / AE_Q6_K_X): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
+  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
+  const k = await loadKernels({ pages: 512 });
+  const encode = (dtype, values) => {
+    if (dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
+    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
+    try {
+      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+      k.x.kt_from_float(t, 1, x, y, values.length);
+      return k.u8(y, rs).slice();
+    } finally { k.release(mk); }
+  };
+  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+  const mix = { ffn_gate: 'q5_K', ffn_up: 'q5_K', ffn_down: 'q6_K', output: 'q6_K' };
+  const g = await generateModel('llama', 'f32', 11, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+  const opts = { simd: 'relaxed', modules: ['ffn-fused', 'ffn-saturated'] };
+  const H = g.cfg.hidden_dim, mask = new Uint8Array(H / 8);
+  for (let i = 0; i < H; i += 3) mask[i >> 3] |= 1 << (i & 7);
+  const modes = [['fused', undefined], ['static', { masks: [mask, mask], down: 'neuron' }], ['static', { masks: [mask, mask], down: 'rows' }],
+    ['dynamic', { threshold: 0.02, down: 'rows' }], ['dynamic', { threshold: 0.02, down: 'neuron' }]];
+  for (const [mode, o] of modes) {
+    const set = (mm) => mm.setFfnMode(mode, undefined, o);
+    const off = await run(g.file, { ...opts, repack: false }, set);
+    const on = await run(g.file, { ...opts, repack: true }, set);
+    const on2 = await run(g.file, { ...opts, repack: true, threads: 2 }, set);
+    assert.ok(on.repacked.includes('blk.0.ffn_gate.weight') && on.repacked.includes('blk.0.ffn_down.weight'));
+    same(off, on, `${mode} ${JSON.stringify(o ?? {})} repack`);
+    same(on, on2, `${mode} ${JSON.stringify(o ?? {})} 1 vs 2 threads`);
+  }
+});
