@@ -376,74 +376,32 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
   }
 });
 
-test('q5_K in the relaxed build\'s block layout (AE_Q5_K_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the q5_K reference bit for bit (every 5-bit value, inf / NaN d and dmin, 1..17 tokens, row splits); the plain build\'s entry points for it are the reference', () => {
-  const r = rng(93);
-  const Q5K = T.Q5_K, [QK, bs] = BLOCK[Q5K];
+// The k-quant block layouts (kernels.h AE_Q5_K_X, AE_Q6_K_X): the f16 scales (q5_K: d, dmin at 0, 2; q6_K: d at 208) and
+// the bytes that stay (q5_K: d, dmin, scales at 0..15; q6_K: scales, d at 192..209); the value bytes rewritten
+for (const [name, seed, halves, keep, vals] of [['q5_K', 93, [0, 2], [0, 16], [16, 176]], ['q6_K', 94, [208], [192, 210], [0, 192]]]) test(`${name} in the relaxed build's block layout (AE_${name.toUpperCase()}_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every value, inf / NaN scales, 1..17 tokens, row splits)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
+  const r = rng(seed);
+  const FT = T[name.toUpperCase()], [QK, bs] = BLOCK[FT];
   for (const kk of [kr, kp]) for (const [rows, cols] of [[1, 256], [3, 512], [8, 256], [12, 1024], [20, 3072], [9, 4096], [52, 1280]]) {
-    const X = kk.x.kt_q5_K_x_type(), mr = kk.mark();
-    const nb = cols / QK, w = randomRow(r, Q5K, rows * cols, 0.03), dv = new DataView(w.buffer);
+    const X = kk.x[`kt_${name}_x_type`](), mr = kk.mark();
+    const nb = cols / QK, w = randomRow(r, FT, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) {
-      if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
-      if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
-      if (r.next() < 0.2) for (let j = 16; j < bs; j++) w[i * bs + j] = r.int(0, 255);   // every qh / qs byte: every 5-bit value
+      for (const o of halves) if (r.next() < 0.5) dv.setUint16(i * bs + o, dv.getUint16(i * bs + o, true) ^ 0x8000, true);
+      if (r.next() < 0.2) for (let j = vals[0]; j < vals[1]; j++) w[i * bs + j] = r.int(0, 255);   // every value byte: every value
     }
-    const special = rows * nb > 2 ? r.int(0, rows * nb - 1) : -1;   // an inf / NaN d or dmin: q5_K's kernels take them as they are
-    if (special >= 0) dv.setUint16(special * bs + 2 * (special & 1), [0x7c00, 0xfe00][r.int(0, 1)], true);
+    const special = rows * nb > 2 ? r.int(0, rows * nb - 1) : -1;   // an inf / NaN scale: the kernels take it as the file layout's do
+    if (special >= 0) dv.setUint16(special * bs + halves[special % halves.length], [0x7c00, 0xfe00][r.int(0, 1)], true);
     const W = put(kk, w), P = put(kk, w), Q = put(kk, w);
-    kk.x.kt_repack_q5_K_x(SIMD, P, rows * nb);
-    kk.x.kt_repack_q5_K_x(REF, Q, rows * nb);
+    kk.x[`kt_repack_${name}_x`](SIMD, P, rows * nb);
+    kk.x[`kt_repack_${name}_x`](REF, Q, rows * nb);
     assert.ok(Buffer.from(kk.u8(P, w.length)).equals(Buffer.from(kk.u8(Q, w.length))), `${rows}x${cols}: SIMD repack == reference bytes`);
     assert.ok(!Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), 'the layout differs from the file\'s');
-    for (let i = 0; i < rows * nb; i++) assert.ok(Buffer.from(kk.u8(P + i * bs, 16)).equals(Buffer.from(w.subarray(i * bs, i * bs + 16))), 'd, dmin and the scales stay');
-    kk.x.kt_unpack_q5_K_x(Q, rows * nb);
+    for (let i = 0; i < rows * nb; i++) assert.ok(Buffer.from(kk.u8(P + i * bs + keep[0], keep[1] - keep[0])).equals(Buffer.from(w.subarray(i * bs + keep[0], i * bs + keep[1]))), 'the scales stay');
+    kk.x[`kt_unpack_${name}_x`](Q, rows * nb);
     assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
-    const xs = Math.ceil(kk.rowSize(T.Q8_K, cols) / 64) * 64 + 64, NV = 17;
-    const xq = kk.alloc(xs * NV);
-    for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q5K, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
-    const yref = kk.alloc(rows * 4 * NV), ystr = rows + 3, y = kk.alloc(ystr * 4 * NV);
-    for (let t = 0; t < NV; t++) kk.x.kt_matvec(Q5K, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
-    const yv = kk.alloc(rows * 4);
-    for (const how of [SIMD, REF]) {
-      kk.x.kt_matvec(X, how, P, cols, xq, yv, 0, rows);
-      assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q5_K X matvec (${how === SIMD ? 'SIMD' : 'reference'})`);
-    }
-    kk.f32(yv, rows).fill(NaN);
-    for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kk.x.kt_matvec(X, SIMD, P, cols, xq, yv, a, b); a = b; }
-    assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q5_K X matvec over split row ranges`);
-    for (const nvec of [1, 2, 4, 5, 9, 17]) for (const [a, b] of [[0, rows], [Math.min(1, rows - 1), rows]]) {
-      kk.f32(y, ystr * NV).fill(NaN);
-      kk.x.kt_matmul(X, P, cols, xq, xs, nvec, y, ystr, a, b);
-      for (let t = 0; t < nvec; t++) {
-        assert.ok(bitsEqualNaN(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: q5_K X GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
-        assert.ok(Number.isNaN(kk.f32(y + t * ystr * 4, rows + 3)[rows]), 'nothing written past the rows');
-      }
-    }
-    kk.release(mr);
-  }
-});
-
-test('q6_K in the relaxed build\'s block layout (AE_Q6_K_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the q5_K reference bit for bit (every 6-bit value, inf / NaN d, 1..17 tokens, row splits); the plain build\'s entry points for it are the reference', () => {
-  const r = rng(94);
-  const Q5K = T.Q6_K, [QK, bs] = BLOCK[Q5K];
-  for (const kk of [kr, kp]) for (const [rows, cols] of [[1, 256], [3, 512], [8, 256], [12, 1024], [20, 3072], [9, 4096], [52, 1280]]) {
-    const X = kk.x.kt_q6_K_x_type(), mr = kk.mark();
-    const nb = cols / QK, w = randomRow(r, Q5K, rows * cols, 0.03), dv = new DataView(w.buffer);
-    for (let i = 0; i < rows * nb; i++) {
-      if (r.next() < 0.5) dv.setUint16(i * bs + 208, dv.getUint16(i * bs + 208, true) | 0x8000, true);
-      if (r.next() < 0.2) for (let j = 0; j < 192; j++) w[i * bs + j] = r.int(0, 255);   // every ql / qh byte: every 6-bit value
-    }
-    const special = rows * nb > 2 ? r.int(0, rows * nb - 1) : -1;   // an inf / NaN d: q6_K's kernels take it as it is
-    if (special >= 0) dv.setUint16(special * bs + 208, [0x7c00, 0xfe00][r.int(0, 1)], true);
-    const W = put(kk, w), P = put(kk, w), Q = put(kk, w);
-    kk.x.kt_repack_q6_K_x(SIMD, P, rows * nb);
-    kk.x.kt_repack_q6_K_x(REF, Q, rows * nb);
-    assert.ok(Buffer.from(kk.u8(P, w.length)).equals(Buffer.from(kk.u8(Q, w.length))), `${rows}x${cols}: SIMD repack == reference bytes`);
-    assert.ok(!Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), 'the layout differs from the file\'s');
-    for (let i = 0; i < rows * nb; i++) assert.ok(Buffer.from(kk.u8(P + i * bs + 192, 18)).equals(Buffer.from(w.subarray(i * bs + 192, i * bs + 210))), 'the scales and d stay');
-    {   // get_rows of a repacked embedding: each row == the file row's to_float
+    if (name === 'q6_K') {   // get_rows of a repacked embedding: each row == the file row's to_float
       const yr = kk.alloc(cols * 4), yx = kk.alloc(cols * 4);
       for (const row of [0, rows - 1]) {
-        kk.x.kt_to_float(Q5K, REF, W + row * nb * bs, yr, cols);
+        kk.x.kt_to_float(FT, REF, W + row * nb * bs, yr, cols);
         for (const how of [SIMD, REF]) {
           kk.f32(yx, cols).fill(7);
           kk.x.kt_get_row(how, X, P, row, cols, yx);
@@ -451,26 +409,24 @@ test('q6_K in the relaxed build\'s block layout (AE_Q6_K_X): repack == reference
         }
       }
     }
-    kk.x.kt_unpack_q6_K_x(Q, rows * nb);
-    assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
     const xs = Math.ceil(kk.rowSize(T.Q8_K, cols) / 64) * 64 + 64, NV = 17;
     const xq = kk.alloc(xs * NV);
-    for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q5K, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
+    for (let t = 0; t < NV; t++) kk.x.kt_quantize(FT, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
     const yref = kk.alloc(rows * 4 * NV), ystr = rows + 3, y = kk.alloc(ystr * 4 * NV);
-    for (let t = 0; t < NV; t++) kk.x.kt_matvec(Q5K, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+    for (let t = 0; t < NV; t++) kk.x.kt_matvec(FT, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
     const yv = kk.alloc(rows * 4);
     for (const how of [SIMD, REF]) {
       kk.x.kt_matvec(X, how, P, cols, xq, yv, 0, rows);
-      assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q6_K X matvec (${how === SIMD ? 'SIMD' : 'reference'})`);
+      assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} X matvec (${how === SIMD ? 'SIMD' : 'reference'})`);
     }
     kk.f32(yv, rows).fill(NaN);
     for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kk.x.kt_matvec(X, SIMD, P, cols, xq, yv, a, b); a = b; }
-    assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: q6_K X matvec over split row ranges`);
+    assert.ok(bitsEqualNaN(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} X matvec over split row ranges`);
     for (const nvec of [1, 2, 4, 5, 9, 17]) for (const [a, b] of [[0, rows], [Math.min(1, rows - 1), rows]]) {
       kk.f32(y, ystr * NV).fill(NaN);
       kk.x.kt_matmul(X, P, cols, xq, xs, nvec, y, ystr, a, b);
       for (let t = 0; t < nvec; t++) {
-        assert.ok(bitsEqualNaN(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: q6_K X GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
+        assert.ok(bitsEqualNaN(kk.f32(y + (t * ystr + a) * 4, b - a), kk.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols}: ${name} X GEMM, ${nvec} tokens, rows ${a}..${b}, token ${t}`);
         assert.ok(Number.isNaN(kk.f32(y + t * ystr * 4, rows + 3)[rows]), 'nothing written past the rows');
       }
     }

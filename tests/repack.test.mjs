@@ -155,13 +155,13 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));
 });
 
-// q4_K (the relaxed build's AE_Q4_K_R4): a Q4_K_M-style model (q4_K, q6_K, q5_0 where rows are not multiples of 256;
-// the q4_K / q6_K bytes from the C reference quantiser, which the JS converter cannot produce)
-test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (not the q4_K token embedding) into AE_Q4_K_R4, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+/** An `encode` for generateModel: the k-quant dtypes' bytes from the C reference quantiser (which the JS converter
+ *  cannot produce); undefined for the others (the converter's own). */
+async function kquantEncoder() {
   const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
   const k = await loadKernels({ pages: 512 });
-  const encode = (dtype, values) => {
-    if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
+  return (dtype, values) => {
+    if (dtype !== 'q4_K' && dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
     const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
     try {
       const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
@@ -169,6 +169,12 @@ test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (no
       return k.u8(y, rs).slice();
     } finally { k.release(mk); }
   };
+}
+
+// q4_K (the relaxed build's AE_Q4_K_R4): a Q4_K_M-style model (q4_K, q6_K, q5_0 where rows are not multiples of 256;
+// the q4_K / q6_K bytes from the C reference quantiser, which the JS converter cannot produce)
+test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (not the q4_K token embedding) into AE_Q4_K_R4, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+  const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   for (const arch of ['llama', 'phi3']) {
@@ -193,17 +199,7 @@ test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (no
 // q5_K (the relaxed build's AE_Q5_K_X, block by block): the q5_K matrices of a Q4_K_M-style model (Phi-3's attn_qkv,
 // llama's attn_k / attn_v / ffn_gate here) are repacked in the relaxed build, kept in the plain one
 test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by block), the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
-  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
-  const k = await loadKernels({ pages: 512 });
-  const encode = (dtype, values) => {
-    if (dtype !== 'q4_K' && dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
-    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
-    try {
-      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
-      k.x.kt_from_float(t, 1, x, y, values.length);
-      return k.u8(y, rs).slice();
-    } finally { k.release(mk); }
-  };
+  const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q5_K', attn_q: 'q4_K', attn_k: 'q5_K', attn_v: 'q5_K', attn_qkv: 'q5_K', attn_output: 'q4_K', ffn_gate: 'q5_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   for (const arch of ['llama', 'phi3']) {
@@ -228,17 +224,7 @@ test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by blo
 // q6_K (the relaxed build's AE_Q6_K_X, block by block): attn_v / output / a tied q6_K embedding (Llama-3.2 and Gemma-2
 // Q4_K_M files tie a q6_K embedding to the output) are repacked in the relaxed build, get_rows reads the embedding's rows
 test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them into AE_Q6_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
-  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
-  const k = await loadKernels({ pages: 512 });
-  const encode = (dtype, values) => {
-    if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
-    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
-    try {
-      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
-      k.x.kt_from_float(t, 1, x, y, values.length);
-      return k.u8(y, rs).slice();
-    } finally { k.release(mk); }
-  };
+  const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q6_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   for (const arch of ['llama', 'qwen2']) {
@@ -260,17 +246,7 @@ test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them in
 });
 
 test('q5_K / q6_K FFN (AE_Q5_K_X / AE_Q6_K_X): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
-  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
-  const k = await loadKernels({ pages: 512 });
-  const encode = (dtype, values) => {
-    if (dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
-    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
-    try {
-      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
-      k.x.kt_from_float(t, 1, x, y, values.length);
-      return k.u8(y, rs).slice();
-    } finally { k.release(mk); }
-  };
+  const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { ffn_gate: 'q5_K', ffn_up: 'q5_K', ffn_down: 'q6_K', output: 'q6_K' };
   const g = await generateModel('llama', 'f32', 11, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });

@@ -113,14 +113,10 @@ AE_INLINE v128 row_sbv(const ae_block_q6_K *w, const xk *xs, int xl) {
   part[4] = wasm_i32x4_shl(off, 5);   /* stored first: the bsums are used as soon as they are loaded (no spill) */
 #if AE_RELAXED
   if (xl) {   /* AE_Q6_K_X: group G's 3 vectors give chunks c = 4G + i (i < 3) by an and, chunk 4G + 3 from their top bits */
-    const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
 #pragma clang loop unroll(full)
     for (int G = 0; G < 4; G++) {
-      const uint8_t *g = (const uint8_t *)w + 48 * G;
-      const v128 v0 = ae_load(g), v1 = ae_load(g + 16), v2 = ae_load(g + 32);
-      const v128 u[4] = {wasm_v128_and(v0, m3f), wasm_v128_and(v1, m3f), wasm_v128_and(v2, m3f),
-                         wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, mc0), 6), wasm_u16x8_shr(wasm_v128_and(v1, mc0), 4)),
-                                      wasm_u16x8_shr(wasm_v128_and(v2, mc0), 2))};
+      v128 u[4];
+      ae_q6x_decode((const uint8_t *)w + 48 * G, u);
       v128 acc = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
       for (int i = 0; i < 4; i++) {

@@ -182,14 +182,10 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
   ae_q6_scale_pairs(sc_lo, sc_hi, scp);
 #if AE_RELAXED
   if (xl) {   /* AE_Q6_K_X (dot_q6_K_simd128.c): chunks c = 4G + i of group G */
-    const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
 #pragma clang loop unroll(full)
     for (int G = 0; G < 4; G++) {
-      const uint8_t *g = (const uint8_t *)w + 48 * G;
-      const v128 v0 = ae_load(g), v1 = ae_load(g + 16), v2 = ae_load(g + 32);
-      const v128 u[4] = {wasm_v128_and(v0, m3f), wasm_v128_and(v1, m3f), wasm_v128_and(v2, m3f),
-                         wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, mc0), 6), wasm_u16x8_shr(wasm_v128_and(v1, mc0), 4)),
-                                      wasm_u16x8_shr(wasm_v128_and(v2, mc0), 2))};
+      v128 u[4];
+      ae_q6x_decode((const uint8_t *)w + 48 * G, u);
 #pragma clang loop unroll(full)
       for (int i = 0; i < 4; i++) {
         const int c = 4 * G + i;

@@ -286,6 +286,16 @@ AE_INLINE v128 ae_q6_decode(v128 l0, v128 l1, v128 hb, int k) {
     default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
   }
 }
+/* AE_Q6_K_X (kernels.h): a group's 64 values from its 3 vectors at g: u[i] = the values 16i .. 16i + 15 (i < 3: the low 6
+ * bits; u[3]: the top 2 bits of the three, as bits 0-1, 2-3, 4-5; the u16 shifts after the masks move no bit across
+ * bytes) */
+AE_INLINE void ae_q6x_decode(const uint8_t *g, v128 u[4]) {
+  const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
+  const v128 v0 = wasm_v128_load(g), v1 = wasm_v128_load(g + 16), v2 = wasm_v128_load(g + 32);
+  u[0] = wasm_v128_and(v0, m3f); u[1] = wasm_v128_and(v1, m3f); u[2] = wasm_v128_and(v2, m3f);
+  u[3] = wasm_v128_or(wasm_v128_or(wasm_u16x8_shr(wasm_v128_and(v0, mc0), 6), wasm_u16x8_shr(wasm_v128_and(v1, mc0), 4)),
+                      wasm_u16x8_shr(wasm_v128_and(v2, mc0), 2));
+}
 /* q6_K sub-block scales sign-extended to i16 (sc_lo = scales 0..7, sc_hi = 8..15) -> i16 pairs (sc_c, sc_c) in
  * the i32 lanes of scp[c >> 2]: ae_lane_splat32(scp[c >> 2], c) is sc_c in all 8 i16 lanes. */
 AE_INLINE void ae_q6_scale_pairs(v128 sc_lo, v128 sc_hi, v128 scp[4]) {
