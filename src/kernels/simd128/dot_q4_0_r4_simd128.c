@@ -68,23 +68,9 @@ AE_INLINE void pack_rec(const uint8_t *const p[4], uint8_t *rec) {
   wasm_v128_store(rec + 56, wasm_i64x2_shuffle(t1, t3, 1, 3));
 }
 
+static void pack_rec_a(const uint8_t *const p[4], uint8_t *rec, int arg) { (void)arg; pack_rec(p, rec); }
 int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  if (nrows % 4) return 1;
-  const ae_block_q4_0 *all = (const ae_block_q4_0 *)W;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
-    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
-  for (int g = 0; g < nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int b = 0; b < nb; b++) {
-      const uint8_t *p[4];
-      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * sizeof(ae_block_q4_0);
-      pack_rec(p, base + (size_t)b * AE_R4_REC);
-    }
-  }
-  return 0;
+  return ae_group_repack(W, nrows, ncols / AE_QK4_0, sizeof(ae_block_q4_0), AE_R4_REC, tmp, 0, -1, pack_rec_a, 0);
 }
 
 /* One AE_Q5_0_R4 record from the 4 rows' q5_0 blocks p[k] (d, qh, qs): the nibbles as pack_rec; the 5th bits as
@@ -126,25 +112,10 @@ AE_INLINE void pack_rec5(const uint8_t *const p[4], uint8_t *rec, int q51) {   /
   wasm_v128_store(rec + co + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
 }
 /* In place, groups of 4 rows; 1 (nothing changed) with rows % 4 != 0 or an inf / nan scale (q5_1: or min) */
+static void pack_rec5_a(const uint8_t *const p[4], uint8_t *rec, int q51) { pack_rec5(p, rec, q51); }
 static int repack5(void *W, int nrows, int ncols, void *tmp, int q51) {
-  const int nb = ncols / 32;
-  const size_t bs = q51 ? sizeof(ae_block_q5_1) : sizeof(ae_block_q5_0), rs = (size_t)nb * bs, rec = q51 ? AE_R451_REC : AE_R45_REC;
-  if (nrows % 4) return 1;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
-    uint16_t h[2];
-    __builtin_memcpy(h, (const uint8_t *)W + i * bs, 4);
-    if ((h[0] & 0x7c00u) == 0x7c00u || (q51 && (h[1] & 0x7c00u) == 0x7c00u)) return 1;
-  }
-  for (int g = 0; g < nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int b = 0; b < nb; b++) {
-      const uint8_t *p[4];
-      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
-      pack_rec5(p, base + (size_t)b * rec, q51);
-    }
-  }
-  return 0;
+  return ae_group_repack(W, nrows, ncols / 32, q51 ? sizeof(ae_block_q5_1) : sizeof(ae_block_q5_0), q51 ? AE_R451_REC : AE_R45_REC,
+                         tmp, 0, q51 ? 2 : -1, pack_rec5_a, q51);
 }
 int ae_repack_q5_0_r4(void *W, int nrows, int ncols, void *tmp) { return repack5(W, nrows, ncols, tmp, 0); }
 int ae_repack_q5_1_r4(void *W, int nrows, int ncols, void *tmp) { return repack5(W, nrows, ncols, tmp, 1); }

@@ -67,25 +67,9 @@ AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
   }
 }
 
+static void pack_rec_k4_a(const uint8_t *const p[4], uint8_t *rec, int arg) { (void)arg; pack_rec_k4(p, rec); }
 int ae_repack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK_K;
-  const size_t bs = sizeof(ae_block_q4_K), rs = (size_t)nb * bs;
-  if (nrows % 4) return 1;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
-    uint16_t h[2];
-    __builtin_memcpy(h, (const uint8_t *)W + i * bs, 4);
-    if ((h[0] & 0x7c00u) == 0x7c00u || (h[1] & 0x7c00u) == 0x7c00u) return 1;
-  }
-  for (int g = 0; g < nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int b = 0; b < nb; b++) {
-      const uint8_t *p[4];
-      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
-      pack_rec_k4(p, base + (size_t)b * AE_RK4_REC);
-    }
-  }
-  return 0;
+  return ae_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, tmp, 0, 2, pack_rec_k4_a, 0);
 }
 
 #if AE_RELAXED

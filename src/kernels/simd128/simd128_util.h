@@ -48,6 +48,33 @@ AE_INLINE v128 ae_madd(v128 a, v128 b, v128 c) { return wasm_f32x4_add(c, wasm_f
       ref(W, ncols, (const uint8_t *)xq + (size_t)t * xq_stride, y + (size_t)t * y_stride, r0, r1);                  \
   }
 
+/* A row-group layout's in-place repack (AE_Q4_0_R4 ... AE_Q4_K_R4): 1 (nothing changed) when rows % 4 != 0 or a block's
+ * f16 at offset off0 (or off1, when >= 0) is inf / nan (the R4 kernels convert finite scales only); else each group of
+ * 4 rows is copied to tmp (4 rows of nb blocks of bs bytes) and record b (rec bytes) built from the 4 rows' block b by
+ * pack(p, record, arg); 0. */
+AE_INLINE int ae_group_repack(void *W, int nrows, int nb, size_t bs, size_t rec, void *tmp, int off0, int off1,
+                              void (*pack)(const uint8_t *const p[4], uint8_t *rec, int arg), int arg) {
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    const uint8_t *blk = (const uint8_t *)W + i * bs;
+    uint16_t h0, h1 = 0;
+    __builtin_memcpy(&h0, blk + off0, 2);
+    if (off1 >= 0) __builtin_memcpy(&h1, blk + off1, 2);
+    if ((h0 & 0x7c00u) == 0x7c00u || (h1 & 0x7c00u) == 0x7c00u) return 1;
+  }
+  const size_t rs = (size_t)nb * bs;
+  for (int g = 0; g < nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *p[4];
+      for (int k = 0; k < 4; k++) p[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack(p, base + (size_t)b * rec, arg);
+    }
+  }
+  return 0;
+}
+
 /* A row-group layout's GEMM (AE_Q4_0_R4 ... AE_Q4_K_R4): the rows of r0..r1 outside whole 4-row groups go through
  * the layout's matvec per token (it handles partial groups); sets the whole groups' range [*a0p, *a1p) and returns 0
  * when there is none (everything done). */
