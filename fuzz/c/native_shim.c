@@ -34,69 +34,39 @@
                                   int d0, int d1, float *y) { ae_axpy_rows_ref(AE_##ID, base, rs, idx, coef, cnt, d0, d1, y); }
 AE_NAT_AXPY(f32, F32) AE_NAT_AXPY(f16, F16) AE_NAT_AXPY(q8_0, Q8_0) AE_NAT_AXPY(q4_0, Q4_0)
 
+/* The SIMD matvec / GEMM entry points of a layout T: its scalar reference matvec (per token for the GEMM) */
+#define AE_NAT_MV(T)                                                                                              \
+  void ae_matvec_rows_##T##_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {           \
+    ae_matvec_##T##_ref(W, ncols, xq, y, r0, r1);                                                                   \
+  }                                                                                                                 \
+  void ae_matmul_rows_##T##_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, \
+                                    int y_stride, int r0, int r1) {                                                 \
+    for (int b = 0; b < nvec; b++)                                                                                  \
+      ae_matvec_##T##_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1); \
+  }
+
 /* load-time repacked q4_0 (kernels.h AE_Q4_0_R4): the scalar repack and reference matvec */
 int ae_repack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) { return ae_repack_q4_0_r4_ref(W, nrows, ncols, tmp); }
-void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q4_0_r4_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int b = 0; b < nvec; b++)
-    ae_matvec_q4_0_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
-}
+AE_NAT_MV(q4_0_r4)
 
 /* load-time repacked q5_0 / q5_1 (kernels.h AE_Q5_0_X8, AE_Q5_1_X8): the same */
 void ae_repack_q5_0_x8(void *W, size_t nblocks) { ae_repack_q5_0_x8_ref(W, nblocks); }
-void ae_matvec_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q5_0_x8_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q5_0_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int b = 0; b < nvec; b++)
-    ae_matvec_q5_0_x8_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
-}
+AE_NAT_MV(q5_0_x8)
 
 void ae_repack_q5_1_x8(void *W, size_t nblocks) { ae_repack_q5_1_x8_ref(W, nblocks); }
-void ae_matvec_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q5_1_x8_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  for (int b = 0; b < nvec; b++)
-    ae_matvec_q5_1_x8_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
-}
+AE_NAT_MV(q5_1_x8)
 
 /* the relaxed build's q5_0 / q5_1 / q8_0 / q4_K row-group layouts (kernels.h AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4,
  * AE_Q4_K_R4): the scalar repack and reference */
 #define AE_NAT_R45(T)                                                                                        \
   int ae_repack_##T##_r4(void *W, int nrows, int ncols, void *tmp) { return ae_repack_##T##_r4_ref(W, nrows, ncols, tmp); } \
-  void ae_matvec_rows_##T##_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {         \
-    ae_matvec_##T##_r4_ref(W, ncols, xq, y, r0, r1);                                                                 \
-  }                                                                                                                  \
-  void ae_matmul_rows_##T##_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, \
-                                       int y_stride, int r0, int r1) {                                               \
-    for (int b = 0; b < nvec; b++)                                                                                   \
-      ae_matvec_##T##_r4_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1); \
-  }
+  AE_NAT_MV(T##_r4)
 AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K)
-void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks); }   /* AE_Q5_K_X */
-void ae_repack_q6_K_x(void *W, size_t nblocks) { ae_repack_q6_K_x_ref(W, nblocks); }   /* AE_Q6_K_X */
-void ae_matvec_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q6_K_x_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                   int y_stride, int r0, int r1) {
-  for (int b = 0; b < nvec; b++)
-    ae_matvec_q6_K_x_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
-}
-void ae_matvec_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q5_K_x_ref(W, ncols, xq, y, r0, r1);
-}
-void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                   int y_stride, int r0, int r1) {
-  for (int b = 0; b < nvec; b++)
-    ae_matvec_q5_K_x_ref(W, ncols, (const uint8_t *)xq + (size_t)b * xq_stride, y + (size_t)b * y_stride, r0, r1);
-}
+/* the relaxed build's q5_K / q6_K block layouts (kernels.h AE_Q5_K_X, AE_Q6_K_X): the same */
+void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks); }
+void ae_repack_q6_K_x(void *W, size_t nblocks) { ae_repack_q6_K_x_ref(W, nblocks); }
+AE_NAT_MV(q6_K_x)
+AE_NAT_MV(q5_K_x)
 
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_ref(y, x, w, n, eps); }
 void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) { ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); }
