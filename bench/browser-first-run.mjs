@@ -6,10 +6,16 @@
 // first / median(rest).
 //
 //   node bench/browser-first-run.mjs [--model models/tiny-llama-a-q8_0.rknot] [--gens 10] [--gen-tokens 32]
-//        [--threads 1] [--warmup on,off] [--simd auto] [--pages 1] [--timing] [--json]
+//        [--threads 1] [--warmup on,off] [--simd auto] [--pages 1] [--pause 0] [--gap 0] [--load-options JSON] [--js-flags F] [--timing] [--json]
 //
 // --pages N: each configuration N times, each in a fresh page (a fresh load); prints the median over the pages of
 // first / median(rest), since one page's first generation is one sample of a noisy quantity.
+//
+// --pause MS: wait MS ms between the load and the first generation (a user typing a prompt; V8 keeps compiling
+// optimised code in the background after the warm-up). --load-options JSON: more options for Aether.load (e.g.
+// '{"spin":0}'). --gap MS: wait MS ms before each later generation too (in the
+// demo every generation follows a pause: --pause P --gap P compares like with like). --js-flags F: V8 flags for Chromium (e.g.
+// --trace-wasm-compilation-times; its output goes to this process's stderr).
 //
 // --timing: the engine's time counters (setTiming / metrics()) on for every generation (zeroed before each): ms per
 // op class of each generation (prefill and decode together) and the rest of the generation's time (outside the
@@ -40,23 +46,30 @@ const SIMD = a.opt('--simd', 'auto');
 const WARMUPS = a.opt('--warmup', 'on,off').split(',');
 const TIMING = a.has('--timing');
 const PAGES = Number(a.opt('--pages', 1));
+const PAUSE = Number(a.opt('--pause', 0));
+const JS_FLAGS = a.opt('--js-flags', '');
+const GAP = Number(a.opt('--gap', 0));
+const LOAD_OPTIONS = JSON.parse(a.opt('--load-options', '{}'));
 
 const server = await startServer({ port: 0, isolate: true });
 const results = [];
 try {
   for (const warm of WARMUPS) for (let pg = 0; pg < PAGES; pg++) {
-    const { page, close } = await launchChromium({ prefix: 'aether-first-run-' });
+    const { page, close } = await launchChromium({ prefix: 'aether-first-run-', args: JS_FLAGS ? [`--js-flags=${JS_FLAGS}`, '--enable-logging=stderr', '--v=0'] : [] });
     try {
       await page.goto(`${server.url}bench/lib/blank.html`);   // not the minimal demo page: it loads and runs its own engine
       const modelUrl = /^https?:/.test(MODEL) ? MODEL : `${server.url}${path.relative(repoRoot, path.resolve(repoRoot, MODEL))}`;
-      const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm, TIMING }) => {
+      const r = await page.evaluate(async ({ modelUrl, GENS, G, THREADS, SIMD, warm, TIMING, PAUSE, GAP, LOAD_OPTIONS }) => {
         const { Aether } = await import('/dist/src/browser/index.js');
-        const t0 = performance.now();
-        const model = await Aether.load(modelUrl, { threads: THREADS, simd: SIMD, cache: false, warmup: warm === 'on' });
+        const t0 = performance.now(), t0w = Date.now();
+        const model = await Aether.load(modelUrl, { threads: THREADS, simd: SIMD, cache: false, warmup: warm === 'on', ...LOAD_OPTIONS });
         const loadMs = performance.now() - t0;
+        if (PAUSE > 0) await new Promise((r) => setTimeout(r, PAUSE));
         const gens = [];
         for (let g = 0; g < GENS; g++) {
           const tokens = [];
+          if (g > 0 && GAP > 0) await new Promise((r) => setTimeout(r, GAP));
+          const wall0 = Date.now();
           if (TIMING) await model.setTiming(true);
           for await (const p of model.generate('The Debian project is a free operating system. '.repeat(6), { maxTokens: G, greedy: true })) tokens.push(p.token);
           let ops = null;
@@ -67,12 +80,12 @@ try {
             for (const [k, v] of Object.entries(mt.globalOpSeconds ?? {})) ops[k] = (ops[k] ?? 0) + v * 1000;
           }
           await model.reset();
-          gens.push({ decodeTps: model.stats.decodeTps, prefillTps: model.stats.prefillTps, prefillMs: model.stats.prefillMs, decodeMs: model.stats.decodeMs, ops, tokens: tokens.join(',') });
+          gens.push({ decodeTps: model.stats.decodeTps, prefillTps: model.stats.prefillTps, prefillMs: model.stats.prefillMs, decodeMs: model.stats.decodeMs, ops, tokens: tokens.join(','), wall: [new Date(wall0).toISOString(), new Date().toISOString()] });
         }
-        const out = { loadMs, simd: model.simd, threads: model.threads, warmup: model.warmup, gens };
+        const out = { loadEnd: new Date(t0w + loadMs).toISOString(), loadMs, simd: model.simd, threads: model.threads, warmup: model.warmup, gens };
         await model.dispose();
         return out;
-      }, { modelUrl, GENS, G, THREADS, SIMD, warm, TIMING });
+      }, { modelUrl, GENS, G, THREADS, SIMD, warm, TIMING, PAUSE, GAP, LOAD_OPTIONS });
       const dec = r.gens.map((g) => g.decodeTps), pre = r.gens.map((g) => g.prefillTps);
       const same = r.gens.every((g) => g.tokens === r.gens[0].tokens);
       const row = {
@@ -94,6 +107,9 @@ try {
           +rest((g) => g.prefillMs + g.decodeMs - opsum(g)).toFixed(2)];
       }
       results.push(row);
+      if (JS_FLAGS && !a.has('--json')) {   // wall-clock times to line up with the trace's (DEBUG=pw:browser prints it with times)
+        process.stdout.write(`  load ended ${r.loadEnd}; generations ${r.gens.map((x) => x.wall.join(' - ')).join(', ')}\n`);
+      }
       if (!a.has('--json')) {
         process.stdout.write(`warmup ${warm} ${JSON.stringify(r.warmup)} (${r.simd} SIMD, ${r.threads} thread(s), load ${row.load_ms} ms)\n` +
           `  decode tok/s:  ${row.decode_tps.join(' ')}\n  prefill tok/s: ${row.prefill_tps.join(' ')}\n` +
@@ -112,7 +128,9 @@ if (PAGES > 1 && !a.has('--json')) {
     const rows = results.filter((r) => r.warmup === warm);
     const f = (k) => rows.map((r) => r[k]);
     process.stdout.write(`warmup ${warm}, ${rows.length} pages: first / median(rest) decode ${f('first_over_rest_decode').join(' ')} (median ${median(f('first_over_rest_decode')).toFixed(3)}), ` +
-      `prefill ${f('first_over_rest_prefill').join(' ')} (median ${median(f('first_over_rest_prefill')).toFixed(3)})` +
+      `prefill ${f('first_over_rest_prefill').join(' ')} (median ${median(f('first_over_rest_prefill')).toFixed(3)}); ` +
+      `tok/s, median over the pages: decode first ${median(rows.map((r) => r.decode_tps[0])).toFixed(0)}, later ${median(rows.map((r) => median(r.decode_tps.slice(1)))).toFixed(0)}, ` +
+      `prefill first ${median(rows.map((r) => r.prefill_tps[0])).toFixed(0)}, later ${median(rows.map((r) => median(r.prefill_tps.slice(1)))).toFixed(0)}` +
       (TIMING ? `; engine op time first / median(rest) ${rows.map((r) => (r.timing_ms.sum_of_ops[0] / r.timing_ms.sum_of_ops[1]).toFixed(3)).join(' ')} ` +
         `(median ${median(rows.map((r) => r.timing_ms.sum_of_ops[0] / r.timing_ms.sum_of_ops[1])).toFixed(3)})` : '') + '\n');
   }

@@ -23,12 +23,15 @@ function argsMatvec(k, type, W, xq, y, x = 0) {
   return a;
 }
 
-test('pool: 2 threads == 1 thread bit for bit (matvec of every dtype, quantise+barrier+matvec, probes)', async () => {
+// maxJobs 3: the worker loop returns every 3 jobs and is called again (as js/src/runtime/worker.ts does, so that
+// browsers run it optimised); 0: it never returns until quit
+for (const maxJobs of [0, 3]) test(`pool: 2 threads == 1 thread bit for bit (matvec of every dtype, quantise+barrier+matvec, probes; worker loop maxJobs ${maxJobs})`, async () => {
   const k = await loadKernels({ pages: 1024 });
   const X = k.x;
   const pool = k.alloc(64);
   assert.equal(X.ae_pool_init(pool, 2, 20000), 2);
-  const workers = await startWorkers(k, pool, 2);
+  const workers = await startWorkers(k, pool, 2, maxJobs);
+  let quit = false;
   try {
     const r = rng(71);
     for (const type of TYPES) {
@@ -52,8 +55,13 @@ test('pool: 2 threads == 1 thread bit for bit (matvec of every dtype, quantise+b
     const ca = k.alloc(16); k.u32(ca, 3).set([dst, src, bytes]);
     X.ae_pool_run(pool, 3, ca);
     assert.deepEqual(k.u8(dst, bytes), k.u8(src, bytes));
+    const entries = await workers.quit();
+    quit = true;
+    // jobs run: 2 per dtype + 2 probes (+ the quit); the loop came back for every 3
+    const jobs = 2 * TYPES.length + 2;
+    assert.deepEqual(entries, [maxJobs ? Math.floor(jobs / maxJobs) + 1 : 1], 'entries into the worker loop');
   } finally {
-    await workers.quit();
+    if (!quit) await workers.quit();
   }
 });
 

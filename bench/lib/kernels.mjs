@@ -123,29 +123,31 @@ export function rng(seed) {
 // ---- pool workers (worker_threads; self-contained, code passed with eval) ----
 const WORKER_SRC = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { module, memory, sp, pool, ith, gen0 } = workerData;
+const { module, memory, sp, pool, ith, gen0, maxJobs } = workerData;
 const inst = new WebAssembly.Instance(module, { env: { memory } });
 inst.exports.__stack_pointer.value = sp;
 parentPort.postMessage('ready');
-inst.exports.ae_worker_main(pool, ith, gen0);
-parentPort.postMessage('done');
+let entries = 1, seen = inst.exports.ae_worker_main(pool, ith, gen0, maxJobs);
+while (!inst.exports.ae_pool_exited(pool)) { seen = inst.exports.ae_worker_resume(pool, ith, seen, maxJobs); entries++; }
+parentPort.postMessage({ done: entries });
 `;
 
 // Start nth-1 workers on kernels k (shared memory) for pool at `pool` (already ae_pool_init'ed).
-// Resolves when all are ready; returns { quit(): Promise } which ends them.
-export async function startWorkers(k, pool, nth) {
+// Resolves when all are ready; returns { quit(): Promise } which ends them and resolves to each worker's number of
+// entries into the worker loop. maxJobs > 0: the loop returns after that many jobs and is called again (pool.c).
+export async function startWorkers(k, pool, nth, maxJobs = 0) {
   const gen0 = k.i32(pool, 1)[0];
   const workers = [];
   const ready = [], done = [];
   for (let ith = 1; ith < nth; ith++) {
     const w = new Worker(WORKER_SRC, {
       eval: true,
-      workerData: { module: k.module, memory: k.memory, sp: stackTop(ith), pool, ith, gen0 },
+      workerData: { module: k.module, memory: k.memory, sp: stackTop(ith), pool, ith, gen0, maxJobs },
     });
     let resolveReady, resolveDone;
     ready.push(new Promise((res) => { resolveReady = res; }));
     done.push(new Promise((res) => { resolveDone = res; }));
-    w.on('message', (m) => { if (m === 'ready') resolveReady(); else if (m === 'done') resolveDone(); });
+    w.on('message', (m) => { if (m === 'ready') resolveReady(); else if (m?.done) resolveDone(m.done); });
     w.on('error', (e) => { resolveReady(); resolveDone(); throw e; });
     workers.push(w);
   }
@@ -156,8 +158,9 @@ export async function startWorkers(k, pool, nth) {
   return {
     async quit() {
       k.x.ae_pool_quit(pool);
-      await Promise.all(done);
+      const entries = await Promise.all(done);
       await Promise.all(workers.map((w) => w.terminate()));
+      return entries;
     },
   };
 }

@@ -26,11 +26,14 @@ static int32_t publish(ae_pool *p, int32_t job, uint32_t arg, int32_t flow) {
   return g;
 }
 
-/* Worker body: runs jobs until quit. gen0 is the pool's `gen` when the worker was created. */
-AE_EXPORT int ae_worker_main(ae_pool *p, int ith, int32_t gen0) {
-  __atomic_add_fetch(&p->n_started, 1, __ATOMIC_ACQ_REL);
-  int32_t seen = gen0;
-  for (;;) {
+/* Worker body: runs jobs until quit (or the pool is dead), or until it has run max_jobs jobs (max_jobs > 0) and is
+ * about to wait for the next one: then it returns `seen`, the gen of the last job it took, and the host calls
+ * ae_worker_resume(p, ith, seen, max_jobs) to go on; ae_pool_exited tells the two returns apart. The returns let a
+ * browser run this loop in optimised code: V8 replaces a wasm function's code only at its next call (no on-stack
+ * replacement), so a loop that never returns would spin and dispatch in the baseline tier (Liftoff) forever. */
+static int32_t worker_loop(ae_pool *p, int ith, int32_t seen, int32_t max_jobs) {
+  for (int32_t jobs = 0;; jobs++) {
+    if (max_jobs > 0 && jobs >= max_jobs) return seen;
     ae_pool_wait(p, &p->gen, seen, p->spin);
     int32_t g, job, flow;
     uint32_t arg;
@@ -44,12 +47,27 @@ AE_EXPORT int ae_worker_main(ae_pool *p, int ith, int32_t gen0) {
       if (AE_LOAD(&p->seq) == s) break;
     }
     seen = g;
-    if (AE_LOAD(&p->quit)) return 0;
-    if (AE_LOAD(&p->dead)) return 1; /* another worker died: the pool cannot run jobs any more */
+    if (AE_LOAD(&p->quit)) return seen;
+    if (AE_LOAD(&p->dead)) return seen; /* another worker died: the pool cannot run jobs any more */
     ae_job_run(job, arg, ith, p->nth, p, g);
     if (!flow && __atomic_sub_fetch(&p->n_pending, 1, __ATOMIC_ACQ_REL) == 0) ae_notify_all(&p->n_pending);
   }
 }
+
+/* A worker's first entry: gen0 is the pool's `gen` when the worker was created. */
+AE_EXPORT int32_t ae_worker_main(ae_pool *p, int ith, int32_t gen0, int32_t max_jobs) {
+  __atomic_add_fetch(&p->n_started, 1, __ATOMIC_ACQ_REL);
+  return worker_loop(p, ith, gen0, max_jobs);
+}
+
+/* The next entries, with what the previous one returned. */
+AE_EXPORT int32_t ae_worker_resume(ae_pool *p, int ith, int32_t seen, int32_t max_jobs) {
+  return worker_loop(p, ith, seen, max_jobs);
+}
+
+/* After ae_worker_main / ae_worker_resume returned: 1 when the worker is done (ae_pool_quit, or a dead pool), 0
+ * when it stopped after max_jobs jobs. */
+AE_EXPORT int ae_pool_exited(ae_pool *p) { return AE_LOAD(&p->quit) || AE_LOAD(&p->dead); }
 
 /* Run job(arg) on all nth threads, the caller being ith 0. Returns when all are done, or as soon as the pool is
  * found dead (the caller checks ae_pool_dead and reports AE_ERR_WORKER_DIED). */

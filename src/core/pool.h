@@ -1,7 +1,8 @@
 /* Thread pool over shared linear memory, synchronised by wasm atomics (ggml-style persistent pool).
  *
  * The host starts nth-1 workers (worker_threads / Web Workers); each instantiates the modules over the
- * same memory and calls ae_worker_main(pool, ith, gen0), which never returns until quit. The calling
+ * same memory and calls ae_worker_main(pool, ith, gen0, max_jobs), which runs jobs until quit (returning every
+ * max_jobs jobs so that the host can call it again in a later tier: pool.c). The calling
  * thread runs ae_pool_run(pool, job, arg): it publishes the job, bumps `gen`, takes part as ith = 0,
  * and returns when every thread is done. Inside a job, threads split work by (ith, nth) and meet at
  * ae_barrier(). Waiting is a short spin, then memory.atomic.wait32 (a pure spin collapses when
@@ -213,7 +214,9 @@ AE_INLINE int ae_flow_wait(ae_flow *f, int nchunks) {
 
 /* Pool entry points (src/core/pool.c). */
 int ae_pool_init(ae_pool *p, int nth, int spin);
-int ae_worker_main(ae_pool *p, int ith, int32_t gen0);
+int32_t ae_worker_main(ae_pool *p, int ith, int32_t gen0, int32_t max_jobs);
+int32_t ae_worker_resume(ae_pool *p, int ith, int32_t seen, int32_t max_jobs);
+int ae_pool_exited(ae_pool *p);
 void ae_pool_run(ae_pool *p, int32_t job, uint32_t arg);
 /* Run a step job (ae_flow over ctr: 2 * max_steps counters): resets the counters for the job's tag, runs it as
  * ith 0 and returns when ith 0 finished its last step, without waiting for the workers (which leave the job at

@@ -18,11 +18,18 @@ export interface WorkerInit {
 
 type Post = (m: unknown) => void;
 
+/** Jobs per call of the worker loop (one decode step is one job). */
+const WORKER_JOBS = 64;
+
 function run(init: WorkerInit, post: Post): void {
   try {
     const ex = instantiateSet(init.modules, init.memory, init.stackTops);
     post({ type: 'ready' });
-    ex[init.driver].ae_worker_main(init.pool, init.ith, init.gen0);
+    // the loop returns every WORKER_JOBS jobs and is called again: a browser then runs it in optimised code (V8
+    // replaces a wasm function's code only at its next call; src/core/pool.c)
+    const d = ex[init.driver];
+    let seen = d.ae_worker_main(init.pool, init.ith, init.gen0, WORKER_JOBS);
+    while (!d.ae_pool_exited(init.pool)) seen = d.ae_worker_resume(init.pool, init.ith, seen, WORKER_JOBS);
     post({ type: 'exit' });
   } catch (e) {
     // a trap inside a job: nobody else would tell the threads waiting for this one in the pool
