@@ -646,9 +646,15 @@ export class AetherModel extends openai.OpenAIMethods {
   dispose(): void { this.engine.dispose(); this.cached = []; this.busy = 0; }
 }
 
-/** Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk. */
+/**
+ * Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk. Each chunk streams every
+ * weight once, so large models (whose 32-token chunks take longer than the target anyway) lose to small chunks: on a
+ * 2-layer Phi-3-shape Q4_K_M file 16-token chunks ran a 256-token prompt at 134 tok/s, 32-token ones at 146, one
+ * 256-token chunk at 148 (docs/PERFORMANCE.md "Session 15"). The warm-up's prefill rounds stay at 16 tokens.
+ */
 const PREFILL_SLICE_MS = 50;
-const PREFILL_MIN_CHUNK = 16;
+const PREFILL_MIN_CHUNK = 32;
+const WARMUP_PREFILL_CHUNK = 16;
 
 /** GenerateOptions with every field type- and range-checked (AetherError 'invalid_argument' naming the field). */
 function checkGenerateOptions(v: unknown): GenerateOptions {
@@ -792,7 +798,7 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
     const model = new AetherModel(eng, tokenizer, meta);
     const warm = opts.warmup ?? !isNode;
     if (warm !== false) {
-      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined, PREFILL_MIN_CHUNK);
+      model.warmupStats = eng.warmup(typeof warm === 'number' ? warm : undefined, WARMUP_PREFILL_CHUNK);
       // and the JS side of a generation once: the tokenizer on a text prompt, the sampler, the decoder
       for await (const _ of model.generate('Hello, world. The first text of the warm-up.', { maxTokens: 2, greedy: true })) { /* discard */ }
       model.reset();
