@@ -64,7 +64,8 @@ function findClang() {
 const cc = findClang();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-kab-'));
 const flags = ['--target=wasm32-wasi', '-O3', '-msimd128', '-mbulk-memory', '-mmutable-globals', '-mnontrapping-fptoint', '-msign-ext',
-  '-ffp-contract=off', '-fno-math-errno', '-fvisibility=hidden', '-std=gnu11', ...(relaxed ? ['-mrelaxed-simd'] : [])];
+  '-ffp-contract=off', '-fno-math-errno', '-fvisibility=hidden', '-std=gnu11', ...(relaxed ? ['-mrelaxed-simd'] : []),
+  ...(process.env.KAB_CFLAGS ? process.env.KAB_CFLAGS.split(' ') : [])];
 const show = (rev, p) => rev === 'work' ? fs.readFileSync(path.join(repoRoot, p), 'utf8') : execFileSync('git', ['-C', repoRoot, 'show', `${rev}:${p}`], { encoding: 'utf8', maxBuffer: 1 << 26 });
 const objs = [];
 function compile(src, name, inc) {

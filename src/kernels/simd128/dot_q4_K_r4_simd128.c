@@ -143,8 +143,11 @@ AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const
  * i32 sums wait in volatile slots (only touched once per sub-block). */
 AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
   volatile v128 sink[4], sc[4][2], sq[4];
-  const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
-  for (int b = 0; b < n; b++, p0 += AE_RK4_REC, p1 += AE_RK4_REC, p2 += AE_RK4_REC, p3 += AE_RK4_REC) {
+  for (int b = 0; b < n; b++) {
+    /* the record pointers opaque: every chunk load takes a constant offset (DESIGN.md "Repacked weights") */
+    const uint8_t *a0 = r[0] + (size_t)b * AE_RK4_REC, *a1 = r[1] + (size_t)b * AE_RK4_REC, *a2 = r[2] + (size_t)b * AE_RK4_REC, *a3 = r[3] + (size_t)b * AE_RK4_REC;
+    __asm__("" : "+r"(a0)); __asm__("" : "+r"(a1)); __asm__("" : "+r"(a2)); __asm__("" : "+r"(a3));
+    const uint8_t *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
     const int8_t *q = x[b].qs;
     sc[0][0] = rk4_sca(p0); sc[0][1] = rk4_scb(p0); sc[1][0] = rk4_sca(p1); sc[1][1] = rk4_scb(p1);
     sc[2][0] = rk4_sca(p2); sc[2][1] = rk4_scb(p2); sc[3][0] = rk4_sca(p3); sc[3][1] = rk4_scb(p3);
