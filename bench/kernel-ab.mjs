@@ -11,6 +11,8 @@
 // --browser: the same module and measurement in Debian's Chromium (wall time), whose V8 lowers relaxed SIMD differently;
 //   KAB_JSFLAGS replaces its V8 flags (default --js-flags=--no-liftoff; add --perf-prof --perf-prof-annotate-wasm to
 //   read its code with perf). --wall: wall time in Node too (default: CPU time).
+// KAB_CFLAGS: more clang flags (space-separated) for every revision's module, e.g. '-mllvm -disable-lsr' (an experiment:
+//   0.69x on q4_K_r4).
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
 //   N tokens (types f32, bf16 and the quantised ones; a revision without the file: the matvec per token over 16-row
 //   chunks, what ae_matmul does without a batched kernel), every token bit for bit against the reference.
