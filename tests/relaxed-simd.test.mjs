@@ -320,18 +320,20 @@ test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibb
   kr.release(mr);
 });
 
-for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks); the plain build's entry points for it are the reference`, () => {
+for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91], ['q6_K', 92]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
-  const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : name === 'q4_K' ? T.Q8_K : T.Q8_0;
-  const two = name === 'q5_1' || name === 'q4_K';   // a second f16 (min / dmin) per block
-  // q4_K: super-blocks of 256 (one column chunk of the matvec is 64 of them: 16384 columns)
-  const shapes = name === 'q4_K' ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
+  const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : name === 'q4_K' || name === 'q6_K' ? T.Q8_K : T.Q8_0;
+  // the f16 block scales: d at 0 (q6_K: at 208), and q5_1's m / q4_K's dmin at 2
+  const halves = name === 'q6_K' ? [208] : name === 'q5_1' || name === 'q4_K' ? [0, 2] : [0];
+  // k-quants: super-blocks of 256 (one column chunk of the q4_K matvec is 64 of them: 16384 columns)
+  const shapes = name === 'q4_K' || name === 'q6_K' ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
     : [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]];
   for (const kk of [kr, kp]) for (const [rows, cols] of shapes) {
     const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();
     const nb = cols / QK, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
-    for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs, dv.getUint16(i * bs, true) | 0x8000, true);
-    if (two) for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
+    for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + halves[0], dv.getUint16(i * bs + halves[0], true) | 0x8000, true);
+    if (halves.length > 1) for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
+    if (name === 'q6_K') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.2) for (let j = 0; j < 208; j++) w[i * bs + j] = r.int(0, 255);   // every value, every scale byte
     if (name === 'q8_0') {   // every weight byte, -128 included (the sign trick's xor takes any byte)
       const seen = new Set();
       for (let i = 0; i < rows * nb; i++) for (let j = 2; j < bs; j++) seen.add(w[i * bs + j]);
@@ -346,10 +348,21 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     assert.ok(Buffer.from(kk.u8(Q, w.length)).equals(Buffer.from(w)), `${rows}x${cols}: unpack restores the file bytes`);
     {   // an inf / NaN scale anywhere: nothing repacked (the kernels convert finite halves only)
       const bad = w.slice(), bi = r.int(0, rows * nb - 1);
-      new DataView(bad.buffer).setUint16(bi * bs + (two && (bi & 2) ? 2 : 0), [0x7c00, 0xfe00][bi & 1], true);
+      new DataView(bad.buffer).setUint16(bi * bs + halves[(bi >> 1) % halves.length], [0x7c00, 0xfe00][bi & 1], true);
       const B = put(kk, bad);
       for (const how of [SIMD, REF]) assert.equal(kk.x[`kt_repack_${name}_r4`](how, B, rows, cols, tmp), 1, `${rows}x${cols}: a non-finite scale refuses the repack`);
       assert.ok(Buffer.from(kk.u8(B, bad.length)).equals(Buffer.from(bad)), 'and leaves the bytes as they were');
+    }
+    if (name === 'q6_K') {   // get_rows of a repacked embedding: each row == the file row's to_float
+      const yr = kk.alloc(cols * 4), yx = kk.alloc(cols * 4);
+      for (const row of [0, 1, rows - 2, rows - 1]) {
+        kk.x.kt_to_float(Q50, REF, W + row * nb * bs, yr, cols);
+        for (const how of [SIMD, REF]) {
+          kk.f32(yx, cols).fill(7);
+          kk.x.kt_get_row(how, R4, P, row, cols, yx);
+          assert.ok(bitsEqual(kk.f32(yx, cols), kk.f32(yr, cols)), `${rows}x${cols}: get_row ${row} of the R4 layout (${how === SIMD ? 'SIMD' : 'reference'})`);
+        }
+      }
     }
     const xs = Math.ceil(kk.rowSize(AT, cols) / 64) * 64 + 64, NV = 17;
     const xq = kk.alloc(xs * NV);

@@ -221,20 +221,26 @@ test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by blo
   }
 });
 
-// q6_K (the relaxed build's AE_Q6_K_X, block by block): attn_v / output / a tied q6_K embedding (Llama-3.2 and Gemma-2
-// Q4_K_M files tie a q6_K embedding to the output) are repacked in the relaxed build, get_rows reads the embedding's rows
-test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them into AE_Q6_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+// q6_K (the relaxed build's AE_Q6_K_R4 where the rows are a multiple of 4, else AE_Q6_K_X block by block): attn_v /
+// output / a tied q6_K embedding (Llama-3.2 and Gemma-2 Q4_K_M files tie a q6_K embedding to the output) are repacked
+// in the relaxed build, get_rows reads the embedding's rows from either layout (llama: a vocabulary of 320 rows, R4;
+// qwen2: 322, X)
+test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them into AE_Q6_K_R4 (rows % 4 == 0) or AE_Q6_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q6_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
-  for (const arch of ['llama', 'qwen2']) {
-    const g = await generateModel(arch, 'f32', 8, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+  for (const [arch, vocab] of [['llama', 320], ['qwen2', 322]]) {
+    const g = await generateModel(arch, 'f32', 8, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: vocab }, dtypeOf: (n) => mix[role(n)], encode });
     const q6k = [...g.dtypes].filter(([, d]) => d === 'q6_K').map(([n]) => n).sort();
     assert.ok(q6k.includes('token_embd.weight') && q6k.length > g.cfg.n_layers, `${arch}: ${q6k.length} q6_K matrices`);
     if (arch === 'qwen2') assert.ok(!g.dtypes.has('output.weight'), 'qwen2 ties its output to the q6_K embedding');
+    const rowsOf = (n) => /token_embd|output/.test(n) ? vocab : 128;   // attn_v: n_kv_heads x head_dim rows
+    const q6r4 = q6k.filter((n) => rowsOf(n) % 4 === 0);
+    assert.ok(q6r4.length > 0 && q6r4.length < q6k.length === (arch === 'qwen2'), `${arch}: ${q6r4.length} of the q6_K matrices in row groups`);
     for (const simd of ['plain', 'relaxed']) {
       const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
-      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q6_K'), simd === 'relaxed' ? q6k : [], `${arch} ${simd}: the q6_K matrices in AE_Q6_K_X`);
+      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q6_K'), simd === 'relaxed' ? q6k : [], `${arch} ${simd}: the q6_K matrices repacked`);
+      assert.deepEqual(on.r4.filter((n) => g.dtypes.get(n) === 'q6_K'), simd === 'relaxed' ? q6r4 : [], `${arch} ${simd}: those with rows % 4 == 0 in AE_Q6_K_R4, the rest in AE_Q6_K_X`);
       same(off, on, `${arch} ${simd} repack`);
       same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
     }

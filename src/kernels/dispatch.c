@@ -71,6 +71,7 @@ void ae_get_row_q8_0_r4(const void *W, int row, int ncols, float *y, void (*to_f
 void ae_get_row(ae_type t, const void *W, int row, int ncols, float *y) {
   if (t == AE_Q8_0_R4) { ae_get_row_q8_0_r4(W, row, ncols, y, ae_traits(AE_Q8_0)->to_float); return; }
   if (t == AE_Q6_K_X) { ae_get_row_q6_K_x(W, row, ncols, y, ae_traits(AE_Q6_K)->to_float); return; }
+  if (t == AE_Q6_K_R4) { ae_get_row_q6_K_r4(W, row, ncols, y, ae_traits(AE_Q6_K)->to_float); return; }
   const ae_type_traits *tr = ae_traits(t);
   if (!tr) return;
   tr->to_float((const uint8_t *)W + (size_t)row * ae_row_size(t, ncols), y, ncols);

@@ -437,7 +437,8 @@ void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, siz
  * vectors of 16 B whose low 6 bits are the values 64G + 16i + e (one and) and whose top 2 bits give the values 64G + 48
  * + e (3 x (and, shift), 2 ors): 11 operations per 64 values where q6_K's ql / qh take 17. The kernels are q6_K's
  * (dot_q6_K_simd128.c, gemm_k_simd128.c) with that decode, so the results equal the q6_K kernels' bit for bit. A q6_K
- * token embedding is repacked too (get_rows: ae_get_row_q6_K_x), so a tied output (Llama-3.2, Gemma-2) gets it. */
+ * token embedding is repacked too (get_rows: ae_get_row_q6_K_x), so a tied output (Llama-3.2, Gemma-2) gets it. Used
+ * where AE_Q6_K_R4 cannot be (rows % 4 != 0, an inf / nan d). */
 #define AE_Q6_K_X ((ae_type)264)
 void ae_repack_q6_K_x(void *W, size_t nblocks);       /* SIMD128 */
 void ae_repack_q6_K_x_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
@@ -447,6 +448,27 @@ void ae_matvec_q6_K_x_ref(const void *W, int ncols, const void *xq, float *y, in
 void ae_matvec_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matmul_rows_q6_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                    float *y, int y_stride, int r0, int r1);
+
+/* AE_Q6_K_R4: the relaxed build's load-time layout of a q6_K matrix whose rows are a multiple of 4 with finite d (else
+ * AE_Q6_K_X), rows in groups of 4: per super-block column one 840-byte record (4 x 210 B, in place): the 4 rows' d
+ * (8 B); their scales in pairs (64 B: pair p at 8 + 8p = sc_k[2p], sc_k[2p + 1] for k = 0..3, so one sign-extending
+ * load gives i16 lanes that i32x4.dot_i16x8 pairs per row); then per sub-block j (16 elements) 48 B at 72 + 48j: the
+ * 4 chunks U_c (c < 4: row k's bytes 4k..4k+3 = its elements 16j + 4c + i, i < 4, the unsigned 6-bit values) packed as
+ * AE_Q6_K_X packs a group: V_i = U_i | ((U_3 >> 2i) & 3) << 6, i < 3 (repack_ref.c is the specification). The values
+ * are the 7-bit operand of i16x8.relaxed_dot against the splatted activation bytes: the 4 rows' sums in the lanes,
+ * scaled per row by one i32x4.dot_i16x8_s per two chunks, the -32 offset through the activation's bsums (as q6_K's
+ * kernels). Results equal the q6_K kernels' on the unpacked rows bit for bit. A q6_K token embedding gets it too
+ * (get_rows: ae_get_row_q6_K_r4), so a tied output does. */
+#define AE_Q6_K_R4 ((ae_type)265)
+#define AE_RK6_REC 840
+int ae_repack_q6_K_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
+int ae_repack_q6_K_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q6_K_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+void ae_get_row_q6_K_r4(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int));
+void ae_matvec_q6_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
 
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in

@@ -139,7 +139,7 @@ export interface EngineOptions {
   /**
    * Repack q4_0, q5_0 and q5_1 weight matrices at load into the layouts of their fastest kernels (docs/DESIGN.md
    * "Repacked weights"; in place, no extra memory, results bit-identical): q4_0 rows interleaved in groups of 4, q5_0 /
-   * q5_1 blocks with their bits rearranged (the relaxed build: q5_0 / q5_1 / q8_0 / q4_K rows in groups of 4 too,
+   * q5_1 blocks with their bits rearranged (the relaxed build: q5_0 / q5_1 / q8_0 / q4_K / q6_K rows in groups of 4 too,
    * where it can, and q5_K / q6_K blocks with their values rearranged). true, false, or 'auto' (default: on, with either build: the R4 matvec reads 4 groups as 4
    * streams and is 1.3-1.9x the file layout's from DRAM in both builds, docs/PERFORMANCE.md "Decode matvecs from
    * DRAM"; the q5_0 layout's expansion takes 8 operations instead of 17, "Session 9").
@@ -265,7 +265,7 @@ export class Engine {
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
-  /** Of those, q5_0 / q5_1 / q8_0 / q4_K tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 ... AE_Q4_K_R4). */
+  /** Of those, q5_0 / q5_1 / q8_0 / q4_K / q6_K tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 ... AE_Q6_K_R4). */
   readonly repackedR4 = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
@@ -1042,6 +1042,7 @@ export class Engine {
     if (this.repackedR4.has(name)) {
       if (t.dtype === 'q8_0') return unpackQ8_0R4(v, t.shape[1], t.shape[0]);
       if (t.dtype === 'q4_K') return unpackQ4_KR4(v, t.shape[1], t.shape[0]);
+      if (t.dtype === 'q6_K') return unpackQ6_KR4(v, t.shape[1], t.shape[0]);
       return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     }
     if (t.dtype === 'q5_K') return unpackQ5_KX(v);
@@ -1058,7 +1059,7 @@ export class Engine {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1 || r === 2) this.repacked.add(name);
-      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 / q4_K in the relaxed build's row-group layouts (AE_*_R4)
+      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 / q4_K / q6_K in the relaxed build's row-group layouts (AE_*_R4)
     }
     this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
@@ -1173,11 +1174,49 @@ export function unpackQ6_KX(src: Uint8Array): Uint8Array {
         q[64 * G + 48 + e] = (src[g + e] >> 6) | ((src[g + 16 + e] >> 6) << 2) | ((src[g + 32 + e] >> 6) << 4);
       }
     }
-    out.fill(0, o, o + 192);
-    for (let v = 0; v < 256; v++) {
-      const h = v >> 7, k = (v >> 5) & 3, l = v & 31;
-      out[o + 64 * h + l + 32 * (k & 1)] |= k < 2 ? q[v] & 15 : (q[v] & 15) << 4;
-      out[o + 128 + 32 * h + l] |= ((q[v] >> 4) & 3) << (2 * k);
+    q6kFileValues(out, o, q);
+  }
+  return out;
+}
+
+/** q6_K's ql / qh (the block's bytes 0..191 at o) from its 256 unsigned 6-bit values q. */
+function q6kFileValues(out: Uint8Array, o: number, q: Uint8Array): void {
+  out.fill(0, o, o + 192);
+  for (let v = 0; v < 256; v++) {
+    const h = v >> 7, k = (v >> 5) & 3, l = v & 31;
+    out[o + 64 * h + l + 32 * (k & 1)] |= k < 2 ? q[v] & 15 : (q[v] & 15) << 4;
+    out[o + 128 + 32 * h + l] |= ((q[v] >> 4) & 3) << (2 * k);
+  }
+}
+
+/**
+ * The file layout of a q6_K matrix repacked at load by the relaxed build into row groups (src/kernels/kernels.h
+ * AE_Q6_K_R4; the inverse of ae_repack_q6_K_r4, as ae_unpack_q6_K_r4): per super-block column one 840-byte record: the 4
+ * rows' d (8 bytes), their scales in pairs (byte 8 + 8p + 2k + r = sc_k[2p + r]), then per sub-block j 48 bytes at
+ * 72 + 48j: vector i (i < 3) byte 4k + e holds row k's value 16j + 4i + e in bits 0-5 and bits 2i, 2i + 1 of its value
+ * 16j + 12 + e in bits 6-7.
+ */
+export function unpackQ6_KR4(src: Uint8Array, rows: number, cols: number): Uint8Array {
+  const nb = cols / 256, rs = nb * 210, out = new Uint8Array(rows * rs), q = new Uint8Array(256);
+  for (let g = 0; g < rows; g += 4) {
+    const base = g * rs;
+    for (let b = 0; b < nb; b++) {
+      const rec = base + b * 840;
+      for (let k = 0; k < 4; k++) {
+        const o = base + k * rs + b * 210;
+        for (let j = 0; j < 16; j++) for (let e = 0; e < 4; e++) {
+          let top = 0;
+          for (let i = 0; i < 3; i++) {
+            const v = src[rec + 72 + 48 * j + 16 * i + 4 * k + e];
+            q[16 * j + 4 * i + e] = v & 0x3f;
+            top |= (v >> 6) << (2 * i);
+          }
+          q[16 * j + 12 + e] = top;
+        }
+        q6kFileValues(out, o, q);
+        for (let p = 0; p < 8; p++) { out[o + 192 + 2 * p] = src[rec + 8 + 8 * p + 2 * k]; out[o + 193 + 2 * p] = src[rec + 9 + 8 * p + 2 * k]; }
+        out[o + 208] = src[rec + 2 * k]; out[o + 209] = src[rec + 2 * k + 1];
+      }
     }
   }
   return out;

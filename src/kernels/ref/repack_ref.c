@@ -533,16 +533,20 @@ void ae_repack_q6_K_x_ref(void *W, size_t nblocks) {
           blk[48 * G + 16 * i + e] = (uint8_t)(q[64 * G + 16 * i + e] | ((q[64 * G + 48 + e] >> (2 * i)) & 3) << 6);
   }
 }
+/* q6_K's ql / qh (bytes 0..191 of a file-layout block) from its 256 unsigned 6-bit values */
+static void q6k_file_values(uint8_t *blk, const uint8_t q[256]) {
+  for (int j = 0; j < 192; j++) blk[j] = 0;
+  for (int v = 0; v < 256; v++) {
+    const int h = v >> 7, k = (v >> 5) & 3, l = v & 31;
+    blk[64 * h + l + 32 * (k & 1)] |= (uint8_t)(k < 2 ? q[v] & 15 : (q[v] & 15) << 4);
+    blk[128 + 32 * h + l] |= (uint8_t)(((q[v] >> 4) & 3) << (2 * k));
+  }
+}
 void ae_unpack_q6_K_x(void *W, size_t nblocks) {
   for (size_t b = 0; b < nblocks; b++) {
     uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q6_K), q[256];
     for (int v = 0; v < 256; v++) q[v] = (uint8_t)q6kx_value(blk, v);
-    for (int j = 0; j < 192; j++) blk[j] = 0;
-    for (int v = 0; v < 256; v++) {
-      const int h = v >> 7, k = (v >> 5) & 3, l = v & 31;
-      blk[64 * h + l + 32 * (k & 1)] |= (uint8_t)(k < 2 ? q[v] & 15 : (q[v] & 15) << 4);
-      blk[128 + 32 * h + l] |= (uint8_t)(((q[v] >> 4) & 3) << (2 * k));
-    }
+    q6k_file_values(blk, q);
   }
 }
 /* ae_vec_dot_q6_K_ref's sequence on the X layout: each block unpacked into a copy and dotted alone (its (d_w d_x) sumi
@@ -572,5 +576,101 @@ void ae_get_row_q6_K_x(const void *W, int row, int ncols, float *y, void (*to_fl
     ae_block_q6_K t = r[i];
     ae_unpack_q6_K_x(&t, 1);
     to_float(&t, y + (size_t)i * AE_QK_K, AE_QK_K);
+  }
+}
+
+/* ---- AE_Q6_K_R4 (kernels.h; the relaxed build's q6_K layout for rows in groups of 4): an 840-byte record per
+ * super-block column: d_k (8 B), the scales in pairs (byte 8 + 8p + 2k + r = sc_k[2p + r]), then per sub-block j
+ * 48 B at 72 + 48j: V_i (i < 3) byte e = U_i[e] | ((U_3[e] >> 2i) & 3) << 6, where chunk U_c's byte 4k + i is row k's
+ * 6-bit value 16j + 4c + i. ---- */
+static void pack_block_k6(const uint8_t *const rows[4], uint8_t *rec) {
+  uint8_t u[4][256];
+  for (int k = 0; k < 4; k++) {
+    for (int v = 0; v < 256; v++) u[k][v] = (uint8_t)q6kx_file_value(rows[k], v);
+    __builtin_memcpy(rec + 2 * k, rows[k] + 208, 2);
+    for (int p = 0; p < 8; p++)
+      for (int r = 0; r < 2; r++) rec[8 + 8 * p + 2 * k + r] = rows[k][192 + 2 * p + r];
+  }
+  for (int j = 0; j < 16; j++)
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 4; k++)
+        for (int e = 0; e < 4; e++)
+          rec[72 + 48 * j + 16 * i + 4 * k + e] = (uint8_t)(u[k][16 * j + 4 * i + e] | ((u[k][16 * j + 12 + e] >> (2 * i)) & 3) << 6);
+}
+/* Row k's super-block of a record back into a q6_K block. */
+static void unpack_block_k6(const uint8_t *rec, int k, uint8_t *blk) {
+  uint8_t q[256];
+  for (int j = 0; j < 16; j++)
+    for (int e = 0; e < 4; e++) {
+      int top = 0;
+      for (int i = 0; i < 3; i++) {
+        const uint8_t v = rec[72 + 48 * j + 16 * i + 4 * k + e];
+        q[16 * j + 4 * i + e] = v & 0x3f;
+        top |= (v >> 6) << (2 * i);
+      }
+      q[16 * j + 12 + e] = (uint8_t)top;
+    }
+  q6k_file_values(blk, q);
+  for (int p = 0; p < 8; p++)
+    for (int r = 0; r < 2; r++) blk[192 + 2 * p + r] = rec[8 + 8 * p + 2 * k + r];
+  __builtin_memcpy(blk + 208, rec + 2 * k, 2);
+}
+int ae_repack_q6_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK_K;
+  const size_t bs = sizeof(ae_block_q6_K), rs = (size_t)nb * bs;
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h;
+    __builtin_memcpy(&h, (const uint8_t *)W + i * bs + 208, 2);
+    if ((h & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *rows[4];
+      for (int k = 0; k < 4; k++) rows[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack_block_k6(rows, base + (size_t)b * AE_RK6_REC);
+    }
+  }
+  return 0;
+}
+void ae_unpack_q6_K_r4(void *W, int nrows, int ncols, void *tmp) {
+  const int nb = ncols / AE_QK_K;
+  const size_t bs = sizeof(ae_block_q6_K), rs = (size_t)nb * bs;
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int k = 0; k < 4; k++)
+      for (int b = 0; b < nb; b++) unpack_block_k6((const uint8_t *)tmp + (size_t)b * AE_RK6_REC, k, base + (size_t)k * rs + (size_t)b * bs);
+  }
+}
+/* ae_vec_dot_q6_K_ref on row r's blocks read back from its group's records, summed over blocks in order. */
+void ae_matvec_q6_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q6_K);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++) {
+      ae_block_q6_K w;
+      float t;
+      unpack_block_k6(g + (size_t)b * AE_RK6_REC, r & 3, (uint8_t *)&w);
+      ae_vec_dot_q6_K_ref(AE_QK_K, &t, &w, x + b);
+      sum += t;
+    }
+    y[r] = sum;
+  }
+}
+/* Row `row` of an AE_Q6_K_R4 matrix (a repacked q6_K token embedding: get_rows), each block read back and dequantised
+ * by to_float (q6_K's). */
+void ae_get_row_q6_K_r4(const void *W, int row, int ncols, float *y, void (*to_float)(const void *, float *, int)) {
+  const int nb = ncols / AE_QK_K;
+  const uint8_t *g = (const uint8_t *)W + (size_t)(row & ~3) * (size_t)nb * sizeof(ae_block_q6_K);
+  for (int b = 0; b < nb; b++) {
+    ae_block_q6_K t;
+    unpack_block_k6(g + (size_t)b * AE_RK6_REC, row & 3, (uint8_t *)&t);
+    to_float(&t, y + (size_t)b * AE_QK_K, AE_QK_K);
   }
 }

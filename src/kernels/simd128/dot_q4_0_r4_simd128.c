@@ -232,9 +232,7 @@ AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat
 #endif
 
 /* the 4 scales of a record: d_w * 2^-112 as f32 (exact for finite halves) */
-AE_INLINE v128 rec_scales(const uint8_t *rec) {
-  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(rec), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
-}
+AE_INLINE v128 rec_scales(const uint8_t *rec) { return ae_h4_scaled(rec); }
 
 /* acc += (float)sumi * (d_w * d_x) per row lane, sumi = s (+ the -8 / -16 sum(x) term) */
 #if AE_RELAXED

@@ -30,20 +30,13 @@ AE_INLINE v128 k4_words(v128 e0, v128 e1) {
   const v128 b = wasm_i8x16_shuffle(e0, e1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
   return wasm_v128_or(a, wasm_i16x8_shl(b, 4));   /* nibbles < 16: no carry across bytes */
 }
-/* 4x4 transpose of 32-bit words: out[w] = word w of r0..r3 */
-AE_INLINE void k4_transpose(v128 r0, v128 r1, v128 r2, v128 r3, v128 out[4]) {
-  const v128 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
-  const v128 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
-  out[0] = wasm_i64x2_shuffle(t0, t2, 0, 2); out[1] = wasm_i64x2_shuffle(t0, t2, 1, 3);
-  out[2] = wasm_i64x2_shuffle(t1, t3, 0, 2); out[3] = wasm_i64x2_shuffle(t1, t3, 1, 3);
-}
 /* One record from the 4 rows' super-block b (p[k] = row k's block). */
 AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
   const ae_block_q4_K *const *bk = (const ae_block_q4_K *const *)p;
   const v128 f = wasm_i8x16_splat(0x0f);
   v128 t[4];
   /* scales: [sc0..7, m0..7] per row; the transpose gives SCa, SCb, MNa, MNb (lane 4k + j) */
-  k4_transpose(ae_k4_unpack_scales(bk[0]->scales), ae_k4_unpack_scales(bk[1]->scales), ae_k4_unpack_scales(bk[2]->scales),
+  ae_transpose32_4x4(ae_k4_unpack_scales(bk[0]->scales), ae_k4_unpack_scales(bk[1]->scales), ae_k4_unpack_scales(bk[2]->scales),
                ae_k4_unpack_scales(bk[3]->scales), t);
   ae_store(rec + 16, wasm_v128_or(wasm_v128_and(t[0], f), wasm_i16x8_shl(wasm_v128_and(t[1], f), 4)));
   ae_store(rec + 32, wasm_v128_or(wasm_v128_and(t[2], f), wasm_i16x8_shl(wasm_v128_and(t[3], f), 4)));
@@ -60,9 +53,9 @@ AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
       hi[k] = k4_words(wasm_v128_and(wasm_u16x8_shr(q0, 4), f), wasm_v128_and(wasm_u16x8_shr(q1, 4), f));
     }
     v128 o[4];
-    k4_transpose(lo[0], lo[1], lo[2], lo[3], o);
+    ae_transpose32_4x4(lo[0], lo[1], lo[2], lo[3], o);
     for (int c = 0; c < 4; c++) ae_store(rec + 64 + 16 * (4 * (2 * pr) + c), o[c]);
-    k4_transpose(hi[0], hi[1], hi[2], hi[3], o);
+    ae_transpose32_4x4(hi[0], hi[1], hi[2], hi[3], o);
     for (int c = 0; c < 4; c++) ae_store(rec + 64 + 16 * (4 * (2 * pr + 1) + c), o[c]);
   }
 }
@@ -103,9 +96,7 @@ AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
 }
 /* d_w (or dmin_w) of the 4 rows, exact: the half's bits moved into a float's (d 2^-112), times 2^112 */
-AE_INLINE v128 rk4_d(const uint8_t *p) {
-  return wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu)), wasm_f32x4_splat(0x1p112f));
-}
+AE_INLINE v128 rk4_d(const uint8_t *p) { return wasm_f32x4_mul(ae_h4_scaled(p), wasm_f32x4_splat(0x1p112f)); }
 /* acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m per row lane */
 AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x) {
   const v128 dx = wasm_v128_load32_splat(&x->dx);

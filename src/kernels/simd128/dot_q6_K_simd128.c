@@ -226,27 +226,12 @@ void ae_vec_dot_q6_K_simd128(int n, float *s, const void *w, const void *x) {
 
 /* ---- AE_Q6_K_X (kernels.h): the repack (in place, both builds: tests and tools) and the relaxed build's matvec ---- */
 void ae_repack_q6_K_x(void *W, size_t nblocks) {
-  const v128 mc0 = wasm_i8x16_splat((int8_t)0xc0);
   for (size_t b = 0; b < nblocks; b++) {
     ae_block_q6_K *w = (ae_block_q6_K *)W + b;
     v128 q[16];   /* q[c] = the values 16c .. 16c + 15 (unsigned 6-bit) */
+    ae_q6_values(w, q);
 #pragma clang loop unroll(full)
-    for (int h = 0; h < 2; h++)
-#pragma clang loop unroll(full)
-      for (int p = 0; p < 2; p++) {
-        const v128 l0 = ae_load(w->ql + 64 * h + 16 * p), l1 = ae_load(w->ql + 64 * h + 32 + 16 * p);
-        const v128 hb = ae_load(w->qh + 32 * h + 16 * p);
-#pragma clang loop unroll(full)
-        for (int k = 0; k < 4; k++) q[8 * h + 2 * k + p] = ae_q6_decode(l0, l1, hb, k);
-      }
-#pragma clang loop unroll(full)
-    for (int G = 0; G < 4; G++) {
-      const v128 t = q[4 * G + 3];   /* its bits 2i, 2i + 1 go to bits 6-7 of vector i */
-      uint8_t *g = (uint8_t *)w + 48 * G;
-      ae_store(g, wasm_v128_or(q[4 * G], wasm_v128_and(wasm_i16x8_shl(t, 6), mc0)));
-      ae_store(g + 16, wasm_v128_or(q[4 * G + 1], wasm_v128_and(wasm_i16x8_shl(t, 4), mc0)));
-      ae_store(g + 32, wasm_v128_or(q[4 * G + 2], wasm_v128_and(wasm_i16x8_shl(t, 2), mc0)));
-    }
+    for (int G = 0; G < 4; G++) ae_q6x_pack(q + 4 * G, (uint8_t *)w + 48 * G);   /* u[3]'s bits 2i, 2i + 1 -> bits 6-7 of V_i */
   }
 }
 #if AE_RELAXED

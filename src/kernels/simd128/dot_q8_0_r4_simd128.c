@@ -57,9 +57,7 @@ AE_INLINE void prep8(const ae_block_q8_0 *x, r8x *o) {
 }
 
 /* the 4 scales of a record: d_w 2^-112 as f32 (exact for finite halves) */
-AE_INLINE v128 rec_scales8(const uint8_t *rec) {
-  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(rec), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
-}
+AE_INLINE v128 rec_scales8(const uint8_t *rec) { return ae_h4_scaled(rec); }
 AE_INLINE v128 fma8(v128 acc, v128 s, const r8x *x, const uint8_t *rec) {
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(rec_scales8(rec), wasm_v128_load32_splat(&x->dxs))));
 }

@@ -313,6 +313,37 @@ AE_INLINE v128 ae_q6_decode(v128 l0, v128 l1, v128 hb, int k) {
     default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(hb, 2), t));
   }
 }
+/* q6_K block w's 256 unsigned 6-bit values: q[c] = the values 16c .. 16c + 15 */
+AE_INLINE void ae_q6_values(const ae_block_q6_K *w, v128 q[16]) {
+#pragma clang loop unroll(full)
+  for (int h = 0; h < 2; h++)
+#pragma clang loop unroll(full)
+    for (int p = 0; p < 2; p++) {
+      const v128 l0 = wasm_v128_load(w->ql + 64 * h + 16 * p), l1 = wasm_v128_load(w->ql + 64 * h + 32 + 16 * p);
+      const v128 hb = wasm_v128_load(w->qh + 32 * h + 16 * p);
+#pragma clang loop unroll(full)
+      for (int k = 0; k < 4; k++) q[8 * h + 2 * k + p] = ae_q6_decode(l0, l1, hb, k);
+    }
+}
+/* AE_Q6_K_X's packing of 64 values (u[0..3], bytes 0..63) into 3 vectors at g: V_i = u[i] | ((u[3] >> 2i) & 3) << 6 */
+AE_INLINE void ae_q6x_pack(const v128 u[4], uint8_t *g) {
+  const v128 mc0 = wasm_i8x16_splat((int8_t)0xc0);
+  wasm_v128_store(g, wasm_v128_or(u[0], wasm_v128_and(wasm_i16x8_shl(u[3], 6), mc0)));
+  wasm_v128_store(g + 16, wasm_v128_or(u[1], wasm_v128_and(wasm_i16x8_shl(u[3], 4), mc0)));
+  wasm_v128_store(g + 32, wasm_v128_or(u[2], wasm_v128_and(wasm_i16x8_shl(u[3], 2), mc0)));
+}
+/* 4x4 transpose of 32-bit words: out[w] = word w of r0..r3 (the row-group layouts' repacks) */
+AE_INLINE void ae_transpose32_4x4(v128 r0, v128 r1, v128 r2, v128 r3, v128 out[4]) {
+  const v128 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+  const v128 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+  out[0] = wasm_i64x2_shuffle(t0, t2, 0, 2); out[1] = wasm_i64x2_shuffle(t0, t2, 1, 3);
+  out[2] = wasm_i64x2_shuffle(t1, t3, 0, 2); out[3] = wasm_i64x2_shuffle(t1, t3, 1, 3);
+}
+/* The 4 f16 at p (a row group's block scales, finite) as f32 times 2^-112, exactly: the half's bits moved into a
+ * float's (the row-group kernels multiply by the activation scale times 2^112, or by 2^112) */
+AE_INLINE v128 ae_h4_scaled(const void *p) {
+  return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+}
 /* AE_Q6_K_X (kernels.h): a group's 64 values from its 3 vectors at g: u[i] = the values 16i .. 16i + 15 (i < 3: the low 6
  * bits; u[3]: the top 2 bits of the three, as bits 0-1, 2-3, 4-5; the u16 shifts after the masks move no bit across
  * bytes) */
