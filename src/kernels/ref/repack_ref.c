@@ -8,16 +8,53 @@
  * block; in the q4_0 block, element e < 16 is the low nibble of qs[e], element e >= 16 the high nibble of qs[e-16]. */
 AE_INLINE int q4_elem(const uint8_t *qs, int e) { return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4; }
 
-static void pack_block(const ae_block_q4_0 *rows[4], int b, uint8_t *rec) {
-  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, &rows[k][b].d, 2);
+/* The loops the row-group layouts share (AE_Q4_0_R4, AE_Q8_0_R4, AE_Q4_K_R4, AE_Q6_K_R4): each group of 4 rows of nb
+ * blocks of bs bytes is copied to tmp, then record b (rec bytes, in place) is built by pack(the 4 rows' block b, record),
+ * or row k's block b rebuilt by unpack(record, k, block). The repack refuses (returns 1, nothing changed) rows % 4 != 0
+ * or an inf / nan f16 at byte off0 (or off1, when >= 0) of any block: the kernels convert finite scales only. */
+typedef void (*ref_pack_fn)(const uint8_t *const blk[4], uint8_t *rec);
+typedef void (*ref_unpack_fn)(const uint8_t *rec, int k, uint8_t *blk);
+static int ref_group_repack(void *W, int nrows, int nb, size_t bs, size_t rec, void *tmp, int off0, int off1, ref_pack_fn pack) {
+  const size_t rs = (size_t)nb * bs;
+  if (nrows % 4) return 1;
+  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
+    uint16_t h0, h1 = 0;
+    __builtin_memcpy(&h0, (const uint8_t *)W + i * bs + off0, 2);
+    if (off1 >= 0) __builtin_memcpy(&h1, (const uint8_t *)W + i * bs + off1, 2);
+    if ((h0 & 0x7c00u) == 0x7c00u || (h1 & 0x7c00u) == 0x7c00u) return 1;
+  }
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int b = 0; b < nb; b++) {
+      const uint8_t *blk[4];
+      for (int k = 0; k < 4; k++) blk[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
+      pack(blk, base + (size_t)b * rec);
+    }
+  }
+  return 0;
+}
+static void ref_group_unpack(void *W, int nrows, int nb, size_t bs, size_t rec, void *tmp, ref_unpack_fn unpack) {
+  const size_t rs = (size_t)nb * bs;
+  for (int g = 0; g + 4 <= nrows; g += 4) {
+    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
+    __builtin_memcpy(tmp, base, 4 * rs);
+    for (int k = 0; k < 4; k++)
+      for (int b = 0; b < nb; b++) unpack((const uint8_t *)tmp + (size_t)b * rec, k, base + (size_t)k * rs + (size_t)b * bs);
+  }
+}
+
+static void pack_block(const uint8_t *const blk[4], uint8_t *rec) {
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, blk[k], 2);
   for (int j = 0; j < 4; j++)
     for (int k = 0; k < 4; k++)
       for (int i = 0; i < 4; i++)
-        rec[8 + 16 * j + 4 * k + i] = (uint8_t)(q4_elem(rows[k][b].qs, 8 * j + i) | (q4_elem(rows[k][b].qs, 8 * j + 4 + i) << 4));
+        rec[8 + 16 * j + 4 * k + i] = (uint8_t)(q4_elem(blk[k] + 2, 8 * j + i) | (q4_elem(blk[k] + 2, 8 * j + 4 + i) << 4));
 }
 
 /* Row k's block b of a record back into a q4_0 block. */
-static void unpack_block(const uint8_t *rec, int k, ae_block_q4_0 *o) {
+static void unpack_block(const uint8_t *rec, int k, uint8_t *blk) {
+  ae_block_q4_0 *o = (ae_block_q4_0 *)blk;
   __builtin_memcpy(&o->d, rec + 2 * k, 2);
   uint8_t e[32];
   for (int j = 0; j < 4; j++)
@@ -30,32 +67,11 @@ static void unpack_block(const uint8_t *rec, int k, ae_block_q4_0 *o) {
 }
 
 int ae_repack_q4_0_r4_ref(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  if (nrows % 4) return 1;
-  const ae_block_q4_0 *all = (const ae_block_q4_0 *)W;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++)
-    if ((all[i].d & 0x7c00u) == 0x7c00u) return 1;
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    const ae_block_q4_0 *rows[4];
-    for (int k = 0; k < 4; k++) rows[k] = (const ae_block_q4_0 *)((const uint8_t *)tmp + (size_t)k * rs);
-    for (int b = 0; b < nb; b++) pack_block(rows, b, base + (size_t)b * AE_R4_REC);
-  }
-  return 0;
+  return ref_group_repack(W, nrows, ncols / AE_QK4_0, sizeof(ae_block_q4_0), AE_R4_REC, tmp, 0, -1, pack_block);
 }
 
 void ae_unpack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int k = 0; k < 4; k++)
-      for (int b = 0; b < nb; b++)
-        unpack_block((const uint8_t *)tmp + (size_t)b * AE_R4_REC, k, (ae_block_q4_0 *)(base + (size_t)k * rs) + b);
-  }
+  ref_group_unpack(W, nrows, ncols / AE_QK4_0, sizeof(ae_block_q4_0), AE_R4_REC, tmp, unpack_block);
 }
 
 /* ae_vec_dot_q4_0_ref's sequence on row r read from its group's records. */
@@ -69,7 +85,7 @@ void ae_matvec_q4_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     float sum = 0.0f;
     for (int b = 0; b < nb; b++) {
       ae_block_q4_0 w;
-      unpack_block(g + (size_t)b * AE_R4_REC, k, &w);
+      unpack_block(g + (size_t)b * AE_R4_REC, k, (uint8_t *)&w);
       int sumi = 0;
       for (int j = 0; j < AE_QK4_0 / 2; j++) {
         sumi += ((w.qs[j] & 0x0f) - 8) * (int)x[b].qs[j];
@@ -274,45 +290,23 @@ void ae_matvec_q5_1_r4_ref(const void *W, int ncols, const void *xq, float *y, i
 
 /* ---- AE_Q8_0_R4 (kernels.h; the relaxed build's q8_0 layout): a 136-byte record per block column of a group of 4 rows:
  * the 4 rows' f16 scales, then chunks j < 8 of 16 B, row k's elements 4j..4j+3 at bytes 4k..4k+3. ---- */
-static void pack_block8(const ae_block_q8_0 *const rows[4], int b, uint8_t *rec) {
-  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, &rows[k][b].d, 2);
+static void pack_block8(const uint8_t *const blk[4], uint8_t *rec) {
+  for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, blk[k], 2);
   for (int j = 0; j < 8; j++)
     for (int k = 0; k < 4; k++)
-      for (int i = 0; i < 4; i++) rec[8 + 16 * j + 4 * k + i] = (uint8_t)rows[k][b].qs[4 * j + i];
+      for (int i = 0; i < 4; i++) rec[8 + 16 * j + 4 * k + i] = blk[k][2 + 4 * j + i];
 }
-static void unpack_block8(const uint8_t *rec, int k, ae_block_q8_0 *o) {
+static void unpack_block8(const uint8_t *rec, int k, uint8_t *blk) {
+  ae_block_q8_0 *o = (ae_block_q8_0 *)blk;
   __builtin_memcpy(&o->d, rec + 2 * k, 2);
   for (int j = 0; j < 8; j++)
     for (int i = 0; i < 4; i++) o->qs[4 * j + i] = (int8_t)rec[8 + 16 * j + 4 * k + i];
 }
 int ae_repack_q8_0_r4_ref(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK8_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
-  if (nrows % 4) return 1;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
-    uint16_t h;
-    __builtin_memcpy(&h, (const uint8_t *)W + i * sizeof(ae_block_q8_0), 2);
-    if ((h & 0x7c00u) == 0x7c00u) return 1;
-  }
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    const ae_block_q8_0 *rows[4];
-    for (int k = 0; k < 4; k++) rows[k] = (const ae_block_q8_0 *)((const uint8_t *)tmp + (size_t)k * rs);
-    for (int b = 0; b < nb; b++) pack_block8(rows, b, base + (size_t)b * AE_R8_REC);
-  }
-  return 0;
+  return ref_group_repack(W, nrows, ncols / AE_QK8_0, sizeof(ae_block_q8_0), AE_R8_REC, tmp, 0, -1, pack_block8);
 }
 void ae_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK8_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int k = 0; k < 4; k++)
-      for (int b = 0; b < nb; b++)
-        unpack_block8((const uint8_t *)tmp + (size_t)b * AE_R8_REC, k, (ae_block_q8_0 *)(base + (size_t)k * rs) + b);
-  }
+  ref_group_unpack(W, nrows, ncols / AE_QK8_0, sizeof(ae_block_q8_0), AE_R8_REC, tmp, unpack_block8);
 }
 /* ae_vec_dot_q8_0_ref's sequence on row r read from its group's records. */
 void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
@@ -324,7 +318,7 @@ void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     float sum = 0.0f;
     for (int b = 0; b < nb; b++) {
       ae_block_q8_0 w;
-      unpack_block8(g + (size_t)b * AE_R8_REC, r & 3, &w);
+      unpack_block8(g + (size_t)b * AE_R8_REC, r & 3, (uint8_t *)&w);
       int sumi = 0;
       for (int j = 0; j < AE_QK8_0; j++) sumi += (int)w.qs[j] * (int)x[b].qs[j];
       sum += (float)sumi * (AE_FP16(w.d) * AE_FP16(x[b].d));
@@ -341,14 +335,15 @@ void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
  * (high nibble), i < 4, as AE_Q4_0_R4 within a sub-block. ---- */
 /* element l of sub-block j of a q4_K block (ggml: qs[32 (j / 2) + l], low nibble for even j) */
 AE_INLINE int k4_elem(const uint8_t *qs, int j, int l) { const int v = qs[32 * (j >> 1) + l]; return j & 1 ? v >> 4 : v & 15; }
-static void pack_block_k4(const ae_block_q4_K *const rows[4], int b, uint8_t *rec) {
+static void pack_block_k4(const uint8_t *const blk[4], uint8_t *rec) {
+  const ae_block_q4_K *w[4] = {(const ae_block_q4_K *)blk[0], (const ae_block_q4_K *)blk[1], (const ae_block_q4_K *)blk[2], (const ae_block_q4_K *)blk[3]};
   uint8_t sc[4][8], mn[4][8];
   for (int k = 0; k < 4; k++) {
     int s[8], m[8];
-    ae_ref_k4_scales(rows[k][b].scales, s, m);
+    ae_ref_k4_scales(w[k]->scales, s, m);
     for (int j = 0; j < 8; j++) { sc[k][j] = (uint8_t)s[j]; mn[k][j] = (uint8_t)m[j]; }
-    __builtin_memcpy(rec + 2 * k, &rows[k][b].d, 2);
-    __builtin_memcpy(rec + 8 + 2 * k, &rows[k][b].dmin, 2);
+    __builtin_memcpy(rec + 2 * k, &w[k]->d, 2);
+    __builtin_memcpy(rec + 8 + 2 * k, &w[k]->dmin, 2);
   }
   for (int k = 0; k < 4; k++)
     for (int j = 0; j < 4; j++) {
@@ -361,10 +356,11 @@ static void pack_block_k4(const ae_block_q4_K *const rows[4], int b, uint8_t *re
     for (int c = 0; c < 4; c++)
       for (int k = 0; k < 4; k++)
         for (int i = 0; i < 4; i++)
-          rec[64 + 16 * (4 * j + c) + 4 * k + i] = (uint8_t)(k4_elem(rows[k][b].qs, j, 8 * c + i) | k4_elem(rows[k][b].qs, j, 8 * c + 4 + i) << 4);
+          rec[64 + 16 * (4 * j + c) + 4 * k + i] = (uint8_t)(k4_elem(w[k]->qs, j, 8 * c + i) | k4_elem(w[k]->qs, j, 8 * c + 4 + i) << 4);
 }
 /* Row k's super-block of a record back into a q4_K block (the scales re-packed as ggml packs them: a bijection). */
-static void unpack_block_k4(const uint8_t *rec, int k, ae_block_q4_K *o) {
+static void unpack_block_k4(const uint8_t *rec, int k, uint8_t *blk) {
+  ae_block_q4_K *o = (ae_block_q4_K *)blk;
   __builtin_memcpy(&o->d, rec + 2 * k, 2);
   __builtin_memcpy(&o->dmin, rec + 8 + 2 * k, 2);
   int sc[8], mn[8];
@@ -389,33 +385,10 @@ static void unpack_block_k4(const uint8_t *rec, int k, ae_block_q4_K *o) {
     for (int l = 0; l < 32; l++) o->qs[32 * p + l] = (uint8_t)(e[2 * p][l] | e[2 * p + 1][l] << 4);
 }
 int ae_repack_q4_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
-  if (nrows % 4) return 1;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
-    uint16_t h[2];
-    __builtin_memcpy(h, (const uint8_t *)W + i * sizeof(ae_block_q4_K), 4);
-    if ((h[0] & 0x7c00u) == 0x7c00u || (h[1] & 0x7c00u) == 0x7c00u) return 1;
-  }
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    const ae_block_q4_K *rows[4];
-    for (int k = 0; k < 4; k++) rows[k] = (const ae_block_q4_K *)((const uint8_t *)tmp + (size_t)k * rs);
-    for (int b = 0; b < nb; b++) pack_block_k4(rows, b, base + (size_t)b * AE_RK4_REC);
-  }
-  return 0;
+  return ref_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, tmp, 0, 2, pack_block_k4);
 }
 void ae_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int k = 0; k < 4; k++)
-      for (int b = 0; b < nb; b++)
-        unpack_block_k4((const uint8_t *)tmp + (size_t)b * AE_RK4_REC, k, (ae_block_q4_K *)(base + (size_t)k * rs) + b);
-  }
+  ref_group_unpack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, tmp, unpack_block_k4);
 }
 /* ae_vec_dot_q4_K_ref on row r's blocks read back from its group's records, summed over blocks in order (a one-block
  * vec_dot returns 0 + its term, exactly that term). */
@@ -429,7 +402,7 @@ void ae_matvec_q4_K_r4_ref(const void *W, int ncols, const void *xq, float *y, i
     for (int b = 0; b < nb; b++) {
       ae_block_q4_K w;
       float t;
-      unpack_block_k4(g + (size_t)b * AE_RK4_REC, r & 3, &w);
+      unpack_block_k4(g + (size_t)b * AE_RK4_REC, r & 3, (uint8_t *)&w);
       ae_vec_dot_q4_K_ref(AE_QK_K, &t, &w, x + b);
       sum += t;
     }
@@ -616,34 +589,10 @@ static void unpack_block_k6(const uint8_t *rec, int k, uint8_t *blk) {
   __builtin_memcpy(blk + 208, rec + 2 * k, 2);
 }
 int ae_repack_q6_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK_K;
-  const size_t bs = sizeof(ae_block_q6_K), rs = (size_t)nb * bs;
-  if (nrows % 4) return 1;
-  for (size_t i = 0; i < (size_t)nrows * (size_t)nb; i++) {
-    uint16_t h;
-    __builtin_memcpy(&h, (const uint8_t *)W + i * bs + 208, 2);
-    if ((h & 0x7c00u) == 0x7c00u) return 1;
-  }
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int b = 0; b < nb; b++) {
-      const uint8_t *rows[4];
-      for (int k = 0; k < 4; k++) rows[k] = (const uint8_t *)tmp + (size_t)k * rs + (size_t)b * bs;
-      pack_block_k6(rows, base + (size_t)b * AE_RK6_REC);
-    }
-  }
-  return 0;
+  return ref_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q6_K), AE_RK6_REC, tmp, 208, -1, pack_block_k6);
 }
 void ae_unpack_q6_K_r4(void *W, int nrows, int ncols, void *tmp) {
-  const int nb = ncols / AE_QK_K;
-  const size_t bs = sizeof(ae_block_q6_K), rs = (size_t)nb * bs;
-  for (int g = 0; g + 4 <= nrows; g += 4) {
-    uint8_t *base = (uint8_t *)W + (size_t)g * rs;
-    __builtin_memcpy(tmp, base, 4 * rs);
-    for (int k = 0; k < 4; k++)
-      for (int b = 0; b < nb; b++) unpack_block_k6((const uint8_t *)tmp + (size_t)b * AE_RK6_REC, k, base + (size_t)k * rs + (size_t)b * bs);
-  }
+  ref_group_unpack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q6_K), AE_RK6_REC, tmp, unpack_block_k6);
 }
 /* ae_vec_dot_q6_K_ref on row r's blocks read back from its group's records, summed over blocks in order. */
 void ae_matvec_q6_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
