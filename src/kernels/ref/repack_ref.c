@@ -43,6 +43,27 @@ static void ref_group_unpack(void *W, int nrows, int nb, size_t bs, size_t rec, 
       for (int b = 0; b < nb; b++) unpack((const uint8_t *)tmp + (size_t)b * rec, k, base + (size_t)k * rs + (size_t)b * bs);
   }
 }
+/* The reference matvec over a row-group layout: row r's blocks read back from its group's records (unpack) and each
+ * dotted alone by the file dtype's vec_dot (one block: 0 + its term, exactly that term), the terms summed in block order
+ * as that vec_dot sums them. blck / bs: elements / bytes of a file block, rec: record bytes, xbs: bytes of an
+ * activation block. */
+static void ref_group_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int blck, size_t bs,
+                             size_t rec, size_t xbs, ref_unpack_fn unpack, ae_vec_dot_fn vec_dot) {
+  const int nb = ncols / blck;
+  const size_t rs = (size_t)nb * bs;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
+    float sum = 0.0f;
+    for (int b = 0; b < nb; b++) {
+      _Alignas(16) uint8_t w[256];   /* one file block (the largest: q6_K, 210 B) */
+      float t;
+      unpack(g + (size_t)b * rec, r & 3, w);
+      vec_dot(blck, &t, w, (const uint8_t *)xq + (size_t)b * xbs);
+      sum += t;
+    }
+    y[r] = sum;
+  }
+}
 
 static void pack_block(const uint8_t *const blk[4], uint8_t *rec) {
   for (int k = 0; k < 4; k++) __builtin_memcpy(rec + 2 * k, blk[k], 2);
@@ -76,25 +97,7 @@ void ae_unpack_q4_0_r4(void *W, int nrows, int ncols, void *tmp) {
 
 /* ae_vec_dot_q4_0_ref's sequence on row r read from its group's records. */
 void ae_matvec_q4_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK4_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
-    const int k = r & 3;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      ae_block_q4_0 w;
-      unpack_block(g + (size_t)b * AE_R4_REC, k, (uint8_t *)&w);
-      int sumi = 0;
-      for (int j = 0; j < AE_QK4_0 / 2; j++) {
-        sumi += ((w.qs[j] & 0x0f) - 8) * (int)x[b].qs[j];
-        sumi += ((w.qs[j] >> 4) - 8) * (int)x[b].qs[j + AE_QK4_0 / 2];
-      }
-      sum += (float)sumi * (AE_FP16(w.d) * AE_FP16(x[b].d));
-    }
-    y[r] = sum;
-  }
+  ref_group_matvec(W, ncols, xq, y, r0, r1, AE_QK4_0, sizeof(ae_block_q4_0), AE_R4_REC, sizeof(ae_block_q8_0), unpack_block, ae_vec_dot_q4_0_ref);
 }
 
 /* ---- AE_Q5_0_X8 / AE_Q5_1_X8 (kernels.h): the 5-bit values of a block, from either layout, and the layouts from
@@ -310,21 +313,7 @@ void ae_unpack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) {
 }
 /* ae_vec_dot_q8_0_ref's sequence on row r read from its group's records. */
 void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK8_0;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      ae_block_q8_0 w;
-      unpack_block8(g + (size_t)b * AE_R8_REC, r & 3, (uint8_t *)&w);
-      int sumi = 0;
-      for (int j = 0; j < AE_QK8_0; j++) sumi += (int)w.qs[j] * (int)x[b].qs[j];
-      sum += (float)sumi * (AE_FP16(w.d) * AE_FP16(x[b].d));
-    }
-    y[r] = sum;
-  }
+  ref_group_matvec(W, ncols, xq, y, r0, r1, AE_QK8_0, sizeof(ae_block_q8_0), AE_R8_REC, sizeof(ae_block_q8_0), unpack_block8, ae_vec_dot_q8_0_ref);
 }
 
 /* ---- AE_Q4_K_R4 (kernels.h; the relaxed build's q4_K layout): a 576-byte record per super-block column of a group of
@@ -390,24 +379,9 @@ int ae_repack_q4_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
 void ae_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
   ref_group_unpack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, tmp, unpack_block_k4);
 }
-/* ae_vec_dot_q4_K_ref on row r's blocks read back from its group's records, summed over blocks in order (a one-block
- * vec_dot returns 0 + its term, exactly that term). */
+/* ae_vec_dot_q4_K_ref's sequence on row r read from its group's records. */
 void ae_matvec_q4_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
-  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      ae_block_q4_K w;
-      float t;
-      unpack_block_k4(g + (size_t)b * AE_RK4_REC, r & 3, (uint8_t *)&w);
-      ae_vec_dot_q4_K_ref(AE_QK_K, &t, &w, x + b);
-      sum += t;
-    }
-    y[r] = sum;
-  }
+  ref_group_matvec(W, ncols, xq, y, r0, r1, AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, sizeof(ae_block_q8_K), unpack_block_k4, ae_vec_dot_q4_K_ref);
 }
 
 /* ---- AE_Q5_K_X (kernels.h; the relaxed build's q5_K layout, block by block in place): d, dmin and the scales as q5_K's;
@@ -594,23 +568,9 @@ int ae_repack_q6_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
 void ae_unpack_q6_K_r4(void *W, int nrows, int ncols, void *tmp) {
   ref_group_unpack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q6_K), AE_RK6_REC, tmp, unpack_block_k6);
 }
-/* ae_vec_dot_q6_K_ref on row r's blocks read back from its group's records, summed over blocks in order. */
+/* ae_vec_dot_q6_K_ref's sequence on row r read from its group's records. */
 void ae_matvec_q6_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q6_K);
-  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t *g = (const uint8_t *)W + (size_t)(r & ~3) * rs;
-    float sum = 0.0f;
-    for (int b = 0; b < nb; b++) {
-      ae_block_q6_K w;
-      float t;
-      unpack_block_k6(g + (size_t)b * AE_RK6_REC, r & 3, (uint8_t *)&w);
-      ae_vec_dot_q6_K_ref(AE_QK_K, &t, &w, x + b);
-      sum += t;
-    }
-    y[r] = sum;
-  }
+  ref_group_matvec(W, ncols, xq, y, r0, r1, AE_QK_K, sizeof(ae_block_q6_K), AE_RK6_REC, sizeof(ae_block_q8_K), unpack_block_k6, ae_vec_dot_q6_K_ref);
 }
 /* Row `row` of an AE_Q6_K_R4 matrix (a repacked q6_K token embedding: get_rows), each block read back and dequantised
  * by to_float (q6_K's). */
