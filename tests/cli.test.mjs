@@ -43,7 +43,7 @@ test('errors are clear and exit non-zero', () => {
   assert.equal(badCmd.status, 2);
 });
 
-test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same tokens; the unrepacked q8_0 model runs the probe with auto, the repacked one has no fused tile to probe), --ignore-eos; bad values are refused', () => {
+test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same tokens; auto probes the unrepacked q8_0 model's fused tiles, the repacked one's AE_Q8_0_R4 switch), --ignore-eos; bad values are refused', () => {
   const base = ['run', MODEL, '-p', 'The Debian project is', '-n', '8', '--greedy', '--json', '--simd', 'relaxed'];
   const on = cli(...base, '--fused-dot', 'on', '--repack', 'off'), off = cli(...base, '--fused-dot', 'off', '--repack', 'off'), auto = cli(...base, '--ignore-eos');
   assert.deepEqual([on.fused_dot, off.fused_dot], [true, false]);
@@ -55,9 +55,9 @@ test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same
   const bench = (...a) => cli('bench', MODEL, '--prompt-tokens', '8', '--gen-tokens', '2', '--reps', '1', '--json', '--simd', 'relaxed', ...a);
   const b = bench('--repack', 'off');
   assert.equal(b.repacked, 0);
-  assert.ok(b.fused_dot_probe && b.fused_dot_probe.i16Ms > 0 && b.fused_dot_probe.fused === b.fused_dot, JSON.stringify(b.fused_dot_probe));
-  const r = bench();
-  assert.ok(r.repacked > 0 && r.fused_dot_probe === null && r.fused_dot === false, JSON.stringify([r.repacked, r.fused_dot_probe, r.fused_dot]));
+  assert.ok(b.fused_dot_probe && b.fused_dot_probe.tiles.i16Ms > 0 && b.fused_dot_probe.q8_0_r4 === null && b.fused_dot_probe.tiles.fused === b.fused_dot, JSON.stringify(b.fused_dot_probe));
+  const r = bench();   // every q8_0 matrix in AE_Q8_0_R4: only its switch is timed
+  assert.ok(r.repacked > 0 && r.fused_dot_probe && r.fused_dot_probe.tiles === null && r.fused_dot_probe.q8_0_r4.i32Ms > 0 && r.fused_dot_probe.q8_0_r4.fused === r.fused_dot, JSON.stringify([r.repacked, r.fused_dot_probe, r.fused_dot]));
   for (const [opt, val] of [['--fused-dot', 'maybe'], ['--repack', 'sometimes']]) {
     const bad = spawnSync(process.execPath, [CLI, 'run', MODEL, '-p', 'x', opt, val], { encoding: 'utf8' });
     assert.notEqual(bad.status, 0);

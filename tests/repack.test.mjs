@@ -119,8 +119,9 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   const PROMPT19 = Array.from({ length: 19 }, (_, i) => (i * 37 + 3) % 250);
   // q5_1: a vocabulary of 322 (rows % 4 != 0) keeps the output matrix in the X8 layout, whose relaxed matvec has the fused
   // form (the other q5_1 matrices take the relaxed build's R4 layout, which has none)
-  // q8_0: repack off keeps its matrices in the file layout, whose prefill GEMM has the fused tile (AE_Q8_0_R4 has one tile)
-  for (const [arch, dtype, shape, extra] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0', undefined, { repack: false }]]) {
+  // q8_0: repack off keeps its matrices in the file layout, whose prefill GEMM has the fused tile (AE_FUSED_TILES);
+  // repacked (AE_Q8_0_R4) its matvec and GEMM have their own switch (AE_FUSED_R8)
+  for (const [arch, dtype, shape, extra] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0', undefined, { repack: false }], ['llama', 'q8_0']]) {
     const g = await generateModel(arch, dtype, 3, shape ? { shape } : undefined);
     const go = async (opts) => {
       const m = await load(g.file, { nCtx: 64, simd: 'relaxed', ...extra, ...opts });
@@ -137,7 +138,9 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
     same(off, on, `${arch} ${dtype} fused dot on vs off`);
     same(on, on2, `${arch} ${dtype} fused dot 1 vs 2 threads`);
     const auto = await go({});
-    assert.ok(auto.probe && auto.probe.i16Ms > 0 && auto.probe.i32Ms > 0 && auto.probe.when === 'load' && auto.probe.fused === auto.fused, JSON.stringify(auto.probe));
+    const timings = auto.probe ? [auto.probe.tiles, auto.probe.q8_0_r4].filter(Boolean) : [];
+    assert.ok(timings.length > 0 && timings.every((t) => t.i16Ms > 0 && t.i32Ms > 0) && auto.probe.when === 'load' && timings.some((t) => t.fused) === auto.fused, JSON.stringify(auto.probe));
+    assert.equal(auto.probe.q8_0_r4 !== null, dtype === 'q8_0' && extra?.repack !== false, `${arch} ${dtype}: the q8_0 R4 switch is timed exactly when there are R4 q8_0 matrices`);
     same(off, auto, `${arch} ${dtype} fused dot auto (${auto.fused})`);
     const plain = await go({ simd: 'plain', fusedDot: true });
     assert.equal(plain.fused, false, 'the plain build has no fused tile');

@@ -26,23 +26,26 @@ void ae_matmul(ae_type t, const void *W, int ncols, const void *xq, size_t xq_st
 }
 
 int ae_fused_dot = 0;
-AE_EXPORT int ae_set_fused_dot(int on) {
+AE_EXPORT int ae_set_fused_dot(int mask) {
 #if defined(__wasm_relaxed_simd__)
-  ae_fused_dot = on != 0;
+  ae_fused_dot = mask & (AE_FUSED_TILES | AE_FUSED_R8);
 #else
-  (void)on;
+  (void)mask;
 #endif
   return ae_fused_dot;
 }
 
 /* Static zero data (finite zero scales): the timing does not depend on the values. The kernel is called through the
  * traits table, so the probe times the very function the forward pass runs (and its optimised code, once tiered up). */
-static uint8_t probe_w[8 * 16 * 18], probe_x[8 * 16 * 34];
+static uint8_t probe_w[8 * 16 * 34], probe_x[8 * 16 * 34];
 static float probe_y[8 * 8];
-AE_EXPORT int ae_probe_fused_dot(int fused, int reps) {
+AE_EXPORT int ae_probe_fused_dot(int kind, int on, int reps) {
   const int keep = ae_fused_dot;
-  ae_set_fused_dot(fused);
-  for (int i = 0; i < reps; i++) ae_matmul(AE_Q4_0_R4, probe_w, 512, probe_x, 16 * 34, 8, probe_y, 8, 0, 8);
+  ae_set_fused_dot(on ? keep | kind : keep & ~kind);
+  for (int i = 0; i < reps; i++) {
+    if (kind == AE_FUSED_R8) ae_matmul(AE_Q8_0_R4, probe_w, 512, probe_x, 16 * 34, 8, probe_y, 8, 0, 8);
+    else ae_matmul(AE_Q4_0_R4, probe_w, 512, probe_x, 16 * 34, 8, probe_y, 8, 0, 8);
+  }
   ae_fused_dot = keep;
   return (int)probe_y[0];
 }

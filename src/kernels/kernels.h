@@ -309,15 +309,21 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
-/* Which form the relaxed build's kernels take where they have two (docs/DESIGN.md "Relaxed SIMD", fused dot: the R4
- * q4_0 and the q8_0 prefill GEMMs, the q5_1 X8 matvec): 0 the i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds, 1
- * the i32 relaxed dot (ae_rdot) as the accumulation itself, one instruction where the host lowers it to AVX-VNNI
- * vpdpbusd (Chromium 156 on x64) and three in V8 11.x (Node 20). The forms give the same bits; only their speed differs by host, so the host times both
- * (ae_probe_fused_dot) and picks. A global in the shared memory: every thread's instance sees one value. The plain
- * build has no fused tile: ae_set_fused_dot returns 0 there. */
+/* Which form the relaxed build's kernels take where they have two (docs/DESIGN.md "Relaxed SIMD", fused dot); a mask.
+ * AE_FUSED_TILES (the R4 q4_0 and the file-layout q8_0 prefill GEMMs, the q5_1 X8 matvec): 0 the i16 relaxed dot
+ * (ae_rdot16: one pmaddubsw on x64) with i16 adds, 1 the i32 relaxed dot (ae_rdot) as the accumulation itself.
+ * AE_FUSED_R8 (the AE_Q8_0_R4 matvec and GEMM): 0 ae_rdot_w (the i16 relaxed dot widened by i32x4.dot_i16x8_s against
+ * ones in a register: 3 instructions on x64), 1 ae_rdot (one vpdpbusd where the host has AVX-VNNI, 5 instructions in
+ * V8 11 / 14 without it). The forms give the same bits; only their speed differs by host, so the host times both
+ * (ae_probe_fused_dot, per bit) and picks. A global in the shared memory: every thread's instance sees one value. The
+ * plain build has no fused form: ae_set_fused_dot returns 0 there. */
+#define AE_FUSED_TILES 1
+#define AE_FUSED_R8 2
 extern int ae_fused_dot;
-int ae_set_fused_dot(int on);                 /* returns the value now in effect */
-int ae_probe_fused_dot(int fused, int reps);  /* reps q4_0 R4 GEMMs (8 rows x 512 cols x 8 tokens, static zero data) */
+int ae_set_fused_dot(int mask);               /* returns the mask now in effect */
+/* times the kind's kernel (AE_FUSED_TILES: reps q4_0 R4 GEMMs, AE_FUSED_R8: reps q8_0 R4 GEMMs; 8 rows x 512 cols x 8
+ * tokens, static zero data) with that bit of the mask set to `on`; the mask is restored after */
+int ae_probe_fused_dot(int kind, int on, int reps);
 
 /* AE_Q5_0_X8 is the in-memory layout a q5_0 matrix gets at load (ae_model_repack_tensor), block by block in place:
  * the same 22 bytes (ae_block_q5_0's size), the f16 scale d first, then T[4] and A[16] in place of qh and qs. With

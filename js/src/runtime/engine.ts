@@ -146,20 +146,24 @@ export interface EngineOptions {
    */
   repack?: boolean | 'auto';
   /**
-   * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s, one AVX-VNNI vpdpbusd
-   * in Chromium 156 on an x64 CPU with AVX-VNNI, three instructions in Node 20's V8 and where the CPU lacks AVX-VNNI)
-   * instead of the i16 one plus adds, where a dtype has both
-   * (the repacked q4_0 prefill GEMM, the q8_0 prefill GEMM, the repacked q5_1 matvec; docs/DESIGN.md
-   * "Relaxed SIMD"). Both give the same bits; which is faster depends on the host. true, false, or 'auto' (default:
-   * timed on this host, Engine.fusedDotProbe, once at load and again after the warm-up, when the optimised code runs).
-   * No effect with the plain build or without such weights.
+   * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s: one AVX-VNNI vpdpbusd
+   * where V8 runs on an x64 CPU with AVX-VNNI, five instructions where the CPU lacks it) instead of the i16 relaxed dot
+   * plus adds or widening, where a dtype has both: the repacked q4_0 prefill GEMM, the file-layout q8_0 prefill GEMM and
+   * the X8 q5_1 matvec (one switch, C AE_FUSED_TILES) and the repacked q8_0 matvec and GEMM (AE_FUSED_R8; docs/DESIGN.md
+   * "Relaxed SIMD"). Both forms give the same bits; which is faster depends on the host. true (both switches), false,
+   * or 'auto' (default: each switch timed on this host for the kernels the model has, Engine.fusedDotProbe, once at
+   * load and again after the warm-up, when the optimised code runs). No effect with the plain build or without such
+   * weights.
    */
   fusedDot?: boolean | 'auto';
 }
 
-/** What the fused-dot probe measured (EngineOptions.fusedDot 'auto'): ms of each tile on the probe's GEMMs (best of its
- *  rounds) and the choice. */
-export interface FusedDotProbe { i16Ms: number; i32Ms: number; fused: boolean; when: 'load' | 'warmup' }
+/** One switch's probe: ms of each form on its probe GEMMs (best of the rounds) and the choice. */
+export interface FusedDotTiming { i16Ms: number; i32Ms: number; fused: boolean }
+/** What the fused-dot probes measured (EngineOptions.fusedDot 'auto'): `tiles` (AE_FUSED_TILES: timed on q4_0 R4
+ *  GEMMs; when the model has file-layout q8_0, non-R4 q4_0 or X8 q5_1 matrices) and `q8_0_r4` (AE_FUSED_R8: on q8_0 R4
+ *  GEMMs; when it has R4 q8_0 matrices). */
+export interface FusedDotProbe { tiles: FusedDotTiming | null; q8_0_r4: FusedDotTiming | null; when: 'load' | 'warmup' }
 
 const STACK_SIZE = 1 << 20;
 /** Dtypes repacked at load whose relaxed kernels have a fused-dot form (q4_0's R4 GEMM, q5_1's X8 matvec: not its R4 layout); q8_0's
@@ -260,7 +264,7 @@ export class Engine {
   private readonly tensorRoles = new Map<string, { layer: number; role: number }>();
   private readonly repackOpt: boolean | 'auto';
   private readonly fusedDotOpt: boolean | 'auto';
-  /** Whether the prefill runs the fused-dot GEMM tile (EngineOptions.fusedDot), and what the last probe measured. */
+  /** Whether any kernel runs its fused-dot form (EngineOptions.fusedDot), and what the last probe measured. */
   fusedDot = false;
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
@@ -650,35 +654,41 @@ export class Engine {
   }
 
   /**
-   * EngineOptions.fusedDot: set the C switch (ae_set_fused_dot; the plain build has one tile and keeps 0). 'auto' times
-   * both tiles on the probe's q4_0 GEMMs (ae_probe_fused_dot, ~2 ms per round) in alternating rounds and takes the
-   * fused one when its best round is at least 3% faster; only when the model has weights with a fused kernel (q8_0 in
-   * the file layout, FUSED_DOT_REPACKED). Either choice gives the same bits.
+   * EngineOptions.fusedDot: set the C switches (ae_set_fused_dot, a mask; the plain build has one form and keeps 0).
+   * 'auto' times each switch the model's kernels have on its probe GEMMs (ae_probe_fused_dot, ~2 ms per round) in
+   * alternating rounds and takes the fused form when its best round is at least 3% faster. Either choice gives the
+   * same bits.
    */
   private chooseFusedDot(when: 'load' | 'warmup'): void {
+    const TILES = 1, R8 = 2;   // kernels.h AE_FUSED_TILES, AE_FUSED_R8
     const opt = this.fusedDotOpt;
-    if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? 1 : 0) === 1; return; }
-    const fusedKernels = [...this.tensorTable].some(([n, t]) => t.dtype === 'q8_0' && !this.repacked.has(n))   // q8_0 in AE_Q8_0_R4 has one tile
+    if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? TILES | R8 : 0) !== 0; return; }
+    const tiles = [...this.tensorTable].some(([n, t]) => t.dtype === 'q8_0' && !this.repacked.has(n))
       || [...this.repacked].some((n) => !this.repackedR4.has(n) && FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''));
-    if (this.simd !== 'relaxed' || !fusedKernels) { this.fusedDot = this.core.ae_set_fused_dot(0) === 1; return; }
+    const r8 = [...this.repackedR4].some((n) => this.tensorTable.get(n)?.dtype === 'q8_0');
+    if (this.simd !== 'relaxed' || (!tiles && !r8)) { this.fusedDot = this.core.ae_set_fused_dot(0) !== 0; return; }
     const now = () => performance.now();
-    let reps = 64, i16Ms = Infinity, i32Ms = Infinity;
-    for (; reps < 1 << 16; reps *= 2) {   // enough repetitions for >= 1 ms per round (timer resolution)
-      const t = now();
-      this.core.ae_probe_fused_dot(0, reps);
-      if (now() - t >= 1) break;
-    }
-    for (let round = 0; round < 4; round++) {
-      for (const f of round % 2 ? [1, 0] : [0, 1]) {
+    const time = (kind: number): FusedDotTiming => {
+      let reps = 64, i16Ms = Infinity, i32Ms = Infinity;
+      for (; reps < 1 << 16; reps *= 2) {   // enough repetitions for >= 1 ms per round (timer resolution)
         const t = now();
-        this.core.ae_probe_fused_dot(f, reps);
-        const ms = now() - t;
-        if (f) i32Ms = Math.min(i32Ms, ms); else i16Ms = Math.min(i16Ms, ms);
+        this.core.ae_probe_fused_dot(kind, 0, reps);
+        if (now() - t >= 1) break;
       }
-    }
-    const fused = i32Ms < 0.97 * i16Ms;
-    this.fusedDot = this.core.ae_set_fused_dot(fused ? 1 : 0) === 1;
-    this.fusedDotProbe = { i16Ms: Math.round(i16Ms * 1000) / 1000, i32Ms: Math.round(i32Ms * 1000) / 1000, fused, when };
+      for (let round = 0; round < 4; round++) {
+        for (const f of round % 2 ? [1, 0] : [0, 1]) {
+          const t = now();
+          this.core.ae_probe_fused_dot(kind, f, reps);
+          const ms = now() - t;
+          if (f) i32Ms = Math.min(i32Ms, ms); else i16Ms = Math.min(i16Ms, ms);
+        }
+      }
+      const r3 = (ms: number) => Math.round(ms * 1000) / 1000;
+      return { i16Ms: r3(i16Ms), i32Ms: r3(i32Ms), fused: i32Ms < 0.97 * i16Ms };
+    };
+    const t = tiles ? time(TILES) : null, q = r8 ? time(R8) : null;
+    this.fusedDot = this.core.ae_set_fused_dot((t?.fused ? TILES : 0) | (q?.fused ? R8 : 0)) !== 0;
+    this.fusedDotProbe = { tiles: t, q8_0_r4: q, when };
   }
 
   /**

@@ -597,7 +597,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 0)) return;
-  if (ae_fused_dot) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8, 0);
+  if (ae_fused_dot & AE_FUSED_TILES) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8, 0);
   else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 0);
 }
 void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,

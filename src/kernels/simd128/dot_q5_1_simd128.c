@@ -19,7 +19,7 @@ static void load_x8(const uint8_t *blk, v128 *w0, v128 *w1) { ae_q5_0_x8_load(bl
 void ae_matvec_rows_q5_1_x8_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
 #if AE_RELAXED   /* the unsigned values through the relaxed dot (q32_simd128.h ae_q5_1_x8r_matvec4) */
   /* two specialisations: the fused dot (kernels.h ae_fused_dot; 1.1x from DRAM in Chromium 156) or the i16 one */
-  if (ae_fused_dot) ae_q5_1_x8r_matvec4((const ae_block_q5_1 *)W, ncols / AE_QK5_1, (const ae_block_q8_1 *)xq, y, r0, r1, 1);
+  if (ae_fused_dot & AE_FUSED_TILES) ae_q5_1_x8r_matvec4((const ae_block_q5_1 *)W, ncols / AE_QK5_1, (const ae_block_q8_1 *)xq, y, r0, r1, 1);
   else ae_q5_1_x8r_matvec4((const ae_block_q5_1 *)W, ncols / AE_QK5_1, (const ae_block_q8_1 *)xq, y, r0, r1, 0);
   return;
 #endif

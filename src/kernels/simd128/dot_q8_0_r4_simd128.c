@@ -16,7 +16,7 @@
  * The matvec reads 4 groups from the 4 quarters of its row range record by record, chunk-major within a record (the
  * chunk's two splats loaded once for the 4 groups, the 4 sums stored to a volatile slot after each chunk: TurboFan
  * otherwise hoists the record's loads and spills; see dot_q4_0_r4_simd128.c group4s). Per 16 weight bytes: a load, a
- * xor and the relaxed dot (pmaddubsw + pmaddwd + paddd in V8 without AVX-VNNI, one vpdpbusd with it), where the q8_0
+ * xor and the relaxed dot (ae_rdot_w: pmaddubsw + pmaddwd + paddd in V8 without AVX-VNNI), where the q8_0
  * file layout's matvec needs two i32x4.dot_i16x8 with their unpacking, and transposes its 4 rows' sums per block.
  * The plain build keeps q8_0 (model.c): its entry points here run the reference. */
 #include "simd128_util.h"
@@ -61,12 +61,19 @@ AE_INLINE v128 rec_scales8(const uint8_t *rec) { return ae_h4_scaled(rec); }
 AE_INLINE v128 fma8(v128 acc, v128 s, const r8x *x, const uint8_t *rec) {
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(rec_scales8(rec), wasm_v128_load32_splat(&x->dxs))));
 }
+/* s + the 4 rows' sums of chunk v against |x| (xa) with the signs moved by xm: ae_rdot_w (simd128_util.h) */
+AE_INLINE v128 r8_d(v128 s, v128 v, v128 xm, v128 xa, v128 ones) { return ae_rdot_w(wasm_v128_xor(v, xm), xa, s, ones); }
+/* the same with the i32 relaxed dot itself (AE_FUSED_R8: one vpdpbusd on an AVX-VNNI host) */
+AE_INLINE v128 r8_f(v128 s, v128 v, v128 xm, v128 xa) { return ae_rdot(wasm_v128_xor(v, xm), xa, s); }
+/* f (a constant after inlining: two specialisations) = ae_fused_dot & AE_FUSED_R8 */
+#define R8_D(S, v, xm, xa) S = f ? r8_f(S, v, xm, xa) : r8_d(S, v, xm, xa, ones)
 #define R8_CHUNK 512   /* blocks per column chunk of the matvec (40 KiB of prepared activations at most): a whole row up to
                         * 16384 columns, so each group is read as one run (shorter chunks broke the 4 streams: 0.6x from DRAM) */
-#define R8_DOT(s, p, j, xa, xm) ae_rdot(wasm_v128_xor(ae_load((p) + 8 + 16 * (j)), xm), xa, s)
+#define R8_DOT(s, p, j, xa, xm) (f ? r8_f(s, ae_load((p) + 8 + 16 * (j)), xm, xa) : r8_d(s, ae_load((p) + 8 + 16 * (j)), xm, xa, ones))
 
 /* One group, blocks [0, n): acc += its 4 rows' block terms. */
-AE_INLINE v128 group8(const uint8_t *rec, int n, const r8x *x, v128 acc) {
+AE_INLINE v128 group8(const uint8_t *rec, int n, const r8x *x, v128 acc, const int f) {
+  const v128 ones = ae_i16_ones();
   for (int b = 0; b < n; b++, rec += AE_R8_REC, x++) {
     v128 s = wasm_v128_load32_splat(&x->c);
 #pragma clang loop unroll(full)
@@ -76,8 +83,9 @@ AE_INLINE v128 group8(const uint8_t *rec, int n, const r8x *x, v128 acc) {
   return acc;
 }
 /* Four groups far apart, record by record, chunk-major within a record (see the top). */
-AE_INLINE void group4s8(const uint8_t *const r[4], int n, const r8x *x, v128 acc[4]) {
+AE_INLINE void group4s8(const uint8_t *const r[4], int n, const r8x *x, v128 acc[4], const int f) {
   volatile v128 sink[4];
+  const v128 ones = ae_i16_ones();
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
   for (int b = 0; b < n; b++, p0 += AE_R8_REC, p1 += AE_R8_REC, p2 += AE_R8_REC, p3 += AE_R8_REC, x++) {
@@ -94,8 +102,7 @@ AE_INLINE void group4s8(const uint8_t *const r[4], int n, const r8x *x, v128 acc
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 
-void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  if (r0 >= r1) return;
+AE_INLINE void matvec8(const void *W, int ncols, const void *xq, float *y, int r0, int r1, const int f) {
   const int nb = ncols / AE_QK8_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
   const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
@@ -111,13 +118,13 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R8_REC; acc[k] = c0 ? ae_load(R8_DST(g)) : wasm_f32x4_splat(0.0f); }
-        group4s8(r, n, xs, acc);
+        group4s8(r, n, xs, acc, f);
         for (int k = 0; k < 4; k++) ae_store(R8_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = R8_DST(g);
-        ae_store(d, group8((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R8_REC, n, xs, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+        ae_store(d, group8((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_R8_REC, n, xs, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f), f));
       }
     }
   }
@@ -127,60 +134,92 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
     if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
   }
 }
+void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 >= r1) return;
+  if (ae_fused_dot & AE_FUSED_R8) matvec8(W, ncols, xq, y, r0, r1, 1);
+  else matvec8(W, ncols, xq, y, r0, r1, 0);
+}
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' prepared blocks sit in one
- * stack array (per block the 4 tokens' r8x), so every splat is a load at a constant offset from one pointer. Per
- * record each chunk is loaded once for the 4 tokens; per token two splats, a xor and the relaxed dot. The 4 tokens'
- * sums go to a volatile slot after each chunk (as the matvec). Per (row, token) the matvec's integer sums and float
- * sequence: bit-identical. ---- */
+/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 4 tokens (R8_TG x R8_TT), one group x 4 tokens for a last odd group.
+ * Per column chunk the 4 tokens' prepared blocks sit in one stack array (per block the 4 tokens' r8x), so every splat
+ * is a load at a constant offset from one pointer. Per record chunk: one load per group; per token two splats shared
+ * by the 2 groups; per group and token a xor and ae_rdot_w. The sums go to a volatile slot after each chunk (as the
+ * matvec; without them TurboFan hoists and spills: 0.6x). 2 x 4 against session 13's 1 x 4 with ae_rdot: 1.38x in
+ * Node, 1.40x in Chromium; 2 x 3 1.33x, 2 x 2 1.31x, 3 x 3 1.26x, 4 x 2 1.33x (docs/PERFORMANCE.md "Session 16").
+ * Per (row, token) the matvec's integer sums and float sequence: bit-identical. ---- */
 #define R8_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
 #define R8_GEMM_CB 32     /* blocks per column chunk: 32 x 4 x 80 B = 10 KiB */
 
-AE_INLINE void tile8(const uint8_t *rec, int n, const r8x *x, volatile v128 *acc) {
-  volatile v128 sink[4];
-  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  for (int b = 0; b < n; b++, rec += AE_R8_REC, x += 4) {
-    v128 s0 = wasm_v128_load32_splat(&x[0].c), s1 = wasm_v128_load32_splat(&x[1].c);
-    v128 s2 = wasm_v128_load32_splat(&x[2].c), s3 = wasm_v128_load32_splat(&x[3].c);
-#pragma clang loop unroll(full)
-    for (int j = 0; j < 8; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j);
-#define R8_T(S, t) S = ae_rdot(wasm_v128_xor(v, wasm_v128_load32_splat(x[t].mx + 4 * j)), wasm_v128_load32_splat(x[t].ax + 4 * j), S)
-      R8_T(s0, 0); R8_T(s1, 1); R8_T(s2, 2); R8_T(s3, 3);
-#undef R8_T
-      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
-    }
-    a0 = fma8(a0, s0, x, rec); a1 = fma8(a1, s1, x + 1, rec); a2 = fma8(a2, s2, x + 2, rec); a3 = fma8(a3, s3, x + 3, rec);
-  }
-  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-}
+#define R8_TT 4
 
-void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  int a0, a1;   /* whole groups; the rows outside them: the matvec per token */
-  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q8_0_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+#define R8_TG 2
+/* G groups x R8_TT tokens: each token's splats serve the G groups */
+#define R8_TILE(NAME, G)                                                                                              \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {                    \
+  volatile v128 sink[G * R8_TT];                                                                                      \
+  const v128 ones = ae_i16_ones();                                                                                        \
+  for (int b = 0; b < n; b++, rec += AE_R8_REC, x += R8_TT) {                                                         \
+    v128 s[G * R8_TT];                                                                                                \
+    _Pragma("clang loop unroll(full)")                                                                                \
+    for (int t = 0; t < R8_TT; t++) { const v128 c = wasm_v128_load32_splat(&x[t].c); for (int g = 0; g < G; g++) s[R8_TT * g + t] = c; } \
+    _Pragma("clang loop unroll(full)")                                                                                \
+    for (int j = 0; j < 8; j++) {                                                                                     \
+      v128 v[G];                                                                                                      \
+      for (int g = 0; g < G; g++) v[g] = ae_load(rec + g * gs + 8 + 16 * j);                                          \
+      _Pragma("clang loop unroll(full)")                                                                              \
+      for (int t = 0; t < R8_TT; t++) {                                                                               \
+        const v128 xm = wasm_v128_load32_splat(x[t].mx + 4 * j), xa = wasm_v128_load32_splat(x[t].ax + 4 * j);       \
+        for (int g = 0; g < G; g++) { R8_D(s[R8_TT * g + t], v[g], xm, xa); sink[R8_TT * g + t] = s[R8_TT * g + t]; } \
+      }                                                                                                               \
+    }                                                                                                                 \
+    _Pragma("clang loop unroll(full)")                                                                                \
+    for (int t = 0; t < R8_TT; t++)                                                                                   \
+      for (int g = 0; g < G; g++) acc[R8_TT * g + t] = fma8(acc[R8_TT * g + t], s[R8_TT * g + t], x + t, rec + g * gs); \
+  }                                                                                                                   \
+}
+R8_TILE(tile8, 1)
+R8_TILE(tile8g, R8_TG)
+
+AE_INLINE void gemm8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int a0,
+                     int a1, const int f) {
   const int nb = ncols / AE_QK8_0;
   const size_t rs = (size_t)nb * sizeof(ae_block_q8_0);
-  r8x xs[4 * R8_GEMM_CB];
-  volatile v128 acc[4];
+  r8x xs[R8_TT * R8_GEMM_CB];
+  volatile v128 acc[R8_TG * R8_TT];
   for (int rc = a0; rc < a1; rc += R8_GEMM_ROWS) {
     const int re = rc + R8_GEMM_ROWS < a1 ? rc + R8_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 4) {
-      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
+      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
       for (int c0 = 0; c0 < nb; c0 += R8_GEMM_CB) {
         const int n = nb - c0 < R8_GEMM_CB ? nb - c0 : R8_GEMM_CB;
-        for (int t = 0; t < 4; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_0 *xb = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
-          for (int b = 0; b < n; b++) prep8(xb + b, xs + 4 * b + t);
+          for (int b = 0; b < n; b++) prep8(xb + b, xs + R8_TT * b + t);
         }
-        for (int r = rc; r < re; r += 4) {
-          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          tile8((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, n, xs, acc);
+        int r = rc;
+        for (; r + 4 * R8_TG <= re; r += 4 * R8_TG) {
+          for (int g = 0; g < R8_TG; g++)
+            for (int t = 0; t < R8_TT; t++) acc[R8_TT * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+          const uint8_t *w0 = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
+          tile8g(w0, 4 * rs, n, xs, acc, f);
+          for (int g = 0; g < R8_TG; g++)
+            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[R8_TT * g + t]);
+        }
+        for (; r < re; r += 4) {
+          for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          tile8((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
     }
   }
+}
+void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  int a0, a1;   /* whole groups; the rows outside them: the matvec per token */
+  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q8_0_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+  if (ae_fused_dot & AE_FUSED_R8) gemm8(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 1);
+  else gemm8(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 0);
 }
 #else
 /* The plain build keeps q8_0 in the file layout (model.c): this layout's kernels are the reference there. */

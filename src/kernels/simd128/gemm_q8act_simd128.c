@@ -207,7 +207,7 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
 void ae_matmul_rows_q8_0_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                  int y_stride, int r0, int r1) {
 #if AE_RELAXED
-  if (ae_fused_dot) { gemm(W_Q8_0F, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
+  if (ae_fused_dot & AE_FUSED_TILES) { gemm(W_Q8_0F, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1); return; }
 #endif
   gemm(W_Q8_0, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }

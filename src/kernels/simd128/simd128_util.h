@@ -27,6 +27,20 @@ AE_INLINE v128 ae_rdot(v128 a_i8, v128 b_u7, v128 acc) {
 AE_INLINE v128 ae_rdot16(v128 a_i8, v128 b_u7) {
   return (v128)__builtin_wasm_relaxed_dot_i8x16_i7x16_s_i16x8((ae_i8x16)a_i8, (ae_i8x16)b_u7);
 }
+/* ae_rdot with the widening spelled out: acc + i32x4.dot_i16x8_s(ae_rdot16(a, b), ones), the same sums as ae_rdot.
+ * V8 without AVX-VNNI lowers ae_rdot to pmaddubsw + pmaddwd + paddd and rebuilds the pmaddwd's i16 ones (pcmpeqd +
+ * psrlw) at every use: 5 instructions. With ones = ae_i16_ones() loaded once per function (the opaque pointer keeps
+ * clang from folding it into a v128.const, which V8 would rebuild per use too), this is 3: in a tile of many dots
+ * that is 1.25x (the q8_0 R4 GEMM; docs/PERFORMANCE.md "Session 16"). */
+AE_INLINE v128 ae_i16_ones(void) {
+  static const int16_t k1[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const int16_t *p = k1;
+  __asm__("" : "+r"(p));
+  return wasm_v128_load(p);
+}
+AE_INLINE v128 ae_rdot_w(v128 a_i8, v128 b_u7, v128 acc, v128 ones) {
+  return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(a_i8, b_u7), ones));
+}
 #else
 #define AE_RELAXED 0
 #endif
