@@ -43,7 +43,7 @@ test('errors are clear and exit non-zero', () => {
   assert.equal(badCmd.status, 2);
 });
 
-test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same tokens; auto probes the unrepacked q8_0 model's fused tiles, the repacked one's AE_Q8_0_R4 switch), --ignore-eos; bad values are refused', () => {
+test('aether run / bench: --fused-dot on|off|auto and --repack on|off|auto (same tokens; auto times the fused tiles of the unrepacked q8_0 model and the AE_Q8_0_R4 switch of the repacked one), --ignore-eos; bad values are refused', () => {
   const base = ['run', MODEL, '-p', 'The Debian project is', '-n', '8', '--greedy', '--json', '--simd', 'relaxed'];
   const on = cli(...base, '--fused-dot', 'on', '--repack', 'off'), off = cli(...base, '--fused-dot', 'off', '--repack', 'off'), auto = cli(...base, '--ignore-eos');
   assert.deepEqual([on.fused_dot, off.fused_dot], [true, false]);
