@@ -200,42 +200,62 @@ void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, fl
   }
 }
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' quants are copied to one
- * stack array (so every splat is a load at a constant offset from one pointer) next to their prepared sums; per
- * record each chunk is loaded and unpacked once for the 4 tokens, per token two splats and two relaxed dots; the
- * 4 tokens' i16 sums go to a volatile slot after each chunk (as the matvec). Per (row, token) the matvec's integer
+/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 3 tokens (RK4_G x RK4_T; one group x 3 tokens for a last odd group).
+ * Per column chunk the 3 tokens' quants are copied to one stack array (so every splat is a load at a constant offset
+ * from one pointer) next to their prepared sums; per record chunk each group's chunk is loaded and unpacked once for
+ * the 3 tokens, per token two splats shared by the 2 groups, per group and token two relaxed dots; the i16 sums go to
+ * a volatile slot after each chunk (as the matvec), the groups' decoded scales and the i32 sums wait in volatile
+ * slots. Against session 13's 1 x 4 tile (docs/PERFORMANCE.md "Session 16"): 1.10-1.18x in Node, 1.03x in Chromium
+ * at 64 tokens, 1.33x at 17; 2 x 4 spills (1.00x), 3 x 2 and 2 x 2 1.01-1.02x. Per (row, token) the matvec's integer
  * sums and float sequence: bit-identical. ---- */
 #define RK4_GEMM_ROWS 64   /* rows per chunk (16 groups) */
 #define RK4_GEMM_CB 8      /* super-blocks per column chunk: 8 x (4 x 256 + 4 x 48) B = 9.5 KiB */
-typedef struct { int8_t q[4][256]; rk4x a[4]; } rk4t;
+#define RK4_T 3            /* tokens per tile */
+#define RK4_G 2            /* groups per tile */
+typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
 
-AE_INLINE void tile_k4(const uint8_t *rec, int n, const rk4t *x, volatile v128 *acc) {
-  volatile v128 sink[4], sq[4];
-  for (int b = 0; b < n; b++, rec += AE_RK4_REC, x++) {
-    const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
-    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
-#define RK4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
-#define RK4_TT(S, t, j, c) S = wasm_i16x8_add(S, wasm_i16x8_add(ae_rdot16(RK4_SPL(t, 32 * (j) + 8 * (c)), lo), ae_rdot16(RK4_SPL(t, 32 * (j) + 8 * (c) + 4), hi)))
-#define RK4_SUBT(j) do { \
-      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
-      _Pragma("clang loop unroll(full)") \
-      for (int c = 0; c < 4; c++) { \
-        const v128 v = ae_load(rec + 64 + 16 * (4 * (j) + c)), f = wasm_i8x16_splat(0x0f); \
-        const v128 lo = wasm_v128_and(v, f), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), f); \
-        RK4_TT(s0, 0, j, c); RK4_TT(s1, 1, j, c); RK4_TT(s2, 2, j, c); RK4_TT(s3, 3, j, c); \
-        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; \
-      } \
-      const v128 P = RK4_P((j) < 4 ? sa : sb, (j) & 3); \
-      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, P)); sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, P)); \
-      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, P)); sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, P)); \
-    } while (0)
-    RK4_SUBT(0); RK4_SUBT(1); RK4_SUBT(2); RK4_SUBT(3); RK4_SUBT(4); RK4_SUBT(5); RK4_SUBT(6); RK4_SUBT(7);
-#undef RK4_SUBT
-#undef RK4_TT
-#undef RK4_SPL
-    for (int t = 0; t < 4; t++) acc[t] = rk4_fma(acc[t], sq[t], rec, &x->a[t]);
-  }
+/* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
+AE_INLINE v128 rk4_p(v128 S, int jj) {   /* RK4_P with jj known after unrolling */
+  switch (jj) { case 0: return RK4_P(S, 0); case 1: return RK4_P(S, 1); case 2: return RK4_P(S, 2); default: return RK4_P(S, 3); }
 }
+#define RK4_TILE(NAME, G)                                                                                             \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
+  volatile v128 sink[G * RK4_T], sq[G * RK4_T], sc[G][2];                                                             \
+  for (int b = 0; b < n; b++, rec += AE_RK4_REC, x++) {                                                               \
+    for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
+    for (int i = 0; i < G * RK4_T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
+    _Pragma("clang loop unroll(full)")                                                                                \
+    for (int j = 0; j < 8; j++) {                                                                                     \
+      v128 s[G * RK4_T];                                                                                              \
+      for (int i = 0; i < G * RK4_T; i++) s[i] = wasm_i32x4_splat(0);                                                 \
+      _Pragma("clang loop unroll(full)")                                                                              \
+      for (int c = 0; c < 4; c++) {                                                                                   \
+        v128 lo[G], hi[G];                                                                                            \
+        const v128 f = wasm_i8x16_splat(0x0f);                                                                        \
+        for (int g = 0; g < G; g++) {                                                                                 \
+          const v128 v = ae_load(rec + g * gs + 64 + 16 * (4 * j + c));                                               \
+          lo[g] = wasm_v128_and(v, f); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);                                \
+        }                                                                                                             \
+        _Pragma("clang loop unroll(full)")                                                                            \
+        for (int t = 0; t < RK4_T; t++) {                                                                             \
+          const v128 xl = wasm_v128_load32_splat(x->q[t] + 32 * j + 8 * c), xh = wasm_v128_load32_splat(x->q[t] + 32 * j + 8 * c + 4); \
+          for (int g = 0; g < G; g++) {                                                                               \
+            s[RK4_T * g + t] = wasm_i16x8_add(s[RK4_T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
+            sink[RK4_T * g + t] = s[RK4_T * g + t];                                                                   \
+          }                                                                                                           \
+        }                                                                                                             \
+      }                                                                                                               \
+      for (int g = 0; g < G; g++) {                                                                                   \
+        const v128 P = rk4_p(j < 4 ? sc[g][0] : sc[g][1], j & 3);                                                       \
+        for (int t = 0; t < RK4_T; t++) sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P)); \
+      }                                                                                                               \
+    }                                                                                                                 \
+    for (int g = 0; g < G; g++)                                                                                       \
+      for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = rk4_fma(acc[RK4_T * g + t], sq[RK4_T * g + t], rec + g * gs, &x->a[t]); \
+  }                                                                                                                   \
+}
+RK4_TILE(tile_k4, 1)
+RK4_TILE(tile_k4g, RK4_G)
 
 void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
@@ -244,20 +264,28 @@ void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, si
   const int nb = ncols / AE_QK_K;
   const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
   rk4t xs[RK4_GEMM_CB];
-  volatile v128 acc[4];
+  volatile v128 acc[RK4_G * RK4_T];
   for (int rc = a0; rc < a1; rc += RK4_GEMM_ROWS) {
     const int re = rc + RK4_GEMM_ROWS < a1 ? rc + RK4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 4) {
-      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+    for (int t0 = 0; t0 < nvec; t0 += RK4_T) {
+      const int nt = nvec - t0 < RK4_T ? nvec - t0 : RK4_T;
       for (int c0 = 0; c0 < nb; c0 += RK4_GEMM_CB) {
         const int n = nb - c0 < RK4_GEMM_CB ? nb - c0 : RK4_GEMM_CB;
-        for (int t = 0; t < 4; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        for (int t = 0; t < RK4_T; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) { __builtin_memcpy(xs[b].q[t], xb[b].qs, 256); prepk(xb + b, &xs[b].a[t]); }
         }
-        for (int r = rc; r < re; r += 4) {
-          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          tile_k4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, n, xs, acc);
+        int r = rc;
+        for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
+          for (int g = 0; g < RK4_G; g++)
+            for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+          tile_k4g((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, 4 * rs, n, xs, acc);
+          for (int g = 0; g < RK4_G; g++)
+            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[RK4_T * g + t]);
+        }
+        for (; r < re; r += 4) {
+          for (int t = 0; t < RK4_T; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          tile_k4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, 4 * rs, n, xs, acc);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
