@@ -427,7 +427,9 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 }
 
 #if AE_RELAXED
-/* Relaxed: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' activations are copied to one
+/* Relaxed: tiles of 4 rows (one group) x 4 tokens (q5_0 / q5_1 R4; q4_0 takes 2 groups x 3 tokens since session 16,
+ * gemm_tile3g2 below: each token's splats serve both groups, 1.02-1.05x at 64 tokens, 1.20x at 17, Node and Chromium
+ * alike; docs/PERFORMANCE.md "Session 16"). Per column chunk the 4 tokens' activations are copied to one
  * stack array (xt4: per block the 4 tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the
  * tile is a load at a constant offset from one pointer. Per record the chunks are loaded and their nibbles unpacked
  * once for the 4 tokens; per token 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as
@@ -495,6 +497,42 @@ AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 
+/* gemm_tile4's arithmetic over G groups (gs bytes apart) x 3 tokens (prep_tk's records with k = 3: q[3][32], nsum[3],
+ * dxs[3], 120 B): each token's 8 splats per block serve the G groups. */
+#define R4_G3(NAME, G)                                                                                               \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, volatile v128 *acc) {                    \
+  volatile v128 sink[3 * G];                                                                                         \
+  const v128 m = wasm_i8x16_splat(0x0f);                                                                             \
+  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 120) {                                                          \
+    v128 s[3 * G];                                                                                                   \
+    for (int t = 0; t < 3; t++) { const v128 o = wasm_v128_load32_splat(x + 96 + 4 * t); for (int g = 0; g < G; g++) s[3 * g + t] = o; } \
+    _Pragma("clang loop unroll(full)")                                                                               \
+    for (int j = 0; j < 4; j++) {                                                                                    \
+      v128 lo[G], hi[G];                                                                                             \
+      for (int g = 0; g < G; g++) {                                                                                  \
+        const v128 v = ae_load(rec + g * gs + 8 + 16 * j);                                                           \
+        lo[g] = wasm_v128_and(v, m); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), m);                                 \
+      }                                                                                                              \
+      _Pragma("clang loop unroll(full)")                                                                             \
+      for (int t = 0; t < 3; t++) {                                                                                  \
+        const v128 xl = wasm_v128_load32_splat(x + 32 * t + 8 * j), xh = wasm_v128_load32_splat(x + 32 * t + 8 * j + 4); \
+        for (int g = 0; g < G; g++) {                                                                                \
+          s[3 * g + t] = wasm_i16x8_add(s[3 * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));    \
+          sink[3 * g + t] = s[3 * g + t];                                                                            \
+        }                                                                                                            \
+      }                                                                                                              \
+    }                                                                                                                \
+    for (int g = 0; g < G; g++) {                                                                                    \
+      const v128 dw = rec_scales(rec + g * gs);                                                                      \
+      for (int t = 0; t < 3; t++)                                                                                    \
+        acc[3 * g + t] = wasm_f32x4_add(acc[3 * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(                     \
+            wasm_i32x4_extadd_pairwise_i16x8(s[3 * g + t])), wasm_f32x4_mul(dw, wasm_v128_load32_splat(x + 108 + 4 * t)))); \
+    }                                                                                                                \
+  }                                                                                                                  \
+}
+R4_G3(gemm_tile3g1, 1)
+R4_G3(gemm_tile3g2, 2)
+
 /* gemm_tile4 on AE_Q5_0_R4 records: the 5th bits or-ed into the unpacked chunks, the i16 sums widened after chunks 1
  * and 3 (the first half's i32 sums in a volatile slot); per (row, token) the q5_0 R4 matvec's sequence. */
 AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc, int kind) {
@@ -558,7 +596,7 @@ AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile 
   }
 }
 
-/* Both tiles' driver (k = 4: the i16 tile, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k
+/* The tiles' driver (k = 3: q4_0's i16 tile over 2 groups, k = 4: the q5 i16 tiles, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k
  * (a last group of fewer tokens repeats its last token and stores only the real ones), column chunks whose k tokens'
  * activations are prepared on the stack (10 KiB either way; partial sums cross chunks through y, exactly). */
 #define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
@@ -578,8 +616,24 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const uint8_t *xb[8];
         for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, k, (uint8_t *)xs, k == 4 && !q5 ? 3 : q5);
-        for (int r = rc; r < re; r += 4) {
+        prep_tk(xb, n, k, (uint8_t *)xs, k <= 4 && !q5 ? 3 : q5);
+        int r = rc;
+        if (k == 3) {   /* q4_0, the i16 tile: 2 groups x 3 tokens, then a last odd group */
+          for (; r + 8 <= re; r += 8) {
+            for (int g = 0; g < 2; g++)
+              for (int t = 0; t < 3; t++) acc[3 * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+            gemm_tile3g2((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz, 4 * rs, n, (const uint8_t *)xs, acc);
+            for (int g = 0; g < 2; g++)
+              for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[3 * g + t]);
+          }
+          for (; r < re; r += 4) {
+            for (int t = 0; t < 3; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+            gemm_tile3g1((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz, 4 * rs, n, (const uint8_t *)xs, acc);
+            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+          }
+          continue;
+        }
+        for (; r < re; r += 4) {
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
           if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
@@ -598,7 +652,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 0)) return;
   if (ae_fused_dot & AE_FUSED_TILES) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8, 0);
-  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 0);
+  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 3, 0);
 }
 void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
