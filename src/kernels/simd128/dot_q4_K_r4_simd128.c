@@ -104,17 +104,31 @@ AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x) {
   return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
                                             wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(rk4_mins(rec, x)))));
 }
-/* i16 lanes 2k, 2k+1 = scale jj (< 4) of row k, from SCa / SCb */
-#define RK4_P(S, jj) wasm_i8x16_shuffle(S, wasm_i32x4_splat(0), (jj), 16, (jj), 16, 4 + (jj), 16, 4 + (jj), 16, 8 + (jj), 16, 8 + (jj), 16, \
-                                         12 + (jj), 16, 12 + (jj), 16)
 /* s += row pair sums of chunk (j, c) of record p against the splats xl, xh */
 AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
   const v128 v = ae_load(p + 64 + 16 * (4 * j + c)), f = wasm_i8x16_splat(0x0f);
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, f)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f))));
 }
 
+/* Index vectors M[jj] (jj = 0..3): ae_rswizzle(SCa or SCb, M[jj]) puts scale jj of row k (byte 4k + jj) in i16 lanes
+ * 2k and 2k + 1 (high bytes 0). Loaded once per call (rk4_masks): a constant i8x16.shuffle's mask is rebuilt by V8 at
+ * every use (4 instructions); this is 1.07-1.16x on the matvec, 1.02x on the GEMM (docs/PERFORMANCE.md "Session 16"). */
+static const uint8_t rk4_pm[4][16] = {
+#define RK4_PM(jj) { (jj), 0x80, (jj), 0x80, 4 + (jj), 0x80, 4 + (jj), 0x80, 8 + (jj), 0x80, 8 + (jj), 0x80, 12 + (jj), 0x80, 12 + (jj), 0x80 }
+  RK4_PM(0), RK4_PM(1), RK4_PM(2), RK4_PM(3)
+#undef RK4_PM
+};
+
+AE_INLINE void rk4_masks(v128 M[4]) {
+  const uint8_t *pm = &rk4_pm[0][0];
+  __asm__("" : "+r"(pm));
+  for (int i = 0; i < 4; i++) M[i] = ae_load(pm + 16 * i);
+}
+
 /* One group, super-blocks [0, n) */
 AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc) {
+  v128 M[4];
+  rk4_masks(M);
   for (int b = 0; b < n; b++, rec += AE_RK4_REC) {
     const int8_t *q = x[b].qs;
     const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
@@ -122,7 +136,7 @@ AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const
 #define RK4_SUB1(j) do { \
       v128 s = wasm_i32x4_splat(0); \
       for (int c = 0; c < 4; c++) s = rk4_chunk(s, rec, j, c, wasm_v128_load32_splat(q + 32 * (j) + 8 * c), wasm_v128_load32_splat(q + 32 * (j) + 8 * c + 4)); \
-      sq = wasm_i32x4_add(sq, wasm_i32x4_dot_i16x8(s, RK4_P((j) < 4 ? sa : sb, (j) & 3))); \
+      sq = wasm_i32x4_add(sq, wasm_i32x4_dot_i16x8(s, ae_rswizzle((j) < 4 ? sa : sb, M[(j) & 3]))); \
     } while (0)
     RK4_SUB1(0); RK4_SUB1(1); RK4_SUB1(2); RK4_SUB1(3); RK4_SUB1(4); RK4_SUB1(5); RK4_SUB1(6); RK4_SUB1(7);
 #undef RK4_SUB1
@@ -134,6 +148,8 @@ AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const
  * i32 sums wait in volatile slots (only touched once per sub-block). */
 AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
   volatile v128 sink[4], sc[4][2], sq[4];
+  v128 M[4];
+  rk4_masks(M);
   for (int b = 0; b < n; b++) {
     /* the record pointers opaque: every chunk load takes a constant offset (DESIGN.md "Repacked weights") */
     const uint8_t *a0 = r[0] + (size_t)b * AE_RK4_REC, *a1 = r[1] + (size_t)b * AE_RK4_REC, *a2 = r[2] + (size_t)b * AE_RK4_REC, *a3 = r[3] + (size_t)b * AE_RK4_REC;
@@ -152,10 +168,10 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
         s2 = rk4_chunk(s2, p2, j, c, xl, xh); s3 = rk4_chunk(s3, p3, j, c, xl, xh); \
         sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; \
       } \
-      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, RK4_P(sc[0][(j) >> 2], (j) & 3))); \
-      sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, RK4_P(sc[1][(j) >> 2], (j) & 3))); \
-      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, RK4_P(sc[2][(j) >> 2], (j) & 3))); \
-      sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, RK4_P(sc[3][(j) >> 2], (j) & 3))); \
+      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, ae_rswizzle(sc[0][(j) >> 2], M[(j) & 3]))); \
+      sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, ae_rswizzle(sc[1][(j) >> 2], M[(j) & 3]))); \
+      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, ae_rswizzle(sc[2][(j) >> 2], M[(j) & 3]))); \
+      sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, ae_rswizzle(sc[3][(j) >> 2], M[(j) & 3]))); \
     } while (0)
     RK4_SUB4(0); RK4_SUB4(1); RK4_SUB4(2); RK4_SUB4(3); RK4_SUB4(4); RK4_SUB4(5); RK4_SUB4(6); RK4_SUB4(7);
 #undef RK4_SUB4
@@ -215,12 +231,11 @@ void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
 
 /* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
-AE_INLINE v128 rk4_p(v128 S, int jj) {   /* RK4_P with jj known after unrolling */
-  switch (jj) { case 0: return RK4_P(S, 0); case 1: return RK4_P(S, 1); case 2: return RK4_P(S, 2); default: return RK4_P(S, 3); }
-}
 #define RK4_TILE(NAME, G)                                                                                             \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
   volatile v128 sink[G * RK4_T], sq[G * RK4_T], sc[G][2];                                                             \
+  v128 M[4];                                                                                                          \
+  rk4_masks(M);                                                                                                       \
   for (int b = 0; b < n; b++, rec += AE_RK4_REC, x++) {                                                               \
     for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
     for (int i = 0; i < G * RK4_T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
@@ -246,7 +261,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
         }                                                                                                             \
       }                                                                                                               \
       for (int g = 0; g < G; g++) {                                                                                   \
-        const v128 P = rk4_p(j < 4 ? sc[g][0] : sc[g][1], j & 3);                                                       \
+        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                                     \
         for (int t = 0; t < RK4_T; t++) sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \

@@ -41,6 +41,9 @@ AE_INLINE v128 ae_i16_ones(void) {
 AE_INLINE v128 ae_rdot_w(v128 a_i8, v128 b_u7, v128 acc, v128 ones) {
   return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(a_i8, b_u7), ones));
 }
+/* i8x16.relaxed_swizzle: one pshufb on x64 (i8x16.swizzle adds a saturating fix-up for indices >= 16). Host-independent
+ * when every index is < 16 or has its top bit set (both give 0 on every host). */
+AE_INLINE v128 ae_rswizzle(v128 a, v128 idx) { return (v128)__builtin_wasm_relaxed_swizzle_i8x16((ae_i8x16)a, (ae_i8x16)idx); }
 #else
 #define AE_RELAXED 0
 #endif
