@@ -3,7 +3,7 @@
 // weights, same activation), with a bit-for-bit check of every version against the scalar reference.
 //   node bench/kernel-ab.mjs [--type q4_0|q4_0_r4|q8_0|q5_0|q5_0_x8|q4_K|q6_K|...] [--shape ROWSxCOLS] [--mode hot|cold] [--relaxed]
 //                            [--revs HEAD~1,work] [--rounds 9] [--tokens N] [--cold-mib 256] [--fused-dot] [--browser] [--wall]
-// --type q4_0_r4 / q5_0_r4 / q5_1_r4 / q8_0_r4 / q4_K_r4 / q6_K_r4 / q5_0_x8 / q5_1_x8 / q5_K_x / q6_K_x: the load-time repacked q4_0 / q5_0 / q5_1 /
+// --type q4_0_r4 / q5_0_r4 / q5_1_r4 / q8_0_r4 / q4_K_r4 / q5_K_r4 / q6_K_r4 / q5_0_x8 / q5_1_x8 / q5_K_x / q6_K_x: the load-time repacked q4_0 / q5_0 / q5_1 /
 //   q8_0 / q4_K layouts (kernels.h; the q5, q8_0 and q4_K R4 ones: the relaxed build's), checked against the file dtype's
 //   reference. Several types of one file dtype (--type q5_0,q5_0_x8): each type's kernels of every revision, on the
 //   same weights (a copy set per layout), interleaved in the same rounds.
@@ -35,16 +35,16 @@ const { has, opt } = args();
 const types = String(opt('--type', 'q4_0')).split(',');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
 const TYPES = { q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
-  q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], q5_0_x8: [22, 32, 'q8_0', [0]], q4_1: [20, 32, 'q8_1', [0, 2]], q5_1: [24, 32, 'q8_1', [0, 2]], q5_1_x8: [24, 32, 'q8_1', [0, 2]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]], q5_0_r4: [22, 32, 'q8_0', [0]], q5_1_r4: [24, 32, 'q8_1', [0, 2]], q8_0_r4: [34, 32, 'q8_0', [0]], q4_K_r4: [144, 256, 'q8_K', [0, 2]], q5_K_x: [176, 256, 'q8_K', [0, 2]], q6_K_x: [210, 256, 'q8_K', [208]], q6_K_r4: [210, 256, 'q8_K', [208]] };
+  q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], q5_0_x8: [22, 32, 'q8_0', [0]], q4_1: [20, 32, 'q8_1', [0, 2]], q5_1: [24, 32, 'q8_1', [0, 2]], q5_1_x8: [24, 32, 'q8_1', [0, 2]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]], q5_0_r4: [22, 32, 'q8_0', [0]], q5_1_r4: [24, 32, 'q8_1', [0, 2]], q8_0_r4: [34, 32, 'q8_0', [0]], q4_K_r4: [144, 256, 'q8_K', [0, 2]], q5_K_x: [176, 256, 'q8_K', [0, 2]], q6_K_x: [210, 256, 'q8_K', [208]], q6_K_r4: [210, 256, 'q8_K', [208]], q5_K_r4: [176, 256, 'q8_K', [0, 2]] };
 // load-time repacked layouts (kernels.h AE_Q4_0_R4): weights generated in the file dtype's layout, the reference run on
 // them, then every copy repacked in place with the scalar repack (ae_repack_<type>_ref) before the kernels run
-const REPACKED = { q6_K_r4: 'q6_K', q6_K_x: 'q6_K', q5_K_x: 'q5_K', q4_K_r4: 'q4_K', q8_0_r4: 'q8_0', q4_0_r4: 'q4_0', q5_0_x8: 'q5_0', q5_1_x8: 'q5_1', q5_0_r4: 'q5_0', q5_1_r4: 'q5_1' };
+const REPACKED = { q5_K_r4: 'q5_K', q6_K_r4: 'q6_K', q6_K_x: 'q6_K', q5_K_x: 'q5_K', q4_K_r4: 'q4_K', q8_0_r4: 'q8_0', q4_0_r4: 'q4_0', q5_0_x8: 'q5_0', q5_1_x8: 'q5_1', q5_0_r4: 'q5_0', q5_1_r4: 'q5_1' };
 // the kernel file of a type (default dot_<type>_simd128.c) and the scalar repack's call (W, rows, cols, tmp)
-const KFILE = { q6_K_x: 'dot_q6_K', q5_K_x: 'dot_q5_K_x', q5_0_x8: 'dot_q5_0', q5_1_x8: 'dot_q5_1', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4' };
-const REPACK_CALL = { q6_K_r4: 'return ae_repack_q6_K_r4_ref(W, r, c, t);', q6_K_x: 'ae_repack_q6_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q5_K_x: 'ae_repack_q5_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q4_K_r4: 'return ae_repack_q4_K_r4_ref(W, r, c, t);', q8_0_r4: 'return ae_repack_q8_0_r4_ref(W, r, c, t);', q4_0_r4: 'return ae_repack_q4_0_r4_ref(W, r, c, t);', q5_0_r4: 'return ae_repack_q5_0_r4_ref(W, r, c, t);', q5_1_r4: 'return ae_repack_q5_1_r4_ref(W, r, c, t);', q5_0_x8: 'ae_repack_q5_0_x8_ref(W, (size_t)r * (c / 32)); return 0;',
+const KFILE = { q5_K_r4: 'dot_q4_K_r4', q6_K_x: 'dot_q6_K', q5_K_x: 'dot_q5_K_x', q5_0_x8: 'dot_q5_0', q5_1_x8: 'dot_q5_1', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4' };
+const REPACK_CALL = { q5_K_r4: 'return ae_repack_q5_K_r4_ref(W, r, c, t);', q6_K_r4: 'return ae_repack_q6_K_r4_ref(W, r, c, t);', q6_K_x: 'ae_repack_q6_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q5_K_x: 'ae_repack_q5_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q4_K_r4: 'return ae_repack_q4_K_r4_ref(W, r, c, t);', q8_0_r4: 'return ae_repack_q8_0_r4_ref(W, r, c, t);', q4_0_r4: 'return ae_repack_q4_0_r4_ref(W, r, c, t);', q5_0_r4: 'return ae_repack_q5_0_r4_ref(W, r, c, t);', q5_1_r4: 'return ae_repack_q5_1_r4_ref(W, r, c, t);', q5_0_x8: 'ae_repack_q5_0_x8_ref(W, (size_t)r * (c / 32)); return 0;',
   q5_1_x8: 'ae_repack_q5_1_x8_ref(W, (size_t)r * (c / 32)); return 0;' };
-const GEMM_FILE = { q6_K_r4: 'dot_q6_K_r4', q6_K_x: 'gemm_k', q5_K_x: 'gemm_k', q4_K_r4: 'dot_q4_K_r4', q8_0_r4: 'dot_q8_0_r4', q4_0_r4: 'dot_q4_0_r4', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4', q5_0: 'gemm_q32', q5_0_x8: 'gemm_q32', q4_1: 'gemm_q32', q5_1: 'gemm_q32', q5_1_x8: 'gemm_q32', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
-const ALL_TYPES = ['q6_K_r4', 'q6_K_x', 'q5_K_x', 'q4_K_r4', 'q8_0_r4', 'q4_0_r4', 'q5_0_r4', 'q5_1_r4', 'q5_0_x8', 'q5_1_x8', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
+const GEMM_FILE = { q5_K_r4: 'dot_q4_K_r4', q6_K_r4: 'dot_q6_K_r4', q6_K_x: 'gemm_k', q5_K_x: 'gemm_k', q4_K_r4: 'dot_q4_K_r4', q8_0_r4: 'dot_q8_0_r4', q4_0_r4: 'dot_q4_0_r4', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4', q5_0: 'gemm_q32', q5_0_x8: 'gemm_q32', q4_1: 'gemm_q32', q5_1: 'gemm_q32', q5_1_x8: 'gemm_q32', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
+const ALL_TYPES = ['q5_K_r4', 'q6_K_r4', 'q6_K_x', 'q5_K_x', 'q4_K_r4', 'q8_0_r4', 'q4_0_r4', 'q5_0_r4', 'q5_1_r4', 'q5_0_x8', 'q5_1_x8', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
 const NV = Number(opt('--tokens', 1));
 for (const type of types) if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
 const base = REPACKED[types[0]] ?? types[0];   // the dtype whose scalar reference the kernels must equal

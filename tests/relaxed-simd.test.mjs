@@ -320,13 +320,14 @@ test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibb
   kr.release(mr);
 });
 
-for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91], ['q6_K', 92]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
+for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91], ['q6_K', 92], ['q5_K', 95]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
-  const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : name === 'q4_K' || name === 'q6_K' ? T.Q8_K : T.Q8_0;
-  // the f16 block scales: d at 0 (q6_K: at 208), and q5_1's m / q4_K's dmin at 2
-  const halves = name === 'q6_K' ? [208] : name === 'q5_1' || name === 'q4_K' ? [0, 2] : [0];
-  // k-quants: super-blocks of 256 (one column chunk of the q4_K matvec is 64 of them: 16384 columns)
-  const shapes = name === 'q4_K' || name === 'q6_K' ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
+  const KQ = name === 'q4_K' || name === 'q5_K' || name === 'q6_K';
+  const Q50 = T[name.toUpperCase()], [QK, bs] = BLOCK[Q50], AT = name === 'q5_1' ? T.Q8_1 : KQ ? T.Q8_K : T.Q8_0;
+  // the f16 block scales: d at 0 (q6_K: at 208), and q5_1's m / q4_K's and q5_K's dmin at 2
+  const halves = name === 'q6_K' ? [208] : name === 'q5_1' || name === 'q4_K' || name === 'q5_K' ? [0, 2] : [0];
+  // k-quants: super-blocks of 256 (one column chunk of the q4_K / q5_K matvec is 64 of them: 16384 columns)
+  const shapes = KQ ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
     : [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]];
   for (const kk of [kr, kp]) for (const [rows, cols] of shapes) {
     const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();
@@ -334,6 +335,10 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + halves[0], dv.getUint16(i * bs + halves[0], true) | 0x8000, true);
     if (halves.length > 1) for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
     if (name === 'q6_K') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.2) for (let j = 0; j < 208; j++) w[i * bs + j] = r.int(0, 255);   // every value, every scale byte
+    if (name === 'q5_K') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.2) for (let j = 4; j < bs; j++) w[i * bs + j] = r.int(0, 255);   // every scale / 5th-bit / nibble byte
+    // k-quants: the largest values in every row's first super-block (q4_K 15, q5_K 31, q6_K 63) against token 0's
+    // activations all -128 (below): the widest i16 partial sums the kernels' widening schedule must hold
+    if (KQ) for (let k = 0; k < rows; k++) w.fill(0xff, k * nb * bs + (name === 'q6_K' ? 0 : 16), k * nb * bs + (name === 'q6_K' ? 192 : bs));
     if (name === 'q8_0') {   // every weight byte, -128 included (the sign trick's xor takes any byte)
       const seen = new Set();
       for (let i = 0; i < rows * nb; i++) for (let j = 2; j < bs; j++) seen.add(w[i * bs + j]);
@@ -366,7 +371,7 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     }
     const xs = Math.ceil(kk.rowSize(AT, cols) / 64) * 64 + 64, NV = 17;
     const xq = kk.alloc(xs * NV);
-    for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q50, SIMD, kk.putF32(acts(r, cols)), xq + t * xs, cols);
+    for (let t = 0; t < NV; t++) kk.x.kt_quantize(Q50, SIMD, kk.putF32(KQ && t === 0 ? new Float32Array(cols).fill(-1) : acts(r, cols)), xq + t * xs, cols);
     const yref = kk.alloc(rows * 4 * NV), ystr = rows + 3, y = kk.alloc(ystr * 4 * NV);
     for (let t = 0; t < NV; t++) kk.x.kt_matvec(Q50, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
     const yv = kk.alloc(rows * 4);

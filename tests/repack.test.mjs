@@ -199,20 +199,22 @@ test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (no
   }
 });
 
-// q5_K (the relaxed build's AE_Q5_K_X, block by block): the q5_K matrices of a Q4_K_M-style model (Phi-3's attn_qkv,
-// llama's attn_k / attn_v / ffn_gate here) are repacked in the relaxed build, kept in the plain one
-test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_X (block by block), the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+// q5_K (the relaxed build's AE_Q5_K_R4 where the rows are a multiple of 4, else AE_Q5_K_X block by block): the q5_K
+// matrices of a Q4_K_M-style model (Phi-3's attn_qkv, llama's attn_k / attn_v / ffn_gate here; the output, 322 rows,
+// in X) are repacked in the relaxed build, kept in the plain one; the q5_K token embedding stays (get_rows)
+test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_R4 (rows % 4 == 0) or AE_Q5_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
-  const mix = { token_embd: 'q5_K', attn_q: 'q4_K', attn_k: 'q5_K', attn_v: 'q5_K', attn_qkv: 'q5_K', attn_output: 'q4_K', ffn_gate: 'q5_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+  const mix = { token_embd: 'q5_K', attn_q: 'q4_K', attn_k: 'q5_K', attn_v: 'q5_K', attn_qkv: 'q5_K', attn_output: 'q4_K', ffn_gate: 'q5_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q5_K' };
   for (const arch of ['llama', 'phi3']) {
-    const g = await generateModel(arch, 'f32', 7, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+    const g = await generateModel(arch, 'f32', 7, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 322 }, dtypeOf: (n) => mix[role(n)], encode });
     const q5k = [...g.dtypes].filter(([n, d]) => d === 'q5_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
-    assert.ok(q5k.length >= g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q5_K', `${arch}: ${q5k.length} q5_K matrices`);
+    const q5r4 = q5k.filter((n) => n !== 'output.weight');   // 322 rows: X
+    assert.ok(q5r4.length >= g.cfg.n_layers && q5k.includes('output.weight') && g.dtypes.get('token_embd.weight') === 'q5_K', `${arch}: ${q5k.length} q5_K matrices`);
     for (const simd of ['plain', 'relaxed']) {
       const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
-      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q5_K'), simd === 'relaxed' ? q5k : [], `${arch} ${simd}: the q5_K matrices in AE_Q5_K_X`);
-      assert.ok(!on.r4.some((n) => g.dtypes.get(n) === 'q5_K'), 'a block layout, not a row-group one');
+      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q5_K'), simd === 'relaxed' ? q5k : [], `${arch} ${simd}: the q5_K matrices repacked`);
+      assert.deepEqual(on.r4.filter((n) => g.dtypes.get(n) === 'q5_K'), simd === 'relaxed' ? q5r4 : [], `${arch} ${simd}: those with rows % 4 == 0 in AE_Q5_K_R4, the output in AE_Q5_K_X`);
       assert.ok(!on.repacked.includes('token_embd.weight'), 'not the token embedding');
       same(off, on, `${arch} ${simd} repack`);
       same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
@@ -254,7 +256,7 @@ test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them in
   }
 });
 
-test('q5_K / q6_K FFN (AE_Q5_K_X / AE_Q6_K_X): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
+test('q5_K / q6_K FFN (AE_Q5_K_R4 / AE_Q6_K_R4: FFN matrices have rows in multiples of 4): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
   const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { ffn_gate: 'q5_K', ffn_up: 'q5_K', ffn_down: 'q6_K', output: 'q6_K' };
@@ -269,7 +271,7 @@ test('q5_K / q6_K FFN (AE_Q5_K_X / AE_Q6_K_X): FFN modules (fused, static with c
     const off = await run(g.file, { ...opts, repack: false }, set);
     const on = await run(g.file, { ...opts, repack: true }, set);
     const on2 = await run(g.file, { ...opts, repack: true, threads: 2 }, set);
-    assert.ok(on.repacked.includes('blk.0.ffn_gate.weight') && on.repacked.includes('blk.0.ffn_down.weight'));
+    assert.ok(on.r4.includes('blk.0.ffn_gate.weight') && on.r4.includes('blk.0.ffn_down.weight'));
     same(off, on, `${mode} ${JSON.stringify(o ?? {})} repack`);
     same(on, on2, `${mode} ${JSON.stringify(o ?? {})} 1 vs 2 threads`);
   }

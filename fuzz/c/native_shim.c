@@ -56,12 +56,12 @@ AE_NAT_MV(q5_0_x8)
 void ae_repack_q5_1_x8(void *W, size_t nblocks) { ae_repack_q5_1_x8_ref(W, nblocks); }
 AE_NAT_MV(q5_1_x8)
 
-/* the relaxed build's q5_0 / q5_1 / q8_0 / q4_K / q6_K row-group layouts (kernels.h AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4,
- * AE_Q4_K_R4, AE_Q6_K_R4): the scalar repack and reference */
+/* the relaxed build's q5_0 / q5_1 / q8_0 / q4_K / q6_K / q5_K row-group layouts (kernels.h AE_Q5_0_R4, AE_Q5_1_R4, AE_Q8_0_R4,
+ * AE_Q4_K_R4, AE_Q6_K_R4, AE_Q5_K_R4): the scalar repack and reference */
 #define AE_NAT_R45(T)                                                                                        \
   int ae_repack_##T##_r4(void *W, int nrows, int ncols, void *tmp) { return ae_repack_##T##_r4_ref(W, nrows, ncols, tmp); } \
   AE_NAT_MV(T##_r4)
-AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K) AE_NAT_R45(q6_K)
+AE_NAT_R45(q5_0) AE_NAT_R45(q5_1) AE_NAT_R45(q8_0) AE_NAT_R45(q4_K) AE_NAT_R45(q6_K) AE_NAT_R45(q5_K)
 /* the relaxed build's q5_K / q6_K block layouts (kernels.h AE_Q5_K_X, AE_Q6_K_X): the same */
 void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks); }
 void ae_repack_q6_K_x(void *W, size_t nblocks) { ae_repack_q6_K_x_ref(W, nblocks); }

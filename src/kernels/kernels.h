@@ -476,6 +476,25 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q5_K_R4: the relaxed build's load-time layout of a q5_K matrix whose rows are a multiple of 4 with finite d and
+ * dmin (else AE_Q5_K_X), rows in groups of 4: per super-block column one 704-byte record (4 x 176 B, in place): the 4
+ * rows' d and dmin and their 6-bit scales and mins exactly as AE_Q4_K_R4's first 64 bytes; then per sub-block j (32
+ * elements) 80 B at 64 + 80j, the 8 chunks U_m (m < 8: row k's bytes 4k..4k+3 = its elements 32j + 4m + e, e < 4, the
+ * unsigned 5-bit values) packed as AE_Q5_K_X packs a group: V_i = U_i | (U_{4+i} & 7) << 5 (i < 4) and V_4 = sum_i
+ * ((U_{4+i} >> 3) & 3) << 2i (repack_ref.c is the specification). U_i = V_i & 0x1f, U_{4+i} = (V_i & 0xe0) >> 5 |
+ * (V_4 moved by 3 - 2i) & 0x18: 24 operations per 128 values, and the values are the 7-bit operand of i16x8.relaxed_dot
+ * against the splatted activation bytes, the 4 rows' sums in the lanes (as AE_Q4_K_R4). Results equal the q5_K
+ * kernels' on the unpacked rows bit for bit. Not used for a token embedding (get_rows reads q5_K rows). */
+#define AE_Q5_K_R4 ((ae_type)266)
+#define AE_RK5_REC 704
+int ae_repack_q5_K_r4(void *W, int nrows, int ncols, void *tmp);       /* SIMD128 */
+int ae_repack_q5_K_r4_ref(void *W, int nrows, int ncols, void *tmp);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q5_K_r4(void *W, int nrows, int ncols, void *tmp);      /* the inverse (tests, tools) */
+void ae_matvec_q5_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                    float *y, int y_stride, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

@@ -60,6 +60,9 @@ static const ae_type_traits k_q8_0_r4_ref = {"q8_0_r4", AE_QK8_0, sizeof(ae_bloc
 static const ae_type_traits k_q4_K_r4 = {"q4_K_r4", AE_QK_K, sizeof(ae_block_q4_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0,
                                          ae_matvec_rows_q4_K_r4_simd128, ae_matmul_rows_q4_K_r4_simd128};
 static const ae_type_traits k_q4_K_r4_ref = {"q4_K_r4", AE_QK_K, sizeof(ae_block_q4_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0, 0, 0};
+static const ae_type_traits k_q5_K_r4 = {"q5_K_r4", AE_QK_K, sizeof(ae_block_q5_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0,
+                                         ae_matvec_rows_q5_K_r4_simd128, ae_matmul_rows_q5_K_r4_simd128};
+static const ae_type_traits k_q5_K_r4_ref = {"q5_K_r4", AE_QK_K, sizeof(ae_block_q5_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0, 0, 0};
 static const ae_type_traits k_q5_K_x = {"q5_K_x", AE_QK_K, sizeof(ae_block_q5_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0,
                                         ae_matvec_rows_q5_K_x_simd128, ae_matmul_rows_q5_K_x_simd128};
 static const ae_type_traits k_q5_K_x_ref = {"q5_K_x", AE_QK_K, sizeof(ae_block_q5_K), AE_Q8_K, 1, {0, 2}, 0, 0, 0, 0, 0};
@@ -80,6 +83,7 @@ const ae_type_traits *ae_traits(ae_type t) {
   if (t == AE_Q5_1_R4) return &k_q5_1_r4;
   if (t == AE_Q8_0_R4) return &k_q8_0_r4;
   if (t == AE_Q4_K_R4) return &k_q4_K_r4;
+  if (t == AE_Q5_K_R4) return &k_q5_K_r4;
   if (t == AE_Q5_K_X) return &k_q5_K_x;
   if (t == AE_Q6_K_X) return &k_q6_K_x;
   if (t == AE_Q6_K_R4) return &k_q6_K_r4;
@@ -95,6 +99,7 @@ const ae_type_traits *ae_traits_ref(ae_type t) {
   if (t == AE_Q5_1_R4) return &k_q5_1_r4_ref;
   if (t == AE_Q8_0_R4) return &k_q8_0_r4_ref;
   if (t == AE_Q4_K_R4) return &k_q4_K_r4_ref;
+  if (t == AE_Q5_K_R4) return &k_q5_K_r4_ref;
   if (t == AE_Q5_K_X) return &k_q5_K_x_ref;
   if (t == AE_Q6_K_X) return &k_q6_K_x_ref;
   if (t == AE_Q6_K_R4) return &k_q6_K_r4_ref;

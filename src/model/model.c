@@ -123,9 +123,9 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
 
 /* Load-time repack of one weight matrix into the layout its kernels run fastest (docs/DESIGN.md "Repacked
  * weights"), in place, after init (the weights are in memory and checked): q4_0 -> AE_Q4_0_R4 (kernels.h; rows in
- * groups of 4), q5_0 / q5_1 / q8_0 / q4_K / q6_K -> AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4 / AE_Q4_K_R4 / AE_Q6_K_R4 in the
- * relaxed build (rows in groups of 4: returns 2) when they can, else AE_Q5_0_X8 / AE_Q5_1_X8 / AE_Q6_K_X (block by block;
- * q8_0 and q4_K stay); q5_K -> AE_Q5_K_X in the relaxed build (block by block: returns 1; the plain build keeps them). Returns 1 (2) when the tensor was repacked, 0 when it stays as it
+ * groups of 4), q5_0 / q5_1 / q8_0 / q4_K / q5_K / q6_K -> AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4 / AE_Q4_K_R4 / AE_Q5_K_R4 /
+ * AE_Q6_K_R4 in the relaxed build (rows in groups of 4: returns 2) when they can, else AE_Q5_0_X8 / AE_Q5_1_X8 / AE_Q5_K_X /
+ * AE_Q6_K_X (block by block: returns 1; q8_0 and q4_K stay); the plain build keeps all but q4_0. Returns 1 (2) when the tensor was repacked, 0 when it stays as it
  * is (absent, another dtype, q4_0 with rows % 4 != 0 or an inf/nan block scale, a token embedding other than q8_0 or q6_K
  * (get_rows reads rows of the file layout, and of AE_Q8_0_R4 / AE_Q6_K_R4 / AE_Q6_K_X: ae_get_row), or a matrix sharing the embedding's bytes), < 0 an error. The tensor's type becomes the repacked one: every
  * consumer dispatches on it (ae_traits), so nothing else changes. Scratch (q4_0): the run state's hb (free between
@@ -166,7 +166,13 @@ AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
     if (t == &m->tok_embd && m->output.data == t->data) m->output.type = AE_Q6_K_X;   /* an output sharing the bytes */
     return 1;
   }
-  if (t->type == AE_Q5_K) {   /* block by block: any shape, any scales (the kernels convert d / dmin as q5_K's) */
+  if (t->type == AE_Q5_K && t->ne1 % 4 == 0 && t->ne1 >= 4 &&
+      4 * ae_row_size(AE_Q5_K, t->ne0) <= (size_t)m->cfg.max_batch * (size_t)m->cfg.hidden_dim * 4 &&
+      !ae_repack_q5_K_r4((void *)(uintptr_t)t->data, t->ne1, t->ne0, m->hb)) {
+    t->type = AE_Q5_K_R4;
+    return 2;
+  }
+  if (t->type == AE_Q5_K) {   /* the rest block by block: any shape, any scales (the kernels convert d / dmin as q5_K's) */
     ae_repack_q5_K_x((void *)(uintptr_t)t->data, (size_t)t->ne1 * (size_t)(t->ne0 / AE_QK_K));
     t->type = AE_Q5_K_X;
     return 1;

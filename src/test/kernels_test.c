@@ -194,6 +194,12 @@ AE_EXPORT int kt_repack_q4_K_r4(int ref, void *W, int nrows, int ncols, void *tm
   return ref ? ae_repack_q4_K_r4_ref(W, nrows, ncols, tmp) : ae_repack_q4_K_r4(W, nrows, ncols, tmp);
 }
 AE_EXPORT void kt_unpack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q4_K_r4(W, nrows, ncols, tmp); }
+/* The relaxed build's q5_K row-group layout (kernels.h AE_Q5_K_R4). */
+AE_EXPORT int kt_q5_K_r4_type(void) { return AE_Q5_K_R4; }
+AE_EXPORT int kt_repack_q5_K_r4(int ref, void *W, int nrows, int ncols, void *tmp) {
+  return ref ? ae_repack_q5_K_r4_ref(W, nrows, ncols, tmp) : ae_repack_q5_K_r4(W, nrows, ncols, tmp);
+}
+AE_EXPORT void kt_unpack_q5_K_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q5_K_r4(W, nrows, ncols, tmp); }
 /* The relaxed build's q5_K layout (kernels.h AE_Q5_K_X, block by block): type id, repack (SIMD or reference), unpack. */
 AE_EXPORT int kt_q5_K_x_type(void) { return AE_Q5_K_X; }
 AE_EXPORT void kt_repack_q5_K_x(int ref, void *W, int nblocks) { if (ref) ae_repack_q5_K_x_ref(W, (size_t)nblocks); else ae_repack_q5_K_x(W, (size_t)nblocks); }

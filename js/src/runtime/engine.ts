@@ -269,7 +269,7 @@ export class Engine {
   fusedDotProbe: FusedDotProbe | null = null;
   /** Tensors repacked at load (their bytes in memory are in the repacked layout; tensorBytes() unpacks a copy). */
   readonly repacked = new Set<string>();
-  /** Of those, q5_0 / q5_1 / q8_0 / q4_K / q6_K tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 ... AE_Q6_K_R4). */
+  /** Of those, q5_0 / q5_1 / q8_0 / q4_K / q5_K / q6_K tensors in the relaxed build's row-group layouts (AE_Q5_0_R4 ... AE_Q5_K_R4). */
   readonly repackedR4 = new Set<string>();
 
   private constructor(heap: Heap, config: ModelConfig, threads: number, threaded: boolean, opts: EngineOptions) {
@@ -1053,6 +1053,7 @@ export class Engine {
       if (t.dtype === 'q8_0') return unpackQ8_0R4(v, t.shape[1], t.shape[0]);
       if (t.dtype === 'q4_K') return unpackQ4_KR4(v, t.shape[1], t.shape[0]);
       if (t.dtype === 'q6_K') return unpackQ6_KR4(v, t.shape[1], t.shape[0]);
+      if (t.dtype === 'q5_K') return unpackQ5_KR4(v, t.shape[1], t.shape[0]);
       return unpackQ5R4(v, t.shape[1], t.shape[0], t.dtype === 'q5_1');
     }
     if (t.dtype === 'q5_K') return unpackQ5_KX(v);
@@ -1069,7 +1070,7 @@ export class Engine {
       const r = this.core.ae_model_repack_tensor(this.model, layer, role);
       if (r < 0) checkStatus(r, { op: 'repack', subject: `tensor '${name}'` });
       if (r === 1 || r === 2) this.repacked.add(name);
-      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 / q4_K / q6_K in the relaxed build's row-group layouts (AE_*_R4)
+      if (r === 2) this.repackedR4.add(name);   // q5_0 / q5_1 / q8_0 / q4_K / q5_K / q6_K in the relaxed build's row-group layouts (AE_*_R4)
     }
     this.repackMs = (typeof performance !== 'undefined' ? performance.now() : Date.now()) - t0;
   }
@@ -1339,31 +1340,69 @@ export function unpackQ8_0R4(src: Uint8Array, rows: number, cols: number): Uint8
  * row k's bytes 4k + i: element 8c + i (low nibble) and 8c + 4 + i (high) of sub-block j. The scales go back into
  * ggml's 12-byte packing (a bijection).
  */
+/** Row k's d, dmin and 12 scale bytes (q4_K / q5_K file layout, at out[o..o+16)) from an AE_Q4_K_R4 / AE_Q5_K_R4 record. */
+function unpackK4Head(src: Uint8Array, rec: number, k: number, out: Uint8Array, o: number): void {
+  const sc = [0, 0, 0, 0, 0, 0, 0, 0], mn = [0, 0, 0, 0, 0, 0, 0, 0];
+  out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
+  out[o + 2] = src[rec + 8 + 2 * k]; out[o + 3] = src[rec + 9 + 2 * k];
+  for (let j = 0; j < 4; j++) {
+    const i = 4 * k + j, l0 = src[rec + 16 + i], l1 = src[rec + 32 + i], h = src[rec + 48 + i];
+    sc[j] = (l0 & 15) | ((h & 3) << 4); sc[4 + j] = (l0 >> 4) | (((h >> 2) & 3) << 4);
+    mn[j] = (l1 & 15) | (((h >> 4) & 3) << 4); mn[4 + j] = (l1 >> 4) | (((h >> 6) & 3) << 4);
+  }
+  for (let j = 0; j < 4; j++) {
+    out[o + 4 + j] = (sc[j] & 63) | ((sc[4 + j] >> 4) << 6);
+    out[o + 8 + j] = (mn[j] & 63) | ((mn[4 + j] >> 4) << 6);
+    out[o + 12 + j] = (sc[4 + j] & 15) | ((mn[4 + j] & 15) << 4);
+  }
+}
+
 export function unpackQ4_KR4(src: Uint8Array, rows: number, cols: number): Uint8Array {
-  const nb = cols / 256, rs = nb * 144, out = new Uint8Array(rows * rs), e = new Uint8Array(256), sc = new Array<number>(8), mn = new Array<number>(8);
+  const nb = cols / 256, rs = nb * 144, out = new Uint8Array(rows * rs), e = new Uint8Array(256);
   for (let g = 0; g < rows; g += 4) {
     const base = g * rs;
     for (let b = 0; b < nb; b++) {
       const rec = base + b * 576;
       for (let k = 0; k < 4; k++) {
         const o = base + k * rs + b * 144;
-        out[o] = src[rec + 2 * k]; out[o + 1] = src[rec + 2 * k + 1];
-        out[o + 2] = src[rec + 8 + 2 * k]; out[o + 3] = src[rec + 9 + 2 * k];
-        for (let j = 0; j < 4; j++) {
-          const i = 4 * k + j, l0 = src[rec + 16 + i], l1 = src[rec + 32 + i], h = src[rec + 48 + i];
-          sc[j] = (l0 & 15) | ((h & 3) << 4); sc[4 + j] = (l0 >> 4) | (((h >> 2) & 3) << 4);
-          mn[j] = (l1 & 15) | (((h >> 4) & 3) << 4); mn[4 + j] = (l1 >> 4) | (((h >> 6) & 3) << 4);
-        }
-        for (let j = 0; j < 4; j++) {
-          out[o + 4 + j] = (sc[j] & 63) | ((sc[4 + j] >> 4) << 6);
-          out[o + 8 + j] = (mn[j] & 63) | ((mn[4 + j] >> 4) << 6);
-          out[o + 12 + j] = (sc[4 + j] & 15) | ((mn[4 + j] & 15) << 4);
-        }
+        unpackK4Head(src, rec, k, out, o);
         for (let j = 0; j < 8; j++) for (let c = 0; c < 4; c++) for (let i = 0; i < 4; i++) {
           const v = src[rec + 64 + 16 * (4 * j + c) + 4 * k + i];
           e[32 * j + 8 * c + i] = v & 15; e[32 * j + 8 * c + 4 + i] = v >> 4;
         }
         for (let p = 0; p < 4; p++) for (let l = 0; l < 32; l++) out[o + 16 + 32 * p + l] = e[64 * p + l] | (e[64 * p + 32 + l] << 4);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The file layout of a q5_K matrix repacked at load by the relaxed build into row groups (src/kernels/kernels.h
+ * AE_Q5_K_R4; the inverse of ae_repack_q5_K_r4, as ae_unpack_q5_K_r4): per super-block column one 704-byte record: the
+ * first 64 bytes as AE_Q4_K_R4's, then per sub-block j 80 bytes at 64 + 80j: V_i (i < 4) byte 4k + e holds row k's
+ * value 32j + 4i + e in bits 0-4 and bits 0-2 of its value 32j + 16 + 4i + e in bits 5-7, V_4 (at + 64) byte 4k + e
+ * bits 3-4 of that value at bits 2i, 2i + 1.
+ */
+export function unpackQ5_KR4(src: Uint8Array, rows: number, cols: number): Uint8Array {
+  const nb = cols / 256, rs = nb * 176, out = new Uint8Array(rows * rs), q = new Uint8Array(256);
+  for (let g = 0; g < rows; g += 4) {
+    const base = g * rs;
+    for (let b = 0; b < nb; b++) {
+      const rec = base + b * 704;
+      for (let k = 0; k < 4; k++) {
+        const o = base + k * rs + b * 176;
+        unpackK4Head(src, rec, k, out, o);
+        for (let j = 0; j < 8; j++) for (let i = 0; i < 4; i++) for (let e = 0; e < 4; e++) {
+          const at = rec + 64 + 80 * j, v = src[at + 16 * i + 4 * k + e], h = src[at + 64 + 4 * k + e];
+          q[32 * j + 4 * i + e] = v & 0x1f;
+          q[32 * j + 16 + 4 * i + e] = (v >> 5) | (((h >> (2 * i)) & 3) << 3);
+        }
+        for (let e = 0; e < 256; e++) {
+          const j = e >> 5, l = e & 31;
+          out[o + 48 + 32 * (j >> 1) + l] |= (j & 1) ? (q[e] & 15) << 4 : q[e] & 15;
+          out[o + 16 + l] |= ((q[e] >> 4) & 1) << j;
+        }
       }
     }
   }

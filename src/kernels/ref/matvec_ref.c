@@ -8,6 +8,7 @@ void ae_matvec_ref(ae_type t, const void *W, int ncols, const void *xq, float *y
   if (t == AE_Q5_1_R4) { ae_matvec_q5_1_r4_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q8_0_R4) { ae_matvec_q8_0_r4_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q4_K_R4) { ae_matvec_q4_K_r4_ref(W, ncols, xq, y, r0, r1); return; }
+  if (t == AE_Q5_K_R4) { ae_matvec_q5_K_r4_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q5_K_X) { ae_matvec_q5_K_x_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q6_K_X) { ae_matvec_q6_K_x_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q6_K_R4) { ae_matvec_q6_K_r4_ref(W, ncols, xq, y, r0, r1); return; }

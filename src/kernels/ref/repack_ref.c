@@ -322,10 +322,9 @@ void ae_matvec_q8_0_r4_ref(const void *W, int ncols, const void *xq, float *y, i
  * H = SCa >> 4 | (SCb >> 4) << 2 | (MNa >> 4) << 4 | (MNb >> 4) << 6), then chunk (j, c) (sub-block j < 8, c < 4)
  * at 64 + 16 (4j + c): row k's byte 4k + i = element 8c + i of its sub-block j (low nibble) | element 8c + 4 + i
  * (high nibble), i < 4, as AE_Q4_0_R4 within a sub-block. ---- */
-/* element l of sub-block j of a q4_K block (ggml: qs[32 (j / 2) + l], low nibble for even j) */
-AE_INLINE int k4_elem(const uint8_t *qs, int j, int l) { const int v = qs[32 * (j >> 1) + l]; return j & 1 ? v >> 4 : v & 15; }
-static void pack_block_k4(const uint8_t *const blk[4], uint8_t *rec) {
-  const ae_block_q4_K *w[4] = {(const ae_block_q4_K *)blk[0], (const ae_block_q4_K *)blk[1], (const ae_block_q4_K *)blk[2], (const ae_block_q4_K *)blk[3]};
+/* The first 64 bytes of an AE_Q4_K_R4 / AE_Q5_K_R4 record from the 4 rows' blocks (q4_K and q5_K share d, dmin and
+ * the 12 scale bytes at the same offsets), and row k's back (the scales re-packed as ggml packs them: a bijection). */
+static void k4_pack_head(const ae_block_q4_K *const w[4], uint8_t *rec) {
   uint8_t sc[4][8], mn[4][8];
   for (int k = 0; k < 4; k++) {
     int s[8], m[8];
@@ -341,15 +340,8 @@ static void pack_block_k4(const uint8_t *const blk[4], uint8_t *rec) {
       rec[32 + i] = (uint8_t)((ma & 15) | (mb & 15) << 4);
       rec[48 + i] = (uint8_t)(sa >> 4 | (sb >> 4) << 2 | (ma >> 4) << 4 | (mb >> 4) << 6);
     }
-  for (int j = 0; j < 8; j++)
-    for (int c = 0; c < 4; c++)
-      for (int k = 0; k < 4; k++)
-        for (int i = 0; i < 4; i++)
-          rec[64 + 16 * (4 * j + c) + 4 * k + i] = (uint8_t)(k4_elem(w[k]->qs, j, 8 * c + i) | k4_elem(w[k]->qs, j, 8 * c + 4 + i) << 4);
 }
-/* Row k's super-block of a record back into a q4_K block (the scales re-packed as ggml packs them: a bijection). */
-static void unpack_block_k4(const uint8_t *rec, int k, uint8_t *blk) {
-  ae_block_q4_K *o = (ae_block_q4_K *)blk;
+static void k4_unpack_head(const uint8_t *rec, int k, ae_block_q4_K *o) {
   __builtin_memcpy(&o->d, rec + 2 * k, 2);
   __builtin_memcpy(&o->dmin, rec + 8 + 2 * k, 2);
   int sc[8], mn[8];
@@ -363,6 +355,22 @@ static void unpack_block_k4(const uint8_t *rec, int k, uint8_t *blk) {
     o->scales[4 + j] = (uint8_t)((mn[j] & 63) | (mn[4 + j] >> 4) << 6);
     o->scales[8 + j] = (uint8_t)((sc[4 + j] & 15) | (mn[4 + j] & 15) << 4);
   }
+}
+/* element l of sub-block j of a q4_K block (ggml: qs[32 (j / 2) + l], low nibble for even j) */
+AE_INLINE int k4_elem(const uint8_t *qs, int j, int l) { const int v = qs[32 * (j >> 1) + l]; return j & 1 ? v >> 4 : v & 15; }
+static void pack_block_k4(const uint8_t *const blk[4], uint8_t *rec) {
+  const ae_block_q4_K *w[4] = {(const ae_block_q4_K *)blk[0], (const ae_block_q4_K *)blk[1], (const ae_block_q4_K *)blk[2], (const ae_block_q4_K *)blk[3]};
+  k4_pack_head(w, rec);
+  for (int j = 0; j < 8; j++)
+    for (int c = 0; c < 4; c++)
+      for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 4; i++)
+          rec[64 + 16 * (4 * j + c) + 4 * k + i] = (uint8_t)(k4_elem(w[k]->qs, j, 8 * c + i) | k4_elem(w[k]->qs, j, 8 * c + 4 + i) << 4);
+}
+/* Row k's super-block of a record back into a q4_K block (the scales re-packed as ggml packs them: a bijection). */
+static void unpack_block_k4(const uint8_t *rec, int k, uint8_t *blk) {
+  ae_block_q4_K *o = (ae_block_q4_K *)blk;
+  k4_unpack_head(rec, k, o);
   uint8_t e[8][32];
   for (int j = 0; j < 8; j++)
     for (int c = 0; c < 4; c++)
@@ -454,6 +462,60 @@ void ae_matvec_q5_K_x_ref(const void *W, int ncols, const void *xq, float *y, in
     }
     y[r] = sum;
   }
+}
+
+/* ---- AE_Q5_K_R4 (kernels.h; the relaxed build's q5_K layout for rows in groups of 4): a 704-byte record per super-block
+ * column of a group of 4 rows: bytes 0..63 as AE_Q4_K_R4's (d_k, dmin_k, the scales and mins as L0, L1, H), then per
+ * sub-block j < 8 the 80 bytes at 64 + 80j: with U_m[4k + e] = row k's 5-bit value of element 32j + 4m + e (m < 8,
+ * e < 4), V_i (16 B at 64 + 80j + 16i, i < 4) byte b = U_i[b] | (U_{4+i}[b] & 7) << 5 and V_4 (at 64 + 80j + 64)
+ * byte b = sum over i < 4 of ((U_{4+i}[b] >> 3) & 3) << 2i. ---- */
+static void pack_block_k5(const uint8_t *const blk[4], uint8_t *rec) {
+  const ae_block_q4_K *h[4] = {(const ae_block_q4_K *)blk[0], (const ae_block_q4_K *)blk[1], (const ae_block_q4_K *)blk[2], (const ae_block_q4_K *)blk[3]};
+  k4_pack_head(h, rec);
+  for (int j = 0; j < 8; j++) {
+    uint8_t *g = rec + 64 + 80 * j;
+    for (int b = 0; b < 16; b++) g[64 + b] = 0;
+    for (int i = 0; i < 4; i++)
+      for (int k = 0; k < 4; k++)
+        for (int e = 0; e < 4; e++) {
+          const int u = q5kx_file_value(blk[k], 32 * j + 4 * i + e), w = q5kx_file_value(blk[k], 32 * j + 16 + 4 * i + e);
+          g[16 * i + 4 * k + e] = (uint8_t)(u | (w & 7) << 5);
+          g[64 + 4 * k + e] |= (uint8_t)(((w >> 3) & 3) << (2 * i));
+        }
+  }
+}
+/* Row k's super-block of a record back into a q5_K block. */
+static void unpack_block_k5(const uint8_t *rec, int k, uint8_t *blk) {
+  k4_unpack_head(rec, k, (ae_block_q4_K *)blk);
+  uint8_t q[256];
+  for (int j = 0; j < 8; j++) {
+    const uint8_t *g = rec + 64 + 80 * j;
+    for (int i = 0; i < 4; i++)
+      for (int e = 0; e < 4; e++) {
+        const int v = g[16 * i + 4 * k + e], h = g[64 + 4 * k + e];
+        q[32 * j + 4 * i + e] = (uint8_t)(v & 0x1f);
+        q[32 * j + 16 + 4 * i + e] = (uint8_t)((v >> 5) | ((h >> (2 * i)) & 3) << 3);
+      }
+  }
+  ae_block_q5_K *o = (ae_block_q5_K *)blk;
+  for (int l = 0; l < 32; l++) o->qh[l] = 0;
+  for (int e = 0; e < 256; e++) {
+    const int j = e >> 5, l = e & 31;
+    uint8_t *byte = o->qs + 32 * (j >> 1) + l;
+    if (j & 1) *byte = (uint8_t)((*byte & 0x0f) | (q[e] & 15) << 4);
+    else *byte = (uint8_t)((*byte & 0xf0) | (q[e] & 15));
+    o->qh[l] |= (uint8_t)(((q[e] >> 4) & 1) << j);
+  }
+}
+int ae_repack_q5_K_r4_ref(void *W, int nrows, int ncols, void *tmp) {
+  return ref_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q5_K), AE_RK5_REC, tmp, 0, 2, pack_block_k5);
+}
+void ae_unpack_q5_K_r4(void *W, int nrows, int ncols, void *tmp) {
+  ref_group_unpack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q5_K), AE_RK5_REC, tmp, unpack_block_k5);
+}
+/* ae_vec_dot_q5_K_ref's sequence on row r read from its group's records. */
+void ae_matvec_q5_K_r4_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ref_group_matvec(W, ncols, xq, y, r0, r1, AE_QK_K, sizeof(ae_block_q5_K), AE_RK5_REC, sizeof(ae_block_q8_K), unpack_block_k5, ae_vec_dot_q5_K_ref);
 }
 
 /* ---- AE_Q6_K_X (kernels.h; the relaxed build's q6_K layout, block by block in place): the scales and d as q6_K's;

@@ -31,7 +31,8 @@ AE_INLINE v128 k4_words(v128 e0, v128 e1) {
   return wasm_v128_or(a, wasm_i16x8_shl(b, 4));   /* nibbles < 16: no carry across bytes */
 }
 /* One record from the 4 rows' super-block b (p[k] = row k's block). */
-AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
+/* The record's first 64 bytes (d, dmin, the scales and mins re-packed): AE_Q4_K_R4 and AE_Q5_K_R4 alike. */
+AE_INLINE void pack_rec_k4_head(const uint8_t *const p[4], uint8_t *rec) {
   const ae_block_q4_K *const *bk = (const ae_block_q4_K *const *)p;
   const v128 f = wasm_i8x16_splat(0x0f);
   v128 t[4];
@@ -45,6 +46,11 @@ AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
                                   wasm_v128_or(wasm_v128_and(t[2], wasm_i8x16_splat(0x30)),
                                                wasm_v128_and(wasm_i16x8_shl(t[3], 2), wasm_i8x16_splat((int8_t)0xc0)))));
   for (int k = 0; k < 4; k++) { __builtin_memcpy(rec + 2 * k, &bk[k]->d, 2); __builtin_memcpy(rec + 8 + 2 * k, &bk[k]->dmin, 2); }
+}
+AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
+  const ae_block_q4_K *const *bk = (const ae_block_q4_K *const *)p;
+  const v128 f = wasm_i8x16_splat(0x0f);
+  pack_rec_k4_head(p, rec);
   for (int pr = 0; pr < 4; pr++) {   /* sub-blocks 2pr (low nibbles of qs[32pr..]) and 2pr + 1 (high nibbles) */
     v128 lo[4], hi[4];
     for (int k = 0; k < 4; k++) {
@@ -63,6 +69,24 @@ AE_INLINE void pack_rec_k4(const uint8_t *const p[4], uint8_t *rec) {
 static void pack_rec_k4_a(const uint8_t *const p[4], uint8_t *rec, int arg) { (void)arg; pack_rec_k4(p, rec); }
 int ae_repack_q4_K_r4(void *W, int nrows, int ncols, void *tmp) {
   return ae_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q4_K), AE_RK4_REC, tmp, 0, 2, pack_rec_k4_a, 0);
+}
+/* AE_Q5_K_R4: the head as AE_Q4_K_R4's (q5_K's d, dmin and scales sit where q4_K's do), then per sub-block j the 8
+ * chunks (a 4x4 transpose of 32-bit words of the rows' values 32j .. 32j + 15, and of 32j + 16 .. 32j + 31) packed as
+ * AE_Q5_K_X packs a group. */
+static void pack_rec_k5_a(const uint8_t *const p[4], uint8_t *rec, int arg) {
+  (void)arg;
+  pack_rec_k4_head(p, rec);
+  v128 q[4][16];
+  for (int k = 0; k < 4; k++) ae_q5k_values(p[k], q[k]);
+  for (int j = 0; j < 8; j++) {
+    v128 u[8];
+    ae_transpose32_4x4(q[0][2 * j], q[1][2 * j], q[2][2 * j], q[3][2 * j], u);
+    ae_transpose32_4x4(q[0][2 * j + 1], q[1][2 * j + 1], q[2][2 * j + 1], q[3][2 * j + 1], u + 4);
+    ae_q5x_pack(u, rec + 64 + 80 * j);
+  }
+}
+int ae_repack_q5_K_r4(void *W, int nrows, int ncols, void *tmp) {
+  return ae_group_repack(W, nrows, ncols / AE_QK_K, sizeof(ae_block_q5_K), AE_RK5_REC, tmp, 0, 2, pack_rec_k5_a, 0);
 }
 
 #if AE_RELAXED
@@ -180,12 +204,94 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
   }
 }
 
+/* ---- AE_Q5_K_R4 (kernels.h): AE_Q4_K_R4's first 64 bytes (the same scale code), then per sub-block j the 80 bytes at
+ * 64 + 80j, AE_Q5_K_X's group packing of the 8 chunks U_m (row k's bytes 4k..4k+3 = its values 32j + 4m + e). Chunk
+ * pair i < 4: lo = U_i = V_i & 0x1f (activation bytes x[32j + 4i ..]), hi = U_{4+i} = (V_i & 0xe0) >> 5 | (V_4 moved by
+ * 3 - 2i) & 0x18 (x[32j + 16 + 4i ..]); the u16 shifts move no neighbouring byte's bit under the masks. Values < 32:
+ * a relaxed dot lane is at most 2 * 31 * 128, so two chunk pairs (4 dots) add up in i16, then one i32x4.dot_i16x8
+ * against the sub-block's scales; per sub-block two of those. ---- */
+AE_INLINE void rk5_vals(const uint8_t *p, int j, int i, v128 m1f, v128 m18, v128 *lo, v128 *hi) {
+  const v128 V = ae_load(p + 64 + 80 * j + 16 * i), H = ae_load(p + 64 + 80 * j + 64);
+  const v128 h = i == 0 ? wasm_i16x8_shl(H, 3) : i == 1 ? wasm_i16x8_shl(H, 1) : i == 2 ? wasm_u16x8_shr(H, 1) : wasm_u16x8_shr(H, 3);
+  *lo = wasm_v128_and(V, m1f);
+  *hi = wasm_v128_or(wasm_u16x8_shr(wasm_v128_andnot(V, m1f), 5), wasm_v128_and(h, m18));
+}
+/* s + the row pair sums of chunk pair i of sub-block j against the splats xl (x[32j + 4i ..]), xh (x[32j + 16 + 4i ..]) */
+AE_INLINE v128 rk5_pair(v128 s, const uint8_t *p, int j, int i, v128 xl, v128 xh, v128 m1f, v128 m18) {
+  v128 lo, hi;
+  rk5_vals(p, j, i, m1f, m18, &lo, &hi);
+  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
+}
+#define RK5_XL(q, j, i) wasm_v128_load32_splat((q) + 32 * (j) + 4 * (i))
+#define RK5_XH(q, j, i) wasm_v128_load32_splat((q) + 32 * (j) + 16 + 4 * (i))
+
+/* One group, super-blocks [0, n) */
+AE_INLINE v128 group_k5(const uint8_t *rec, int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc) {
+  v128 M[4];
+  rk4_masks(M);
+  const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
+  for (int b = 0; b < n; b++, rec += AE_RK5_REC) {
+    const int8_t *q = x[b].qs;
+    const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
+    v128 sq = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; j++) {
+      const v128 P = ae_rswizzle(j < 4 ? sa : sb, M[j & 3]);
+#pragma clang loop unroll(full)
+      for (int h = 0; h < 2; h++) {
+        v128 s = wasm_i32x4_splat(0);
+        for (int i = 2 * h; i < 2 * h + 2; i++) s = rk5_pair(s, rec, j, i, RK5_XL(q, j, i), RK5_XH(q, j, i), m1f, m18);
+        sq = wasm_i32x4_add(sq, wasm_i32x4_dot_i16x8(s, P));
+      }
+    }
+    acc = rk4_fma(acc, sq, rec, xa + b);
+  }
+  return acc;
+}
+/* Four groups far apart, record by record, chunk-pair-major within a sub-block (the splats loaded once for the 4
+ * groups; the 4 sums stored to a volatile slot after each pair, the decoded scales and the i32 sums in volatile slots) */
+AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
+  volatile v128 sink[4], sc[4][2], sq[4];
+  v128 M[4];
+  rk4_masks(M);
+  const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
+  for (int b = 0; b < n; b++) {
+    const uint8_t *a0 = r[0] + (size_t)b * AE_RK5_REC, *a1 = r[1] + (size_t)b * AE_RK5_REC, *a2 = r[2] + (size_t)b * AE_RK5_REC, *a3 = r[3] + (size_t)b * AE_RK5_REC;
+    __asm__("" : "+r"(a0)); __asm__("" : "+r"(a1)); __asm__("" : "+r"(a2)); __asm__("" : "+r"(a3));
+    const uint8_t *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+    const int8_t *q = x[b].qs;
+    sc[0][0] = rk4_sca(p0); sc[0][1] = rk4_scb(p0); sc[1][0] = rk4_sca(p1); sc[1][1] = rk4_scb(p1);
+    sc[2][0] = rk4_sca(p2); sc[2][1] = rk4_scb(p2); sc[3][0] = rk4_sca(p3); sc[3][1] = rk4_scb(p3);
+    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; j++) {
+#pragma clang loop unroll(full)
+      for (int h = 0; h < 2; h++) {
+        v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+#pragma clang loop unroll(full)
+        for (int i = 2 * h; i < 2 * h + 2; i++) {
+          const v128 xl = RK5_XL(q, j, i), xh = RK5_XH(q, j, i);
+          s0 = rk5_pair(s0, p0, j, i, xl, xh, m1f, m18); s1 = rk5_pair(s1, p1, j, i, xl, xh, m1f, m18);
+          s2 = rk5_pair(s2, p2, j, i, xl, xh, m1f, m18); s3 = rk5_pair(s3, p3, j, i, xl, xh, m1f, m18);
+          sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+        }
+        sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, ae_rswizzle(sc[0][j >> 2], M[j & 3])));
+        sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, ae_rswizzle(sc[1][j >> 2], M[j & 3])));
+        sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, ae_rswizzle(sc[2][j >> 2], M[j & 3])));
+        sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, ae_rswizzle(sc[3][j >> 2], M[j & 3])));
+      }
+    }
+    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b);
+    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b);
+  }
+}
+
 #define RK4_CHUNK 64   /* super-blocks per column chunk of the matvec (16384 columns; 3 KiB of prepared sums) */
 
-void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  if (r0 >= r1) return;
+/* The matvec of either layout (five: AE_Q5_K_R4) */
+AE_INLINE void matvec_k(const void *W, int ncols, const void *xq, float *y, int r0, int r1, const int five) {
   const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  const size_t rs = (size_t)nb * (five ? sizeof(ae_block_q5_K) : sizeof(ae_block_q4_K)), rec = five ? AE_RK5_REC : AE_RK4_REC;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
   const int g0 = r0 >> 2, g1 = (r1 + 3) >> 2;   /* groups [g0, g1); the first / last may be partial */
   const int gq = (g1 - g0 + 3) / 4;               /* group g0 + i is read together with g0 + i + k gq, k < 4 */
@@ -198,14 +304,17 @@ void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, fl
     for (int i = 0; i < gq; i++) {
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
-        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_RK4_REC; acc[k] = c0 ? ae_load(RK4_DST(g)) : wasm_f32x4_splat(0.0f); }
-        group4_k4(r, n, x + c0, xs, acc);
+        for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(RK4_DST(g)) : wasm_f32x4_splat(0.0f); }
+        if (five) group4_k5(r, n, x + c0, xs, acc);
+        else group4_k4(r, n, x + c0, xs, acc);
         for (int k = 0; k < 4; k++) ae_store(RK4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
         if (g >= g1) break;
         float *d = RK4_DST(g);
-        ae_store(d, group_k4((const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * AE_RK4_REC, n, x + c0, xs, c0 ? ae_load(d) : wasm_f32x4_splat(0.0f)));
+        const uint8_t *w = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec;
+        const v128 a = c0 ? ae_load(d) : wasm_f32x4_splat(0.0f);
+        ae_store(d, five ? group_k5(w, n, x + c0, xs, a) : group_k4(w, n, x + c0, xs, a));
       }
     }
   }
@@ -214,6 +323,12 @@ void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, fl
     const int g = r >> 2;
     if (!(4 * g >= r0 && 4 * g + 4 <= r1)) y[r] = part[g == g0 ? 0 : 1][r & 3];
   }
+}
+void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 < r1) matvec_k(W, ncols, xq, y, r0, r1, 0);
+}
+void ae_matvec_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (r0 < r1) matvec_k(W, ncols, xq, y, r0, r1, 1);
 }
 
 /* ---- prefill GEMM: tiles of 2 groups (8 rows) x 3 tokens (RK4_G x RK4_T; one group x 3 tokens for a last odd group).
@@ -231,12 +346,13 @@ void ae_matvec_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
 
 /* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
-#define RK4_TILE(NAME, G)                                                                                             \
+#define RK4_TILE(NAME, G, FIVE)                                                                                       \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
   volatile v128 sink[G * RK4_T], sq[G * RK4_T], sc[G][2];                                                             \
   v128 M[4];                                                                                                          \
   rk4_masks(M);                                                                                                       \
-  for (int b = 0; b < n; b++, rec += AE_RK4_REC, x++) {                                                               \
+  const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);                                              \
+  for (int b = 0; b < n; b++, rec += FIVE ? AE_RK5_REC : AE_RK4_REC, x++) {                                           \
     for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
     for (int i = 0; i < G * RK4_T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
     _Pragma("clang loop unroll(full)")                                                                                \
@@ -244,24 +360,34 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
       v128 s[G * RK4_T];                                                                                              \
       for (int i = 0; i < G * RK4_T; i++) s[i] = wasm_i32x4_splat(0);                                                 \
       _Pragma("clang loop unroll(full)")                                                                              \
-      for (int c = 0; c < 4; c++) {                                                                                   \
+      for (int c = 0; c < 4; c++) {   /* q4_K: chunk c; q5_K: chunk pair c */                                         \
         v128 lo[G], hi[G];                                                                                            \
         const v128 f = wasm_i8x16_splat(0x0f);                                                                        \
         for (int g = 0; g < G; g++) {                                                                                 \
+          if (FIVE) { rk5_vals(rec + g * gs, j, c, m1f, m18, &lo[g], &hi[g]); continue; }                            \
           const v128 v = ae_load(rec + g * gs + 64 + 16 * (4 * j + c));                                               \
           lo[g] = wasm_v128_and(v, f); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);                                \
         }                                                                                                             \
         _Pragma("clang loop unroll(full)")                                                                            \
         for (int t = 0; t < RK4_T; t++) {                                                                             \
-          const v128 xl = wasm_v128_load32_splat(x->q[t] + 32 * j + 8 * c), xh = wasm_v128_load32_splat(x->q[t] + 32 * j + 8 * c + 4); \
+          const int8_t *q = x->q[t] + 32 * j;                                                                         \
+          const v128 xl = wasm_v128_load32_splat(q + (FIVE ? 4 * c : 8 * c)), xh = wasm_v128_load32_splat(q + (FIVE ? 16 + 4 * c : 8 * c + 4)); \
           for (int g = 0; g < G; g++) {                                                                               \
             s[RK4_T * g + t] = wasm_i16x8_add(s[RK4_T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
             sink[RK4_T * g + t] = s[RK4_T * g + t];                                                                   \
           }                                                                                                           \
         }                                                                                                             \
+        if (FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */                      \
+          for (int g = 0; g < G; g++) {                                                                               \
+            const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                       \
+            for (int t = 0; t < RK4_T; t++) {                                                                         \
+              sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P));       \
+              s[RK4_T * g + t] = wasm_i32x4_splat(0);                                                                 \
+            }                                                                                                         \
+          }                                                                                                           \
       }                                                                                                               \
       for (int g = 0; g < G; g++) {                                                                                   \
-        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                                     \
+        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                           \
         for (int t = 0; t < RK4_T; t++) sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \
@@ -269,15 +395,15 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
       for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = rk4_fma(acc[RK4_T * g + t], sq[RK4_T * g + t], rec + g * gs, &x->a[t]); \
   }                                                                                                                   \
 }
-RK4_TILE(tile_k4, 1)
-RK4_TILE(tile_k4g, RK4_G)
+RK4_TILE(tile_k4, 1, 0)
+RK4_TILE(tile_k4g, RK4_G, 0)
+RK4_TILE(tile_k5, 1, 1)
+RK4_TILE(tile_k5g, RK4_G, 1)
 
-void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
-                                    int y_stride, int r0, int r1) {
-  int a0, a1;   /* whole groups; the rows outside them: the matvec per token */
-  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q4_K_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+AE_INLINE void gemm_k(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                      int a0, int a1, const int five) {
   const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q4_K);
+  const size_t rs = (size_t)nb * (five ? sizeof(ae_block_q5_K) : sizeof(ae_block_q4_K)), rec = five ? AE_RK5_REC : AE_RK4_REC;
   rk4t xs[RK4_GEMM_CB];
   volatile v128 acc[RK4_G * RK4_T];
   for (int rc = a0; rc < a1; rc += RK4_GEMM_ROWS) {
@@ -294,20 +420,37 @@ void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, si
         for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
           for (int g = 0; g < RK4_G; g++)
             for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-          tile_k4g((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, 4 * rs, n, xs, acc);
+          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
+          if (five) tile_k5g(w, 4 * rs, n, xs, acc);
+          else tile_k4g(w, 4 * rs, n, xs, acc);
           for (int g = 0; g < RK4_G; g++)
             for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[RK4_T * g + t]);
         }
         for (; r < re; r += 4) {
           for (int t = 0; t < RK4_T; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          tile_k4((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK4_REC, 4 * rs, n, xs, acc);
+          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
+          if (five) tile_k5(w, 4 * rs, n, xs, acc);
+          else tile_k4(w, 4 * rs, n, xs, acc);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
     }
   }
 }
+void ae_matmul_rows_q4_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  int a0, a1;   /* whole groups; the rows outside them: the matvec per token */
+  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q4_K_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+  gemm_k(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 0);
+}
+void ae_matmul_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                    int y_stride, int r0, int r1) {
+  int a0, a1;
+  if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q5_K_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
+  gemm_k(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 1);
+}
 #else
 /* The plain build keeps q4_K in the file layout (model.c): this layout's kernels are the reference there. */
 AE_REF_ENTRY_POINTS(q4_K_r4, ae_matvec_q4_K_r4_ref)
+AE_REF_ENTRY_POINTS(q5_K_r4, ae_matvec_q5_K_r4_ref)
 #endif

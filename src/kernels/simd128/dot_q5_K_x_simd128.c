@@ -12,33 +12,13 @@
 #include "simd128_util.h"
 
 /* ---- repack (in place; both builds) ---- */
-/* q5_K's 5th bit j of the i16 lanes of h moved to bit 4 of both bytes (as dot_q5_K_simd128.c's hbits) */
-AE_INLINE v128 kx_hbits(v128 h, int j) {
-  return wasm_v128_and(j <= 4 ? wasm_i16x8_shl(h, 4 - j) : wasm_u16x8_shr(h, j - 4), wasm_i16x8_splat(0x1010));
-}
 void ae_repack_q5_K_x(void *W, size_t nblocks) {
-  const v128 f = wasm_i8x16_splat(0x0f), m7 = wasm_i8x16_splat(0x07), m18 = wasm_i8x16_splat(0x18);
   for (size_t b = 0; b < nblocks; b++) {
     uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q5_K);
-    const v128 h0 = ae_load(blk + 16), h1 = ae_load(blk + 32);
     v128 q[16];   /* q[n] = the values 16n .. 16n + 15 */
-#pragma clang loop unroll(full)
-    for (int g = 0; g < 4; g++) {
-      const v128 v0 = ae_load(blk + 48 + 32 * g), v1 = ae_load(blk + 48 + 32 * g + 16);
-      q[4 * g] = wasm_v128_or(wasm_v128_and(v0, f), kx_hbits(h0, 2 * g));
-      q[4 * g + 1] = wasm_v128_or(wasm_v128_and(v1, f), kx_hbits(h1, 2 * g));
-      q[4 * g + 2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), kx_hbits(h0, 2 * g + 1));
-      q[4 * g + 3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), kx_hbits(h1, 2 * g + 1));
-    }
-#pragma clang loop unroll(full)
-    for (int G = 0; G < 2; G++) {
-      const v128 *u = q + 8 * G;
-      uint8_t *o = blk + 16 + 80 * G;
-      for (int i = 0; i < 4; i++) ae_store(o + 16 * i, wasm_v128_or(u[i], wasm_i16x8_shl(wasm_v128_and(u[4 + i], m7), 5)));
-      const v128 t0 = wasm_u16x8_shr(wasm_v128_and(u[4], m18), 3), t1 = wasm_u16x8_shr(wasm_v128_and(u[5], m18), 1);
-      const v128 t2 = wasm_i16x8_shl(wasm_v128_and(u[6], m18), 1), t3 = wasm_i16x8_shl(wasm_v128_and(u[7], m18), 3);
-      ae_store(o + 64, wasm_v128_or(wasm_v128_or(t0, t1), wasm_v128_or(t2, t3)));
-    }
+    ae_q5k_values(blk, q);
+    ae_q5x_pack(q, blk + 16);
+    ae_q5x_pack(q + 8, blk + 96);
   }
 }
 

@@ -364,6 +364,31 @@ AE_INLINE v128 ae_h4_scaled(const void *p) {
 /* AE_Q6_K_X (kernels.h): a group's 64 values from its 3 vectors at g: u[i] = the values 16i .. 16i + 15 (i < 3: the low 6
  * bits; u[3]: the top 2 bits of the three, as bits 0-1, 2-3, 4-5; the u16 shifts after the masks move no bit across
  * bytes) */
+/* q5_K's 256 values of a file-layout block (0..31, one per byte): q[n] = values 16n .. 16n + 15 (the AE_Q5_K_X and
+ * AE_Q5_K_R4 repacks). The 5th bit of value 32j + l is bit j of qh[l]: moved to bit 4 of both bytes of an i16 lane. */
+AE_INLINE v128 ae_q5k_hbits(v128 h, int j) {
+  return wasm_v128_and(j <= 4 ? wasm_i16x8_shl(h, 4 - j) : wasm_u16x8_shr(h, j - 4), wasm_i16x8_splat(0x1010));
+}
+AE_INLINE void ae_q5k_values(const uint8_t *blk, v128 q[16]) {
+  const v128 f = wasm_i8x16_splat(0x0f);
+  const v128 h0 = wasm_v128_load(blk + 16), h1 = wasm_v128_load(blk + 32);
+  for (int g = 0; g < 4; g++) {
+    const v128 v0 = wasm_v128_load(blk + 48 + 32 * g), v1 = wasm_v128_load(blk + 48 + 32 * g + 16);
+    q[4 * g] = wasm_v128_or(wasm_v128_and(v0, f), ae_q5k_hbits(h0, 2 * g));
+    q[4 * g + 1] = wasm_v128_or(wasm_v128_and(v1, f), ae_q5k_hbits(h1, 2 * g));
+    q[4 * g + 2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v0, 4), f), ae_q5k_hbits(h0, 2 * g + 1));
+    q[4 * g + 3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v1, 4), f), ae_q5k_hbits(h1, 2 * g + 1));
+  }
+}
+/* AE_Q5_K_X's packing of 8 value vectors u[0..7] into 80 bytes at o: V_i = u[i] | (u[4+i] & 7) << 5, V_4 = sum_i
+ * ((u[4+i] >> 3) & 3) << 2i */
+AE_INLINE void ae_q5x_pack(const v128 u[8], uint8_t *o) {
+  const v128 m7 = wasm_i8x16_splat(0x07), m18 = wasm_i8x16_splat(0x18);
+  for (int i = 0; i < 4; i++) wasm_v128_store(o + 16 * i, wasm_v128_or(u[i], wasm_i16x8_shl(wasm_v128_and(u[4 + i], m7), 5)));
+  const v128 t0 = wasm_u16x8_shr(wasm_v128_and(u[4], m18), 3), t1 = wasm_u16x8_shr(wasm_v128_and(u[5], m18), 1);
+  const v128 t2 = wasm_i16x8_shl(wasm_v128_and(u[6], m18), 1), t3 = wasm_i16x8_shl(wasm_v128_and(u[7], m18), 3);
+  wasm_v128_store(o + 64, wasm_v128_or(wasm_v128_or(t0, t1), wasm_v128_or(t2, t3)));
+}
 AE_INLINE void ae_q6x_decode(const uint8_t *g, v128 u[4]) {
   const v128 m3f = wasm_i8x16_splat(0x3f), mc0 = wasm_i8x16_splat((int8_t)0xc0);
   const v128 v0 = wasm_v128_load(g), v1 = wasm_v128_load(g + 16), v2 = wasm_v128_load(g + 32);
