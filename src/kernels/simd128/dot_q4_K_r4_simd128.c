@@ -149,6 +149,17 @@ AE_INLINE void rk4_masks(v128 M[4]) {
   for (int i = 0; i < 4; i++) M[i] = ae_load(pm + 16 * i);
 }
 
+/* The 4 groups' records at byte offset off: the pointers made opaque (every chunk load takes a constant offset:
+ * DESIGN.md "Repacked weights"), their scales decoded into sc, the i32 sums zeroed (group4_k4, group4_k5) */
+AE_INLINE void rk4_rec4(const uint8_t *const r[4], size_t off, const uint8_t *p[4], volatile v128 sc[4][2], volatile v128 sq[4]) {
+  for (int k = 0; k < 4; k++) {
+    const uint8_t *a = r[k] + off;
+    __asm__("" : "+r"(a));
+    p[k] = a;
+    sc[k][0] = rk4_sca(a); sc[k][1] = rk4_scb(a); sq[k] = wasm_i32x4_splat(0);
+  }
+}
+
 /* One group, super-blocks [0, n) */
 AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc) {
   v128 M[4];
@@ -175,14 +186,10 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
   v128 M[4];
   rk4_masks(M);
   for (int b = 0; b < n; b++) {
-    /* the record pointers opaque: every chunk load takes a constant offset (DESIGN.md "Repacked weights") */
-    const uint8_t *a0 = r[0] + (size_t)b * AE_RK4_REC, *a1 = r[1] + (size_t)b * AE_RK4_REC, *a2 = r[2] + (size_t)b * AE_RK4_REC, *a3 = r[3] + (size_t)b * AE_RK4_REC;
-    __asm__("" : "+r"(a0)); __asm__("" : "+r"(a1)); __asm__("" : "+r"(a2)); __asm__("" : "+r"(a3));
-    const uint8_t *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+    const uint8_t *p[4];
+    rk4_rec4(r, (size_t)b * AE_RK4_REC, p, sc, sq);
+    const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
     const int8_t *q = x[b].qs;
-    sc[0][0] = rk4_sca(p0); sc[0][1] = rk4_scb(p0); sc[1][0] = rk4_sca(p1); sc[1][1] = rk4_scb(p1);
-    sc[2][0] = rk4_sca(p2); sc[2][1] = rk4_scb(p2); sc[3][0] = rk4_sca(p3); sc[3][1] = rk4_scb(p3);
-    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
 #define RK4_SUB4(j) do { \
       v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
       _Pragma("clang loop unroll(full)") \
@@ -256,13 +263,10 @@ AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *
   rk4_masks(M);
   const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
   for (int b = 0; b < n; b++) {
-    const uint8_t *a0 = r[0] + (size_t)b * AE_RK5_REC, *a1 = r[1] + (size_t)b * AE_RK5_REC, *a2 = r[2] + (size_t)b * AE_RK5_REC, *a3 = r[3] + (size_t)b * AE_RK5_REC;
-    __asm__("" : "+r"(a0)); __asm__("" : "+r"(a1)); __asm__("" : "+r"(a2)); __asm__("" : "+r"(a3));
-    const uint8_t *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+    const uint8_t *p[4];
+    rk4_rec4(r, (size_t)b * AE_RK5_REC, p, sc, sq);
+    const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
     const int8_t *q = x[b].qs;
-    sc[0][0] = rk4_sca(p0); sc[0][1] = rk4_scb(p0); sc[1][0] = rk4_sca(p1); sc[1][1] = rk4_scb(p1);
-    sc[2][0] = rk4_sca(p2); sc[2][1] = rk4_scb(p2); sc[3][0] = rk4_sca(p3); sc[3][1] = rk4_scb(p3);
-    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
     for (int j = 0; j < 8; j++) {
 #pragma clang loop unroll(full)
