@@ -24,7 +24,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   -t, --threads T       compute threads (default 1)
 ${MEM_USAGE}
   --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
-  --fused-dot MODE      relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q5_1 decode): auto (default: timed at load), on, off
+  --fused-dot MODE      relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q8_0 and q5_1 decode): auto (default: timed at load), on, off
   --repack MODE         weights in their kernels' layouts at load (q4_0, q5_0, q5_1; relaxed build: q8_0, q4_K, q5_K, q6_K too): auto (default: on), on, off
 ${KV_USAGE}
 ${FFN_USAGE}

@@ -127,7 +127,7 @@ export class BrowserModel extends openai.OpenAIMethods {
   readonly threads: number;
   /** The wasm build in use ('relaxed' SIMD or 'plain'). */
   readonly simd: 'relaxed' | 'plain';
-  /** Whether the prefill runs the relaxed build's fused-dot tile, and what its probe measured (EngineOptions.fusedDot). */
+  /** Whether any kernel runs its relaxed fused-dot form, and what the probes measured (EngineOptions.fusedDot). */
   readonly fusedDot: boolean;
   readonly fusedDotProbe: FusedDotProbe | null;
   /** The load's warm-up (rounds, ms), or null. */

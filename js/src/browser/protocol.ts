@@ -73,7 +73,7 @@ export interface WireLoadOptions {
   verify?: boolean;
   /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
   simd?: 'auto' | 'relaxed' | 'plain';
-  /** The relaxed build's fused-dot prefill tile for q4_0 weights: true, false or 'auto' (default: timed; EngineOptions.fusedDot). */
+  /** The relaxed build's fused-dot kernel forms (q4_0 / q8_0 prefill tiles, q8_0 R4 matvec and GEMM, q5_1 X8 matvec): true, false or 'auto' (default: timed; EngineOptions.fusedDot). */
   fusedDot?: boolean | 'auto';
   /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
   warmup?: boolean | number;
@@ -92,7 +92,7 @@ export interface ModelInfo {
   threads: number;
   /** The wasm build in use. */
   simd: 'relaxed' | 'plain';
-  /** Whether the prefill runs the fused-dot tile, and what the probe measured (EngineOptions.fusedDot). */
+  /** Whether any kernel runs its fused-dot form, and what the probes measured (EngineOptions.fusedDot). */
   fusedDot: boolean;
   fusedDotProbe: FusedDotProbe | null;
   /** The load's warm-up (rounds, ms), or null. */

@@ -427,13 +427,12 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 }
 
 #if AE_RELAXED
-/* Relaxed: tiles of 4 rows (one group) x 4 tokens (q5_0 / q5_1 R4; q4_0 takes 2 groups x 3 tokens since session 16,
- * gemm_tile3g2 below: each token's splats serve both groups, 1.02-1.05x at 64 tokens, 1.20x at 17, Node and Chromium
- * alike; docs/PERFORMANCE.md "Session 16"). Per column chunk the 4 tokens' activations are copied to one
- * stack array (xt4: per block the 4 tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the
- * tile is a load at a constant offset from one pointer. Per record the chunks are loaded and their nibbles unpacked
- * once for the 4 tokens; per token 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as
- * the matvec). Scheduling (docs/DESIGN.md "Relaxed SIMD", V8 code generation): the 4 tokens' i16 sums are stored
+/* Relaxed: q4_0 in tiles of 2 groups x 3 tokens (gemm_tile3g2; session 16: each token's splats serve both groups,
+ * 1.02-1.05x session 14's 1 x 4 tile at 64 tokens, 1.20x at 17, docs/PERFORMANCE.md "Session 16"), q5_0 / q5_1 R4 in
+ * tiles of 4 rows (one group) x 4 tokens. Per column chunk the k tokens' activations are copied to one stack array
+ * (xt4 for 4: per block the tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the tile is a load
+ * at a constant offset from one pointer. Per record the chunks are loaded and their nibbles unpacked once for the
+ * tokens; per token 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as the matvec). Scheduling (docs/DESIGN.md "Relaxed SIMD", V8 code generation): the 4 tokens' i16 sums are stored
  * to a volatile slot after each chunk, which keeps TurboFan from hoisting the next chunk's loads above this
  * chunk's arithmetic (16 SIMD registers on x64). Per (row, token) the matvec's float sequence: bit-identical. */
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
@@ -468,37 +467,10 @@ AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int k
 }
 _Static_assert(sizeof(xt4) == 160, "xt4 layout");
 
-#define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
-
-AE_INLINE void gemm_tile4(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc) {
-  volatile v128 sink[4];
-  v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-  const v128 m = wasm_i8x16_splat(0x0f);
-  for (int b = 0; b < n; b++, rec += AE_R4_REC, x++) {
-    /* i16 lanes start at the block's offsets (r4_off16): the float step needs no -8 sum(x) term */
-    v128 s0 = wasm_v128_load32_splat(&x->nsum[0]), s1 = wasm_v128_load32_splat(&x->nsum[1]);
-    v128 s2 = wasm_v128_load32_splat(&x->nsum[2]), s3 = wasm_v128_load32_splat(&x->nsum[3]);
-    for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j);
-      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
-      s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(R4_SPL(0, 8 * j), lo), ae_rdot16(R4_SPL(0, 8 * j + 4), hi)));
-      s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(R4_SPL(1, 8 * j), lo), ae_rdot16(R4_SPL(1, 8 * j + 4), hi)));
-      s2 = wasm_i16x8_add(s2, wasm_i16x8_add(ae_rdot16(R4_SPL(2, 8 * j), lo), ae_rdot16(R4_SPL(2, 8 * j + 4), hi)));
-      s3 = wasm_i16x8_add(s3, wasm_i16x8_add(ae_rdot16(R4_SPL(3, 8 * j), lo), ae_rdot16(R4_SPL(3, 8 * j + 4), hi)));
-      sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
-    }
-    const v128 dw = rec_scales(rec);
-#define R4_F(A, S, t) A = wasm_f32x4_add(A, wasm_f32x4_mul(wasm_f32x4_convert_i32x4( \
-        wasm_i32x4_extadd_pairwise_i16x8(S)), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))))
-    R4_F(a0, s0, 0); R4_F(a1, s1, 1); R4_F(a2, s2, 2); R4_F(a3, s3, 3);
-#undef R4_F
-    sink[0] = a0; sink[1] = a1; sink[2] = a2; sink[3] = a3;
-  }
-  acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-}
-
-/* gemm_tile4's arithmetic over G groups (gs bytes apart) x 3 tokens (prep_tk's records with k = 3: q[3][32], nsum[3],
- * dxs[3], 120 B): each token's 8 splats per block serve the G groups. */
+/* q4_0's i16 tile: G groups (gs bytes apart) x 3 tokens (prep_tk's records with k = 3: q[3][32], nsum[3], dxs[3],
+ * 120 B). Per record the chunks are loaded and their nibbles unpacked once for the 3 tokens, each token's 8 splats per
+ * block serve the G groups; the i16 lanes start at the block's offsets (r4_off16, in nsum), so the float step needs no
+ * -8 sum(x) term; the sums go to a volatile slot after each chunk (see above). */
 #define R4_G3(NAME, G)                                                                                               \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, volatile v128 *acc) {                    \
   volatile v128 sink[3 * G];                                                                                         \
@@ -533,8 +505,11 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, vola
 R4_G3(gemm_tile3g1, 1)
 R4_G3(gemm_tile3g2, 2)
 
-/* gemm_tile4 on AE_Q5_0_R4 records: the 5th bits or-ed into the unpacked chunks, the i16 sums widened after chunks 1
- * and 3 (the first half's i32 sums in a volatile slot); per (row, token) the q5_0 R4 matvec's sequence. */
+#define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
+
+/* The q5 tile (AE_Q5_0_R4 / AE_Q5_1_R4 records, one group x 4 tokens): the 5th bits or-ed into the unpacked chunks,
+ * the i16 sums widened after chunks 1 and 3 (the first half's i32 sums in a volatile slot); per (row, token) the q5_0
+ * R4 matvec's sequence. */
 AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v128 *acc, int kind) {
   volatile v128 sink[4], half[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
@@ -616,7 +591,7 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const uint8_t *xb[8];
         for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, k, (uint8_t *)xs, k <= 4 && !q5 ? 3 : q5);
+        prep_tk(xb, n, k, (uint8_t *)xs, k == 3 ? 3 : q5);
         int r = rc;
         if (k == 3) {   /* q4_0, the i16 tile: 2 groups x 3 tokens, then a last odd group */
           for (; r + 8 <= re; r += 8) {
@@ -637,8 +612,7 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
           for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
           if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
-          else if (q5) gemm_tile4_q5(rec, n, xs, acc, q5);
-          else gemm_tile4(rec, n, xs, acc);
+          else gemm_tile4_q5(rec, n, xs, acc, q5);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }

@@ -61,15 +61,15 @@ AE_INLINE v128 rec_scales8(const uint8_t *rec) { return ae_h4_scaled(rec); }
 AE_INLINE v128 fma8(v128 acc, v128 s, const r8x *x, const uint8_t *rec) {
   return wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(rec_scales8(rec), wasm_v128_load32_splat(&x->dxs))));
 }
-/* s + the 4 rows' sums of chunk v against |x| (xa) with the signs moved by xm: ae_rdot_w (simd128_util.h) */
-AE_INLINE v128 r8_d(v128 s, v128 v, v128 xm, v128 xa, v128 ones) { return ae_rdot_w(wasm_v128_xor(v, xm), xa, s, ones); }
-/* the same with the i32 relaxed dot itself (AE_FUSED_R8: one vpdpbusd on an AVX-VNNI host) */
-AE_INLINE v128 r8_f(v128 s, v128 v, v128 xm, v128 xa) { return ae_rdot(wasm_v128_xor(v, xm), xa, s); }
-/* f (a constant after inlining: two specialisations) = ae_fused_dot & AE_FUSED_R8 */
-#define R8_D(S, v, xm, xa) S = f ? r8_f(S, v, xm, xa) : r8_d(S, v, xm, xa, ones)
+/* s + the 4 rows' sums of chunk v against |x| (xa) with the signs moved by xm: with f (ae_fused_dot & AE_FUSED_R8, a
+ * constant after inlining: two specialisations) the i32 relaxed dot itself (one vpdpbusd on an AVX-VNNI host), else
+ * ae_rdot_w (simd128_util.h) */
+AE_INLINE v128 r8_step(v128 s, v128 v, v128 xm, v128 xa, v128 ones, const int f) {
+  return f ? ae_rdot(wasm_v128_xor(v, xm), xa, s) : ae_rdot_w(wasm_v128_xor(v, xm), xa, s, ones);
+}
 #define R8_CHUNK 512   /* blocks per column chunk of the matvec (40 KiB of prepared activations at most): a whole row up to
                         * 16384 columns, so each group is read as one run (shorter chunks broke the 4 streams: 0.6x from DRAM) */
-#define R8_DOT(s, p, j, xa, xm) (f ? r8_f(s, ae_load((p) + 8 + 16 * (j)), xm, xa) : r8_d(s, ae_load((p) + 8 + 16 * (j)), xm, xa, ones))
+#define R8_DOT(s, p, j, xa, xm) r8_step(s, ae_load((p) + 8 + 16 * (j)), xm, xa, ones, f)
 
 /* One group, blocks [0, n): acc += its 4 rows' block terms. */
 AE_INLINE v128 group8(const uint8_t *rec, int n, const r8x *x, v128 acc, const int f) {
@@ -150,9 +150,8 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define R8_GEMM_ROWS 64   /* rows per chunk (16 groups): their weights stay in cache while every token group passes */
 #define R8_GEMM_CB 32     /* blocks per column chunk: 32 x 4 x 80 B = 10 KiB */
 
-#define R8_TT 4
-
-#define R8_TG 2
+#define R8_TT 4            /* tokens per tile */
+#define R8_TG 2            /* groups per tile */
 /* G groups x R8_TT tokens: each token's splats serve the G groups */
 #define R8_TILE(NAME, G)                                                                                              \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {                    \
@@ -169,7 +168,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int t = 0; t < R8_TT; t++) {                                                                               \
         const v128 xm = wasm_v128_load32_splat(x[t].mx + 4 * j), xa = wasm_v128_load32_splat(x[t].ax + 4 * j);       \
-        for (int g = 0; g < G; g++) { R8_D(s[R8_TT * g + t], v[g], xm, xa); sink[R8_TT * g + t] = s[R8_TT * g + t]; } \
+        for (int g = 0; g < G; g++) { s[R8_TT * g + t] = r8_step(s[R8_TT * g + t], v[g], xm, xa, ones, f); sink[R8_TT * g + t] = s[R8_TT * g + t]; } \
       }                                                                                                               \
     }                                                                                                                 \
     _Pragma("clang loop unroll(full)")                                                                                \
