@@ -211,8 +211,10 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     // the other source kinds: a File (cloned handle) and a ReadableStream (transferred)
     const file = new File([await (await fetch(url)).blob()], 'tiny.rknot');
     for (const [kind, src] of [['file', file], ['stream', (await fetch(url)).body]]) {
-      const sm = await Aether.load(src, { threads: 1 });
+      // the File with threads: 'auto' (half of hardwareConcurrency from 4 up, at most 4: validate.ts autoThreads)
+      const sm = await Aether.load(src, { threads: kind === 'file' ? 'auto' : 1 });
       out[kind] = { name: sm.name, tokens: (await sm.complete(prompt, { maxTokens: 4, greedy: true })).tokens };
+      if (kind === 'file') out.autoThreads = { threads: sm.threads, hc: navigator.hardwareConcurrency };
       await sm.dispose();
     }
 
@@ -304,6 +306,8 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(api.loadAbort, { name: 'AbortError', code: 'aborted' });
   assert.deepEqual(api.file, { name: 'tiny.rknot', tokens: expected.tokens.slice(0, 4) });
   assert.deepEqual(api.stream, { name: 'stream', tokens: expected.tokens.slice(0, 4) });
+  const hc = api.autoThreads.hc;
+  assert.equal(api.autoThreads.threads, Math.max(1, Math.min(4, hc >= 4 ? Math.floor(hc / 2) : hc)), JSON.stringify(api.autoThreads));
   assert.equal(api.badWorker.code, 'load_error');
   assert.match(api.badWorker.message, /engine worker .*no\/such\/worker\.js failed/);
   assert.equal(api.version.id, 7);

@@ -11,10 +11,11 @@ const MODEL = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
 const cli = (...args) => JSON.parse(execFileSync(process.execPath, [CLI, ...args], { encoding: 'utf8' }));
 
 test('aether run --json prints tokens, text and throughput; 1 and 2 threads agree', () => {
-  const a = cli('run', MODEL, '-p', 'The Debian project is', '-n', '16', '--greedy', '--json');
+  const a = cli('run', MODEL, '-p', 'The Debian project is', '-n', '16', '--greedy', '--json', '--threads', '1');
   const b = cli('run', MODEL, '-p', 'The Debian project is', '-n', '16', '--greedy', '--json', '--threads', '2');
   assert.equal(a.tokens.length, 16);
   assert.deepEqual(a.tokens, b.tokens);
+  assert.equal(a.threads, 1);
   assert.equal(b.threads, 2);
   assert.equal(typeof a.text, 'string');
   assert.ok(a.text.length > 0);

@@ -52,3 +52,12 @@ export function fusedDotArg(v: unknown): boolean | 'auto' | undefined { return a
 
 /** --repack auto|on|off -> LoadOptions.repack (undefined when absent). */
 export function repackArg(v: unknown): boolean | 'auto' | undefined { return autoOnOff('repack', v); }
+
+/** --threads auto|N -> LoadOptions.threads: 'auto' when absent (the machine's physical cores, at most 4: validate.ts
+ * autoThreads), a positive integer, or an error naming the option. */
+export function threadsArg(v: unknown): number | 'auto' {
+  if (v === undefined || v === 'auto') return 'auto';
+  const n = typeof v === 'number' ? v : Number(v);
+  if (typeof v === 'boolean' || !Number.isInteger(n) || n < 1 || n > 256) throw new AetherError('invalid_argument', `--threads: expected auto or an integer in [1, 256], got '${String(v)}'`);
+  return n;
+}

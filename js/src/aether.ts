@@ -21,7 +21,7 @@ import { chatFallbackFor, chatStopStrings } from './tokenizer/chat-stops.js';
 import { loadRknotStream } from './loader/stream.js';
 import type { RknotMetadata } from './formats/rknot-read.js';
 import { FfnRuntime, type FfnOptions } from './runtime/ffn.js';
-import { checkPrompt, checkStop, optBool, optInt, optionsObject, optNum, optSignal } from './validate.js';
+import { checkPrompt, checkStop, optBool, optInt, optionsObject, optNum, optSignal, optThreads } from './validate.js';
 import * as openai from './openai.js';
 import type { ModelMetrics } from './runtime/metrics.js';
 import { checkKvPolicy, formatKvPolicy, type KvPolicy } from './formats/kv-policy.js';
@@ -679,7 +679,7 @@ function checkGenerateOptions(v: unknown): GenerateOptions {
 /** LoadOptions type- and range-checked (nCtx above the model's is refused later, once the model's n_ctx is known). */
 function checkLoadOptions(v: unknown): LoadOptions {
   const o = optionsObject('options', v) as LoadOptions;
-  optInt('threads', o.threads, 1, 256);
+  optThreads(o.threads);
   optInt('maxBatch', o.maxBatch, 1, 4096);
   optInt('nCtx', o.nCtx, 1);
   optInt('spin', o.spin, 0);

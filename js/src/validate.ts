@@ -89,3 +89,54 @@ export async function hardwareThreads(isNode: boolean): Promise<number | undefin
     return undefined;
   }
 }
+
+/** threads: 'auto' never picks more than this many (docs/DESIGN.md "Threads": decode streams the weights, and a few
+ * cores already move what the memory gives; only 1 and 2 threads were measured on this project's machines). */
+export const AUTO_THREADS_MAX = 4;
+
+/**
+ * Physical cores of a Linux machine: the distinct sibling sets under `root` (sysfs: cpuN/topology/core_cpus_list, or
+ * thread_siblings_list on older kernels). undefined where sysfs is missing or unreadable.
+ */
+export async function physicalCores(root = '/sys/devices/system/cpu'): Promise<number | undefined> {
+  try {
+    const fs = await import('node:fs');
+    const path = await import('node:path');
+    const sets = new Set<string>();
+    for (const name of fs.readdirSync(root)) {
+      if (!/^cpu\d+$/.test(name)) continue;
+      const topo = path.join(root, name, 'topology');
+      let list: string | undefined;
+      for (const f of ['core_cpus_list', 'thread_siblings_list']) {
+        try { list = fs.readFileSync(path.join(topo, f), 'utf8').trim(); break; } catch { /* the other name */ }
+      }
+      if (list) sets.add(list);
+    }
+    return sets.size > 0 ? sets.size : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What threads: 'auto' means: the physical cores (Node on Linux: sysfs, within os.availableParallelism, which follows
+ * the process's CPU affinity; elsewhere the hardware threads, and in browsers half of navigator.hardwareConcurrency
+ * from 4 up, since browsers count SMT siblings), at most AUTO_THREADS_MAX; 1 when nothing is known.
+ */
+export async function autoThreads(isNode: boolean): Promise<number> {
+  const hw = await hardwareThreads(isNode);
+  let n = hw ?? 1;
+  if (isNode) {
+    const os = await import('node:os');
+    const cores = os.platform() === 'linux' ? await physicalCores() : undefined;
+    if (cores !== undefined) n = Math.min(n, cores);
+  } else if (n >= 4) n = Math.floor(n / 2);
+  return Math.max(1, Math.min(AUTO_THREADS_MAX, n));
+}
+
+/** undefined, 'auto', or an integer in [1, 256] (LoadOptions.threads). */
+export function optThreads(v: unknown): number | 'auto' | undefined {
+  if (v === undefined || v === 'auto') return v;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 256) bad('threads', v, "'auto' or an integer in [1, 256]");
+  return v;
+}

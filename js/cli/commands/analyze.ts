@@ -1,7 +1,7 @@
 /** aether analyze MODEL [--calib TEXT --docs A:B] [--json] [-o OUT.rknot] [--chart OUT.svg] */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
@@ -28,7 +28,7 @@ export const usage = `usage: aether analyze MODEL [options]
                          the fast path streams the calibration rows to one temporary file per layer
   --probes P, --steps S  fast path: SLQ probe vectors (default 8) and Lanczos steps (default 48) per spectrum
   --json                 print { matrices, atlas } as JSON instead of the table
-  -t, --threads T        compute threads for the calibration forward (default 1)`;
+  -t, --threads T        compute threads for the calibration forward (default auto: the physical cores, at most 4)`;
 
 function f(v: number | undefined, d = 3): string {
   if (v === undefined || !Number.isFinite(v)) return '-';
@@ -37,7 +37,7 @@ function f(v: number | undefined, d = 3): string {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { calib: 'string', docs: 'string', 'max-tokens': 'number', window: 'number', keep: 'number', layers: 'string', out: 'string', chart: 'string', json: 'boolean', threads: 'number', progress: 'boolean', linalg: 'string', probes: 'number', steps: 'number' },
+    options: { calib: 'string', docs: 'string', 'max-tokens': 'number', window: 'number', keep: 'number', layers: 'string', out: 'string', chart: 'string', json: 'boolean', threads: 'string', progress: 'boolean', linalg: 'string', probes: 'number', steps: 'number' },
     aliases: { o: 'out', t: 'threads' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL\n${usage}`);
@@ -49,7 +49,7 @@ export async function run(argv: string[]): Promise<number> {
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
   const window = (v.window as number) ?? 256;
-  const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: Math.min(window, 64) });
+  const model = await load(src, { threads: threadsArg(v.threads), maxBatch: Math.min(window, 64) });
   let calibration: Calibration | undefined;
   try {
     const NL = model.config.n_layers;

@@ -1,5 +1,5 @@
 /** aether bench MODEL [--prompt-tokens P] [--gen-tokens G] [--threads T] [--reps R] [--json] */
-import { parseArgs, fusedDotArg, repackArg } from '../args.js';
+import { parseArgs, fusedDotArg, repackArg, threadsArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
@@ -10,7 +10,7 @@ import { KV_OPTION_SPEC, KV_USAGE, applyHeadsArg, kvPolicyFromArgs } from '../kv
 export const usage = `usage: aether bench MODEL [options]
   --prompt-tokens P   prompt length for the prefill measurement (default 64)
   --gen-tokens G      tokens decoded for the decode measurement (default 64)
-  -t, --threads T     compute threads (default 1)
+  -t, --threads T     compute threads (default auto: the physical cores, at most 4)
   --reps R            repetitions; the median is reported (default 3)
 ${MEM_USAGE}
   --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
@@ -30,13 +30,13 @@ function median(xs: number[]): number {
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'number', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', 'fused-dot': 'string', repack: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
+    options: { 'prompt-tokens': 'number', 'gen-tokens': 'number', threads: 'string', reps: 'number', json: 'boolean', 'max-batch': 'number', spin: 'number', 'single-below': 'number', simd: 'string', 'fused-dot': 'string', repack: 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC },
     aliases: { t: 'threads', p: 'prompt-tokens', n: 'gen-tokens' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL argument\n${usage}`);
   const P = (v['prompt-tokens'] as number) ?? 64, G = (v['gen-tokens'] as number) ?? 64, reps = Math.max(1, (v.reps as number) ?? 3);
   const ffn = ffnFromArgs(v);
-  const model = await load(positionals[0], { threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']), repack: repackArg(v.repack) });
+  const model = await load(positionals[0], { threads: threadsArg(v.threads), ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined, spin: v.spin as number | undefined, singleThreadBelow: v['single-below'] as number | undefined, modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']), repack: repackArg(v.repack) });
   try {
     if (ffn.mode) model.setFfnMode(ffn.mode, undefined, ffn.opts);
     applyHeadsArg(model, v);

@@ -1,6 +1,6 @@
 /** aether compress MODEL --ffn-width 0.75|0.5 [--method aa-svd|svd|prune] [--from-atlas] --calib TEXT --docs A:B -o OUT.rknot [--keep-dense] */
 import fs from 'node:fs';
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
@@ -27,11 +27,11 @@ export const usage = `usage: aether compress MODEL --ffn-width R --calib TEXT -o
                          the fast path streams the calibration rows to one temporary file per layer
   --power-iters Q        fast path: power iterations of the range finder (default 1)
   --json                 print a JSON summary
-  -t, --threads T        compute threads for the calibration forward (default 1)`;
+  -t, --threads T        compute threads for the calibration forward (default auto: the physical cores, at most 4)`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { 'ffn-width': 'number', 'from-atlas': 'boolean', method: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', 'keep-dense': 'boolean', out: 'string', json: 'boolean', threads: 'number', progress: 'boolean', linalg: 'string', 'power-iters': 'number' },
+    options: { 'ffn-width': 'number', 'from-atlas': 'boolean', method: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', 'keep-dense': 'boolean', out: 'string', json: 'boolean', threads: 'string', progress: 'boolean', linalg: 'string', 'power-iters': 'number' },
     aliases: { o: 'out', t: 'threads' },
   });
   if (positionals.length !== 1 || !v.out) throw new AetherError('invalid_argument', `expected MODEL and -o OUT.rknot\n${usage}`);
@@ -45,7 +45,7 @@ export async function run(argv: string[]): Promise<number> {
   if (method !== 'svd' && !v.calib) throw new AetherError('invalid_argument', `--method ${method} needs --calib TEXT`);
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
-  const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: 64 });
+  const model = await load(src, { threads: threadsArg(v.threads), maxBatch: 64 });
   let calibration: Calibration | undefined;
   try {
     const NL = model.config.n_layers;

@@ -1,5 +1,5 @@
 /** aether eval MODEL --text FILE [--vs-dense] [--ref MODEL] [--mode M] [--window W] [--max-tokens N] [--json] */
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { load, type FfnModeName } from '../../src/aether.js';
 import { evaluate } from '../../src/eval.js';
 import { AetherError } from '../../src/errors.js';
@@ -21,21 +21,21 @@ ${FFN_USAGE.split('\n').slice(2).join('\n')}
   --window W          input tokens per window (default 256, at most the context)
   --concat            windows over the concatenated token stream of all documents (default: per document)
   --max-tokens N      stop after N predicted tokens
-  -t, --threads T     compute threads (default 1)
+  -t, --threads T     compute threads (default auto: the physical cores, at most 4)
 ${MEM_USAGE.replace(/^  --ctx.*\n/, '')}
   --simd MODE         wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
   --json              print one JSON object`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'number', simd: 'string', json: 'boolean', docs: 'string', 'ref-kv-dtype': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC },
+    options: { concat: 'boolean', text: 'string', 'vs-dense': 'boolean', ref: 'string', mode: 'string', window: 'number', 'max-tokens': 'number', threads: 'string', simd: 'string', json: 'boolean', docs: 'string', 'ref-kv-dtype': 'string', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC },
     aliases: { t: 'threads' },
   });
   if (positionals.length !== 1 || !v.text) throw new AetherError('invalid_argument', `expected MODEL and --text FILE\n${usage}`);
   const text = readTextArg(v, 'text').text;
   const ffn = ffnFromArgs(v, 'mode');
   const window = (v.window as number) ?? 256;
-  const lo = { threads: (v.threads as number) ?? 1, simd: v.simd as SimdMode | undefined, logitsAll: true, maxBatch: window, modules: ffn.modules };
+  const lo = { threads: threadsArg(v.threads), simd: v.simd as SimdMode | undefined, logitsAll: true, maxBatch: window, modules: ffn.modules };
   const mem = memFromArgs(v);
   const model = await load(positionals[0], { ...lo, ...mem });
   const refKv = v['ref-kv-dtype'] !== undefined ? memFromArgs({ 'kv-dtype': v['ref-kv-dtype'] }).kvDtype : undefined;

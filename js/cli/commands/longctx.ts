@@ -1,5 +1,5 @@
 /** aether longctx MODEL --text FILE [--kv-policy P] [--heads local] [--passkey] ... : a KV-cache approximation vs the full cache */
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { load, type LoadOptions } from '../../src/aether.js';
 import { evaluateLong, passkeyTest } from '../../src/eval-long.js';
 import { AetherError } from '../../src/errors.js';
@@ -26,14 +26,14 @@ export const usage = `usage: aether longctx MODEL --text FILE [options]
   --seeds S           passkey prompts per depth (default 4)
   --retrieval K       passkey (default: 'The pass key is N' planted, asked at the end) or copy (a planted run of
                       random words, its first words repeated at the end: the model must continue it)
-  -t, --threads T     compute threads (default 1)
+  -t, --threads T     compute threads (default auto: the physical cores, at most 4)
   --json              print one JSON object`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       text: 'string', docs: 'string', 'kv-policy': 'string', 'kv-dtype': 'string', heads: 'string', 'local-heads': 'string', window: 'number', from: 'number',
-      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', retrieval: 'string', threads: 'number', json: 'boolean',
+      chunk: 'number', 'max-tokens': 'number', passkey: 'boolean', seeds: 'number', retrieval: 'string', threads: 'string', json: 'boolean',
     },
     aliases: { t: 'threads' },
   });
@@ -45,7 +45,7 @@ export async function run(argv: string[]): Promise<number> {
   if (heads !== undefined && heads !== 'local' && heads !== 'full') throw new AetherError('invalid_argument', `--heads expects 'local' or 'full', got '${heads}'`);
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
-  const base: LoadOptions = { threads: (v.threads as number) ?? 1, logitsAll: true, maxBatch: chunk };
+  const base: LoadOptions = { threads: threadsArg(v.threads), logitsAll: true, maxBatch: chunk };
   const opt = (x: Record<string, unknown>) => ({ ...base, ...x }) as LoadOptions;
   const reference = await load(src, opt({ kvPolicy: 'full', kvDtype: 'f32' }));
   const localHeads = v['local-heads'] !== undefined ? parseLocalHeadsArg(String(v['local-heads'])) : undefined;

@@ -1,6 +1,6 @@
 /** aether lora-plan MODEL -o plan.json [--rule seed|measured] (js/src/compress/lora-plan.ts) */
 import fs from 'node:fs';
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { createProgress } from '../progress.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
@@ -24,7 +24,7 @@ export const usage = `usage: aether lora-plan MODEL -o PLAN.json [options]
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
-    options: { out: 'string', rule: 'string', keep: 'number', 'alpha-ratio': 'number', base: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', json: 'boolean', threads: 'number', progress: 'boolean' },
+    options: { out: 'string', rule: 'string', keep: 'number', 'alpha-ratio': 'number', base: 'string', calib: 'string', docs: 'string', 'max-tokens': 'number', json: 'boolean', threads: 'string', progress: 'boolean' },
     aliases: { o: 'out', t: 'threads' },
   });
   if (positionals.length !== 1) throw new AetherError('invalid_argument', `expected one MODEL\n${usage}`);
@@ -44,7 +44,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!atlas) {
     const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
     const src = await resolveNodeSource(file);
-    const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: 64 });
+    const model = await load(src, { threads: threadsArg(v.threads), maxBatch: 64 });
     try {
       arch = model.config.arch; nLayers = model.config.n_layers;
       sourceName = ((model.metadata as any).source as { name?: string } | undefined)?.name;

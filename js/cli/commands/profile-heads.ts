@@ -1,5 +1,5 @@
 /** aether profile-heads MODEL --calib TEXT [--docs A:B] [-o OUT.rknot] [--sinks 4] [--window W] [--threshold 0.9] [--json] */
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { profileHeads } from '../../src/profile/heads.js';
@@ -17,14 +17,14 @@ export const usage = `usage: aether profile-heads MODEL --calib TEXT [options]
   --threshold T          a head is 'local' when its mean sink + window attention mass >= T (default 0.9)
   --max-tokens N         calibration tokens at most (default: all)
   --ctx N                window length / context (default: the model's n_ctx)
-  -t, --threads T        compute threads (default 1)
+  -t, --threads T        compute threads (default auto: the physical cores, at most 4)
   --json                 print the section as JSON`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       calib: 'string', docs: 'string', out: 'string', sinks: 'number', window: 'number', threshold: 'number',
-      'max-tokens': 'number', ctx: 'number', threads: 'number', json: 'boolean',
+      'max-tokens': 'number', ctx: 'number', threads: 'string', json: 'boolean',
     },
     aliases: { o: 'out', t: 'threads' },
   });
@@ -39,7 +39,7 @@ export async function run(argv: string[]): Promise<number> {
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
   const probe = v.ctx as number | undefined;
-  const model = await load(src, { threads: (v.threads as number) ?? 1, nCtx: probe });
+  const model = await load(src, { threads: threadsArg(v.threads), nCtx: probe });
   try {
     const tty = !v.json && process.stderr.isTTY;
     const r = await profileHeads(model, text, {

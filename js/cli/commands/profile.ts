@@ -1,5 +1,5 @@
 /** aether profile MODEL --calib TEXT -o OUT.rknot [--target-sparsity S[,S..]] [--method M] [--docs A:B] ... */
-import { parseArgs } from '../args.js';
+import { parseArgs, threadsArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import { profileModel, PROFILE_METHODS, type ProfileMethod } from '../../src/profile/profile.js';
@@ -18,14 +18,14 @@ export const usage = `usage: aether profile MODEL --calib TEXT -o OUT.rknot [opt
   --small-rel R          |h| < R * RMS(h) of the layer counts as a small activation (default 0.01)
   --window W             tokens per window (default 256)
   --max-tokens N         calibration tokens at most (default: all)
-  -t, --threads T        compute threads (default 1)
+  -t, --threads T        compute threads (default auto: the physical cores, at most 4)
   --json                 print the per-layer summary as JSON`;
 
 export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       calib: 'string', docs: 'string', out: 'string', 'target-sparsity': 'string', method: 'string', 'small-rel': 'number',
-      window: 'number', 'max-tokens': 'number', threads: 'number', json: 'boolean',
+      window: 'number', 'max-tokens': 'number', threads: 'string', json: 'boolean',
     },
     aliases: { o: 'out', t: 'threads' },
   });
@@ -40,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   const window = (v.window as number) ?? 256;
   const { resolveNodeSource } = await import('../../src/node/convert-on-load.js');
   const src = await resolveNodeSource(positionals[0]);
-  const model = await load(src, { threads: (v.threads as number) ?? 1, maxBatch: window, modules: ['ffn-saturated'] });
+  const model = await load(src, { threads: threadsArg(v.threads), maxBatch: window, modules: ['ffn-saturated'] });
   try {
     const tty = !v.json && process.stderr.isTTY;
     const r = await profileModel(model, text, {

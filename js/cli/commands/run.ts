@@ -1,5 +1,5 @@
 /** aether run MODEL -p TEXT [-n N] [--greedy] [--seed S] [--threads T] [--json] */
-import { parseArgs, fusedDotArg, repackArg } from '../args.js';
+import { parseArgs, fusedDotArg, repackArg, threadsArg } from '../args.js';
 import { load } from '../../src/aether.js';
 import { AetherError } from '../../src/errors.js';
 import type { SimdMode } from '../../src/runtime/env.js';
@@ -21,7 +21,7 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --repeat-last-n N     tokens the penalty looks at (default 64)
   --seed S              RNG seed (default random)
   --ignore-eos          keep generating past end-of-generation tokens (exactly -n tokens)
-  -t, --threads T       compute threads (default 1)
+  -t, --threads T       compute threads (default auto: the physical cores, at most 4)
 ${MEM_USAGE}
   --simd MODE           wasm build: auto (default: relaxed SIMD where available and faster), relaxed, plain
   --fused-dot MODE      relaxed build's kernels on the i32 relaxed dot (q4_0 / q8_0 prefill, q8_0 and q5_1 decode): auto (default: timed at load), on, off
@@ -38,7 +38,7 @@ export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', 'ignore-eos': 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
-      'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'number',
+      'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'string',
       simd: 'string', 'fused-dot': 'string', repack: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
@@ -53,7 +53,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const ffn = ffnFromArgs(v);
   const model = await load(positionals[0], {
-    threads: (v.threads as number) ?? 1, ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
+    threads: threadsArg(v.threads), ...memFromArgs(v), ...kvPolicyFromArgs(v), maxBatch: v['max-batch'] as number | undefined,
     modules: ffn.modules, simd: v.simd as SimdMode | undefined, fusedDot: fusedDotArg(v['fused-dot']), repack: repackArg(v.repack),
   });
   try {

@@ -47,8 +47,9 @@ export type WireSource = { kind: 'url'; url: string } | { kind: 'blob'; blob: Bl
 
 /** Load options as they cross to the worker: BrowserLoadOptions without the page-only members. */
 export interface WireLoadOptions {
-  /** Compute threads including the engine worker's own (default 1). One when the page is not cross-origin isolated. */
-  threads?: number;
+  /** Compute threads including the engine worker's own (default 1), or 'auto' (half of navigator.hardwareConcurrency
+   * from 4 up, at most 4: EngineOptions.threads). One when the page is not cross-origin isolated. */
+  threads?: number | 'auto';
   /** Context length (default: the model's, at most 4096 and what fits in memory; see EngineOptions.nCtx). */
   nCtx?: number;
   /** KV-cache dtype ('f32', 'f16' default, 'q8_0', 'q4_0'), or { k, v }. */

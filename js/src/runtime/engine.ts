@@ -10,7 +10,7 @@ import {
 import { checkStatus, type StatusContext } from './status.js';
 import { DTYPE_ROWS } from '../generated/abi.js';
 import { compileModule, isNode, probeFeatures, requireSimd, resolveSimd, type SimdMode } from './env.js';
-import { hardwareThreads } from '../validate.js';
+import { autoThreads, hardwareThreads } from '../validate.js';
 import { instantiateSet, type Exports } from './instance.js';
 import { Heap } from './memory.js';
 import { WorkerPool } from './threads.js';
@@ -86,8 +86,11 @@ export interface MemoryPlan {
 }
 
 export interface EngineOptions {
-  /** Compute threads including the calling one (default 1). Falls back to 1 without SharedArrayBuffer. */
-  threads?: number;
+  /**
+   * Compute threads including the calling one (default 1), or 'auto': the machine's physical cores, at most 4
+   * (validate.ts autoThreads). Falls back to 1 without SharedArrayBuffer. 1 and N threads give the same bits.
+   */
+  threads?: number | 'auto';
   /** Tokens per prefill batch (default 64). */
   maxBatch?: number;
   /**
@@ -289,14 +292,15 @@ export class Engine {
   /** Compile the modules and decide threading; nothing model-specific yet. */
   static async prepare(opts: EngineOptions): Promise<{ threads: number; threaded: boolean; simd: 'relaxed' | 'plain'; modules: Record<string, WebAssembly.Module>; warnings: string[] }> {
     requireSimd();
-    if (opts.threads !== undefined && (!Number.isInteger(opts.threads) || opts.threads < 1)) {
-      throw new AetherError('invalid_argument', `threads: expected a positive integer, got ${String(opts.threads)}`, { field: 'threads' });
+    if (opts.threads !== undefined && opts.threads !== 'auto' && (!Number.isInteger(opts.threads) || opts.threads < 1)) {
+      throw new AetherError('invalid_argument', `threads: expected 'auto' or a positive integer, got ${String(opts.threads)}`, { field: 'threads' });
     }
-    const want = opts.threads ?? 1;
+    const auto = opts.threads === 'auto';
     const feats = probeFeatures();
+    const want: number = auto ? (feats.threads ? await autoThreads(isNode) : 1) : (opts.threads as number | undefined) ?? 1;
     const warnings: string[] = [];
     const hw = await hardwareThreads(isNode);
-    if (hw !== undefined && want > hw) {
+    if (!auto && hw !== undefined && want > hw) {
       warnings.push(`threads=${want} is more than the ${hw} hardware threads of this machine: the threads spin and wait for each other ` +
         `(measured 500x slower with 64 threads on 2 cores); use threads <= ${hw}`);
     }
