@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Fuzzer driver: `npm run fuzz -- --target NAME --seconds N [--runs N] [--seed S]` (NAME 'all' runs every target).
 //
-// JS targets (fuzz/targets.mjs: gguf, rknot, safetensors, spm, tokenizer-json) run in a child process under a seeded
+// JS targets (fuzz/targets.mjs: gguf, gguf-load, rknot, safetensors, spm, tokenizer-json) run in a child process under a seeded
 // mutation fuzzer (fuzz/mutate.mjs; not coverage-guided, see docs/FUZZING.md for why not Jazzer.js). An input fails when
 // the parser throws anything but an AetherError, takes longer than --slow-ms, or kills the process (heap limit,
 // crash); the input is saved to fuzz/crashes/ and the run exits 1.
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
 export const C_TARGETS = ['rknot-check', 'model-init'];
-const JS_NAMES = ['gguf', 'rknot', 'safetensors', 'spm', 'tokenizer-json'];
+const JS_NAMES = ['gguf', 'gguf-load', 'rknot', 'safetensors', 'spm', 'tokenizer-json'];
 
 function parseArgs(argv) {
   const o = { target: undefined, seconds: 10, runs: 0, seed: 1, slowMs: 5000, child: false, quiet: false, coverage: true, batch: 0, corpus: undefined };

@@ -139,6 +139,26 @@ const gguf = {
   cleanup() { this.setMemoryFile(this.file, undefined); },
 };
 
+// GGUF loaded directly (loader/gguf.ts): the same files streamed in pieces of random sizes, with and without a size:
+// the header read from the stream's buffered prefix, the plan, the placement of every tensor's bytes and their checks
+const ggufLoad = {
+  name: 'gguf-load',
+  about: 'GGUF streamed into memory (loadRknotStreamDetailed -> loader/gguf.ts): header from the stream prefix, plan, placement, scale / value checks',
+  seeds() { return gguf.seeds(); },
+  mutate(bytes, rng, seeds) { return mutateBytesN(bytes, rng, seeds, 6); },
+  async prepare() { this.load = (await dist('loader/stream.js')).loadRknotStreamDetailed; this.AetherError = (await dist('errors.js')).AetherError; },
+  async run(bytes, rng) {
+    const sizes = [1 + rng.int(64), 1 + rng.int(4096), 1 + rng.int(1 << 16)];
+    let p = 0, i = 0;
+    const stream = new ReadableStream({ pull(c) { if (p >= bytes.length) { c.close(); return; } const n = sizes[i++ % 3]; c.enqueue(bytes.slice(p, p + n)); p += n; } });
+    const plan = (m, h) => {
+      if (h.dataSize > 64 << 20) throw new this.AetherError('load_error', `out of wasm memory: need ${h.dataSize} bytes`);
+      return { dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) };
+    };
+    await this.load(stream, { plan, source: { name: 'fuzz.gguf', size: rng.chance(0.5) ? bytes.length : undefined } });
+  },
+};
+
 // ---------------------------------------------------------------------------------------------
 // safetensors header
 
@@ -309,4 +329,4 @@ const tokenizerJson = {
   },
 };
 
-export const JS_TARGETS = { gguf, rknot, safetensors, spm, 'tokenizer-json': tokenizerJson };
+export const JS_TARGETS = { gguf, 'gguf-load': ggufLoad, rknot, safetensors, spm, 'tokenizer-json': tokenizerJson };

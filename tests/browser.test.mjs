@@ -18,6 +18,7 @@ const MODEL = 'models/tiny-llama-a-q8_0.rknot';
 const PROMPT = 'The Debian project is';
 const N = 32;
 const WAIT = { timeout: 30_000 };
+const REF2 = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/fixtures/tiny-llama-a/reference.json'), 'utf8')).prompts[2];
 
 const cleanups = [];
 
@@ -126,7 +127,7 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
 
   // Through the API: cache hit, then corrupted / truncated cache entries are evicted and re-downloaded;
   // abort mid-generation, then reuse; chat (template rendered on the page: the import map resolves jinja).
-  const api = await page.evaluate(async ({ prompt, n }) => {
+  const api = await page.evaluate(async ({ prompt, n, ggufPrompt }) => {
     const { Aether } = window.aetherDemo;
     const url = new URL('/models/tiny-llama-a-q8_0.rknot', location.href).href;
     const loadWith = async () => {
@@ -218,6 +219,11 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
       await sm.dispose();
     }
 
+    // a GGUF straight from its URL (loader/gguf.ts): the PyTorch reference's greedy ids for its prompt
+    const gm = await Aether.load('/tests/fixtures/tiny-llama-a/tiny-llama-a-f32.gguf', { threads: 2, cache: false });
+    out.gguf = { format: gm.metadata?.source?.input_format, tokens: (await gm.complete(ggufPrompt, { maxTokens: 12, greedy: true })).tokens };
+    await gm.dispose();
+
     // a worker script that does not exist; a request in another protocol version
     try { await Aether.load(url, { workerUrl: '/no/such/worker.js' }); out.badWorker = 'loaded'; } catch (e) { out.badWorker = { code: e.code, message: e.message }; }
     out.version = await new Promise((resolve) => {
@@ -234,7 +240,7 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
     setTimeout(() => lc.abort(), 500);
     try { await p; out.loadAbort = 'not aborted'; } catch (e) { out.loadAbort = { name: e.name, code: e.code }; }
     return out;
-  }, { prompt: PROMPT, n: N });
+  }, { prompt: PROMPT, n: N, ggufPrompt: REF2.prompt_ids });
 
   assert.deepEqual(api.hit, ['hit']);
   assert.deepEqual(api.hitTokens, expected.tokens);
@@ -306,6 +312,7 @@ test('cross-origin isolated page: 2 threads, the same 32 greedy tokens as the CL
   assert.deepEqual(api.loadAbort, { name: 'AbortError', code: 'aborted' });
   assert.deepEqual(api.file, { name: 'tiny.rknot', tokens: expected.tokens.slice(0, 4) });
   assert.deepEqual(api.stream, { name: 'stream', tokens: expected.tokens.slice(0, 4) });
+  assert.deepEqual(api.gguf, { format: 'gguf', tokens: REF2.generated_ids.slice(0, 12) });
   const hc = api.autoThreads.hc;
   assert.equal(api.autoThreads.threads, Math.max(1, Math.min(4, hc >= 4 ? Math.floor(hc / 2) : hc)), JSON.stringify(api.autoThreads));
   assert.equal(api.badWorker.code, 'load_error');

@@ -22,7 +22,7 @@ test('aether run --json prints tokens, text and throughput; 1 and 2 threads agre
   assert.ok(a.prefill_tps > 0 && a.decode_tps > 0);
 });
 
-test('aether run on a GGUF file converts it on the fly and reproduces the reference tokens', () => {
+test('aether run on a GGUF file loads it directly and reproduces the reference tokens', () => {
   const r = cli('run', tiny('tiny-llama-a-f32.gguf'), '-p', 'A fool and his money', '-n', '12', '--greedy', '--json');
   assert.deepEqual(r.tokens, JSON.parse(fs.readFileSync(tiny('reference.json'), 'utf8')).prompts[2].generated_ids.slice(0, 12));
 });

@@ -23,7 +23,7 @@ function fuzz(target, seconds) {
   return res;
 }
 
-for (const target of ['gguf', 'rknot', 'safetensors', 'spm', 'tokenizer-json']) {
+for (const target of ['gguf', 'gguf-load', 'rknot', 'safetensors', 'spm', 'tokenizer-json']) {
   test(`fuzz ${target} (JS, coverage-guided) for ${SECONDS} s: no error other than AetherError, no hang, no crash`, { timeout: 600000 }, () => {
     const res = fuzz(target, SECONDS);
     assert.ok(res.rejected > 0 && res.accepted > 0, `both refused and accepted inputs: ${JSON.stringify(res)}`);

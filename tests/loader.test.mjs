@@ -197,7 +197,9 @@ test('metadata is validated before plan() is called; plan() results are checked'
   const mem = new Uint8Array(new ArrayBuffer(data.length + 64));
   await assertAetherError(loadRknotStream(q8, { plan: () => ({ dest: mem.subarray(8) }) }), 'invalid_argument', ['byte offset 8', 'multiple of 64']);
   await assertAetherError(loadRknotStream(q8, { plan: () => ({ dest: new Uint8Array(100) }) }), 'invalid_argument', ['returned 100 bytes']);
-  await assertAetherError(loadRknotStream(chunked(Buffer.from('GGUF....' + 'x'.repeat(100)), [50]), { plan: () => ({ dest: new Uint8Array(1) }), source: { name: 'g.gguf' } }), 'format_error', ['g.gguf', 'magic']);
+  // a GGUF magic hands the stream to the GGUF loader (loader/gguf.ts), whose reader names what is wrong
+  await assertAetherError(loadRknotStream(chunked(Buffer.from('GGUF....' + 'x'.repeat(100)), [50]), { plan: () => ({ dest: new Uint8Array(1) }), source: { name: 'g.gguf' } }), 'format_error', ['g.gguf', 'version at byte 4', 'expected 2 or 3']);
+  await assertAetherError(loadRknotStream(chunked(Buffer.from('GGUX....' + 'x'.repeat(100)), [50]), { plan: () => ({ dest: new Uint8Array(1) }), source: { name: 'x.gguf' } }), 'format_error', ['x.gguf', 'magic']);
 });
 
 const openFds = () => fs.readdirSync('/proc/self/fd').length;

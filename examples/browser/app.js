@@ -82,7 +82,7 @@ async function loadModel() {
   if (kind === 'shipped') source = SHIPPED_MODEL;
   else if (kind === 'url') source = $('model-url').value.trim();
   else source = $('model-file').files[0];
-  if (!source) { setStatus('error', kind === 'url' ? 'enter a model URL' : 'choose a .rknot file'); return; }
+  if (!source) { setStatus('error', kind === 'url' ? 'enter a model URL' : 'choose a .rknot or .gguf file'); return; }
 
   if (demo.model) { await demo.model.dispose(); demo.model = null; }
   $('warnings').innerHTML = '';

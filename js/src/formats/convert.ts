@@ -298,7 +298,16 @@ function ggufVariants(path: string, g: GGUFFile, arch: string, num: Num, byName:
 
 /** The conversion plan of a GGUF file (planConversion for a GGUF path; exported for the fuzzers, fuzz/targets.mjs). */
 export async function planGGUF(path: string, quant: QuantMode): Promise<ConversionPlan> {
-  const g = await readGGUF(path);
+  return planGGUFFile(await readGGUF(path), quant);
+}
+
+/**
+ * The conversion plan of a parsed GGUF (its header, metadata and tensor table; `g.path` names it in messages): the
+ * config, tokenizer and, per target tensor, the source row range. Used by the converter and by the GGUF loader
+ * (loader/gguf.ts), which places the same bytes straight into wasm memory.
+ */
+export function planGGUFFile(g: GGUFFile, quant: QuantMode): ConversionPlan {
+  const path = g.path;
   const m = g.metadata;
   const notes: string[] = [];
   const arch = m.get('general.architecture');
@@ -336,7 +345,7 @@ export async function planGGUF(path: string, quant: QuantMode): Promise<Conversi
   const vocabMeta = num('vocab_size', false);
   const vocab = embd.dims[1];
   if (vocabMeta !== undefined && vocabMeta !== vocab) throw new AetherError('config_error', `${path}: ${arch}.vocab_size ${vocabMeta} does not match token_embd.weight rows ${vocab}`, { file: path });
-  const tokenizer = await tokenizerFromGGUF(g);
+  const tokenizer = tokenizerFromGGUF(g);
   const fused = byName.has('blk.0.attn_qkv.weight');
   const nLayers = num('block_count', true)!;
   const nCtx = num('context_length', true)!;

@@ -80,6 +80,7 @@ export class PosReader {
   private buf: Uint8Array = new Uint8Array(0);
   private view = new DataView(this.buf.buffer);
   private bufStart = 0;
+  /** window: bytes read ahead per read (0: exactly what each field needs, for a stream whose size is unknown) */
   constructor(readonly fh: FileHandle, readonly size: number, readonly file: string, readonly window = 1 << 20) {}
 
   private async ensure(n: number, field: string): Promise<number> {

@@ -141,7 +141,12 @@ export async function readGGUF(path: string): Promise<GGUFFile> {
   }
 }
 
-async function parseGGUF(r: PosReader, path: string, size: number): Promise<GGUFFile> {
+/**
+ * Parse a GGUF header, metadata and tensor table through `r` (positional reads; `size` the file's bytes, or
+ * Number.MAX_SAFE_INTEGER when a stream does not say: then a truncation shows when the data ends). Exported for the
+ * GGUF loader (loader/gguf.ts), which reads from a stream's buffered prefix.
+ */
+export async function parseGGUF(r: PosReader, path: string, size: number): Promise<GGUFFile> {
   if (size < 24) throw formatError(path, 'header', 0, `file is ${size} bytes, too short for a GGUF header (24 bytes)`);
   const magic = await r.u32('magic');
   if (magic !== GGUF_MAGIC) {

@@ -1,5 +1,5 @@
 /**
- * Streaming .rknot loader: reads the header and JSON metadata from a stream (chunks may split anywhere),
+ * Streaming .rknot loader (and, by the magic of the first bytes, GGUF: loader/gguf.ts): reads the header and JSON metadata from a stream (chunks may split anywhere),
  * validates the metadata, asks the caller for the destination (`plan(meta)` -> a Uint8Array view of wasm
  * linear memory, 64-byte aligned, data-section size) and copies every incoming chunk straight into it:
  * the file is never held in a JS buffer. While streaming it verifies each tensor's CRC-32 (`verify`,
@@ -22,6 +22,14 @@ import {
   validateRknotMetadata, type RknotHeader, type RknotMetadata, type RknotTensor,
 } from '../formats/rknot-read.js';
 import { openSource, type OpenSourceOptions, type Source, type SourceInput } from './source.js';
+import { isGGUFMagic, loadGGUFPath, loadGGUFSource } from './gguf.js';
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) { out.set(p, o); o += p.length; }
+  return out;
+}
 
 export interface LoadPlan {
   /** destination of the data section: 64-byte aligned, at least header.dataSize bytes */
@@ -185,8 +193,33 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
     }
   };
 
+  // the first chunks (the format's magic), before the header: a failing source is a load_error naming the source
+  const next0 = async (): Promise<IteratorResult<Uint8Array>> => {
+    try {
+      return await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
+    } catch (e) {
+      if (e instanceof AetherError) throw e;
+      throw new AetherError('load_error', `${name}: reading failed at byte 0 (in the header): ${(e as Error)?.message ?? String(e)}`,
+        { file: name, offset: 0, stage: 'header', cause: String((e as Error)?.message ?? e) });
+    }
+  };
   let finished = false;
   try {
+    // a GGUF (its magic in the first bytes): the GGUF loader takes the stream from here (loader/gguf.ts)
+    const first: Uint8Array[] = [];
+    let firstBytes = 0;
+    while (firstBytes < 4) {
+      const r = await next0();
+      if (r.done) break;
+      const c = r.value instanceof Uint8Array ? r.value : new Uint8Array(r.value as ArrayBuffer);
+      first.push(c); firstBytes += c.length;
+    }
+    const peek = first.length === 1 ? first[0] : concatBytes(first);
+    if (isGGUFMagic(peek)) {
+      const res = await loadGGUFSource(source, iter, first, opts);
+      finished = true;
+      return res;
+    }
     const head = new Uint8Array(RKNOT_HEADER_SIZE);
     let headFill = 0;
     let meta: RknotMetadata | undefined;
@@ -218,7 +251,7 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
       }
     };
     for (;;) {
-      const r = await next();
+      const r = first.length ? { done: false as const, value: first.shift()! } : await next();
       if (signal?.aborted) throw abortError(name, signal);
       if (r.done) break;
       const chunk = r.value instanceof Uint8Array ? r.value : new Uint8Array(r.value as ArrayBuffer);
@@ -277,6 +310,7 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
   const name = opts.source?.name ?? path;
   const signal = opts.signal;
   const fh = await openForRead(path, name);
+  let fhClosed = false;
   try {
     const st = await fh.stat();
     if (st.isDirectory()) throw new AetherError('load_error', `${name}: is a directory, expected a .rknot file`, { file: name });
@@ -293,6 +327,11 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     };
     const head = new Uint8Array(RKNOT_HEADER_SIZE);
     consumed = await readInto(head, 0, RKNOT_HEADER_SIZE, 0);
+    if (isGGUFMagic(head.subarray(0, consumed))) {
+      await fh.close();
+      fhClosed = true;
+      return loadGGUFPath(path, opts);
+    }
     if (consumed < RKNOT_HEADER_SIZE) throw truncated(name, consumed, undefined, 'in the header');
     const header = parseRknotHeader(head, name);
     const expected = header.dataOffset + header.dataSize;
@@ -356,6 +395,6 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     if (header.dataSize === 0) opts.onProgress?.({ type: 'progress', loaded: consumed, total: size });
     return { name, header, meta, dest, bytes: consumed, seconds: (performance.now() - t0) / 1000 };
   } finally {
-    await fh.close();
+    if (!fhClosed) await fh.close();
   }
 }

@@ -1,4 +1,7 @@
-/** Node only: a GGUF file or HF folder given to Aether.load is converted to a cached .rknot first. */
+/**
+ * Node only: a Hugging Face folder given to Aether.load is converted to a cached .rknot first (os.tmpdir()/aether-cache).
+ * A GGUF file is not: the loader reads it directly (loader/gguf.ts), as it does a .rknot.
+ */
 import { AetherError, throwIfAborted } from '../errors.js';
 
 export async function resolveNodeSource(src: string, signal?: AbortSignal): Promise<string> {
@@ -11,16 +14,7 @@ export async function resolveNodeSource(src: string, signal?: AbortSignal): Prom
     throw new AetherError('load_error', `cannot open model '${src}': ${(e as Error).message}`);
   }
   const isDir = st.isDirectory();
-  let isGguf = false;
-  if (!isDir) {
-    const fd = fs.openSync(src, 'r');
-    try {
-      const b = Buffer.alloc(4);
-      fs.readSync(fd, b, 0, 4, 0);
-      isGguf = b.toString('latin1') === 'GGUF';
-    } finally { fs.closeSync(fd); }
-  }
-  if (!isDir && !isGguf) return src;
+  if (!isDir) return src;
   throwIfAborted(signal);
   const key = await cacheKey(src, isDir);
   const dir = path.join(os.tmpdir(), 'aether-cache');
