@@ -763,7 +763,7 @@ export async function load(source: ModelSource, optsIn: LoadOptions = {}): Promi
   try {
     if (isNode && typeof source === 'string') {
       const { resolveNodeSource } = await import('./node/convert-on-load.js');
-      source = await resolveNodeSource(source, opts.signal);
+      source = await resolveNodeSource(source, opts.signal, { gguf: 'direct' });   // a GGUF loads directly; an HF folder converts
     }
     const meta = await loadRknotStream(source as any, {
       signal: opts.signal,

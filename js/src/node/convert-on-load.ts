@@ -1,10 +1,11 @@
 /**
- * Node only: a Hugging Face folder given to Aether.load is converted to a cached .rknot first (os.tmpdir()/aether-cache).
- * A GGUF file is not: the loader reads it directly (loader/gguf.ts), as it does a .rknot.
+ * Node only: a Hugging Face folder (and, for the tools that read a .rknot file itself: profile, compress, analyze, ...,
+ * a GGUF file) is converted to a cached .rknot first (os.tmpdir()/aether-cache). Aether.load passes `gguf: 'direct'`:
+ * it loads a GGUF file directly (loader/gguf.ts), as it does a .rknot.
  */
 import { AetherError, throwIfAborted } from '../errors.js';
 
-export async function resolveNodeSource(src: string, signal?: AbortSignal): Promise<string> {
+export async function resolveNodeSource(src: string, signal?: AbortSignal, opts: { gguf?: 'convert' | 'direct' } = {}): Promise<string> {
   const fs = await import('node:fs');
   const path = await import('node:path');
   const os = await import('node:os');
@@ -14,7 +15,16 @@ export async function resolveNodeSource(src: string, signal?: AbortSignal): Prom
     throw new AetherError('load_error', `cannot open model '${src}': ${(e as Error).message}`);
   }
   const isDir = st.isDirectory();
-  if (!isDir) return src;
+  let isGguf = false;
+  if (!isDir && opts.gguf !== 'direct') {
+    const fd = fs.openSync(src, 'r');
+    try {
+      const b = Buffer.alloc(4);
+      fs.readSync(fd, b, 0, 4, 0);
+      isGguf = b.toString('latin1') === 'GGUF';
+    } finally { fs.closeSync(fd); }
+  }
+  if (!isDir && !isGguf) return src;
   throwIfAborted(signal);
   const key = await cacheKey(src, isDir);
   const dir = path.join(os.tmpdir(), 'aether-cache');
