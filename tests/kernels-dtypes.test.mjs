@@ -63,6 +63,15 @@ export function readF64(name, b, n) {
         }
         break;
       }
+      case 'q3_K': {   // element 128 n + 32 j + l: low 2 bits in qs[32 n + l] >> 2j, 3rd in hmask[l] bit 4n + j; scale s: 6 bits (offset 32)
+        for (let e = 0; e < 256; e++) {
+          const nn = e >> 7, j = (e >> 5) & 3, l = e & 31, s = e >> 4;
+          const u = ((b[o + 32 + 32 * nn + l] >> (2 * j)) & 3) | (((b[o + l] >> (4 * nn + j)) & 1) << 2);
+          const us = ((b[o + 96 + (s & 7)] >> (4 * (s >> 3))) & 15) | (((b[o + 104 + (s & 3)] >> (2 * (s >> 2))) & 3) << 4);
+          wq[Y + e] = h(b, o + 108) * (us - 32) * (u - 4);
+        }
+        break;
+      }
       default: throw new Error(`no float64 reader for ${name}`);
     }
   }

@@ -12,7 +12,7 @@ import { loadKernels, TYPE_NAMES } from '../bench/lib/kernels.mjs';
 
 const k = await loadKernels({ pages: 512 });
 function encodeRef(dtype, values) {
-  if (dtype !== 'q4_K' && dtype !== 'q6_K') return undefined;
+  if (dtype !== 'q4_K' && dtype !== 'q6_K' && dtype !== 'q3_K') return undefined;
   const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), m = k.mark();
   try {
     const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
@@ -26,12 +26,16 @@ const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim:
 const role = (name) => name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
 const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K',
   ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+// llama.cpp's Q3_K_M: q3_K, with attn_v / ffn_down / attn_output in q4_K / q5_K on some layers, the output q6_K
+const Q3_K_M = { token_embd: 'q3_K', attn_q: 'q3_K', attn_k: 'q3_K', attn_v: 'q5_K', attn_qkv: 'q3_K', attn_output: 'q4_K',
+  ffn_gate: 'q3_K', ffn_up: 'q3_K', ffn_down: 'q5_0', output: 'q6_K' };
 const MIX = { token_embd: 'q5_1', attn_q: 'q5_K', attn_k: 'q4_1', attn_v: 'q5_1', attn_qkv: 'q5_K', attn_output: 'bf16',
   ffn_gate: 'q5_K', ffn_up: 'q4_1', ffn_down: 'q5_1', output: 'q5_0' };
 
 const CASES = [
   ['llama', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
   ['phi3', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
+  ['llama', 'Q3_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q3_K_M[role(n)], encode: encodeRef }],
   ['llama', 'q5_0', {}], ['llama', 'q4_1', {}], ['qwen2', 'q5_1', {}],
   ['llama', 'q5_K/bf16/q4_1/q5_1 mix', { shape: K_SHAPE, dtypeOf: (n) => MIX[role(n)] }],
 ];
@@ -40,6 +44,7 @@ for (const [arch, what, opts] of CASES) {
   test(`${arch} ${what}: prefill == token by token, bit for bit (1 and 2 threads)`, async () => {
     const { file, dtypes } = await generateModel(arch, opts.dtypeOf ? 'f32' : what, 9, opts);
     if (what === 'Q4_K_M-style') for (const d of ['q4_K', 'q6_K', 'q5_0']) assert.ok([...dtypes.values()].includes(d), `the model has ${d} tensors`);
+    if (what === 'Q3_K_M-style') for (const d of ['q3_K', 'q4_K', 'q5_K', 'q6_K']) assert.ok([...dtypes.values()].includes(d), `the model has ${d} tensors`);
     const prompt = [1, 17, 290, 33, 5, 260, 301, 44, 120, 7, 19, 88, 3];   // 13 tokens: batches of 8 and 5 (tiles of 4 + a 1-token tail)
     for (const threads of [1, 2]) {
       const model = await load(file, { threads, maxBatch: 8 });

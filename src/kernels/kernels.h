@@ -57,6 +57,15 @@ typedef uint16_t ae_block_bf16;
 #define AE_QK_K 256
 #define AE_K_SCALE_SIZE 12
 typedef struct {
+  uint8_t hmask[AE_QK_K / 8];   /* 3rd bit: element 128 n + 32 j + l (n < 2, j < 4, l < 32) has it in bit 4 n + j of hmask[l] */
+  uint8_t qs[AE_QK_K / 4];      /* low 2 bits: the same element in bits 2 j, 2 j + 1 of qs[32 n + l] */
+  uint8_t scales[12];           /* 16 6-bit sub-block scales (offset 32): scale s has its low 4 bits in scales[s % 8]
+                                   (high nibble for s >= 8) and its high 2 in scales[8 + s % 4] >> 2 (s / 4) */
+  ae_fp16 d;                    /* super-block scale */
+} ae_block_q3_K;
+static_assert(sizeof(ae_block_q3_K) == 110, "q3_K block");
+
+typedef struct {
   ae_fp16 d;                        /* super-block scale for the 6-bit scales */
   ae_fp16 dmin;                     /* super-block scale for the 6-bit mins */
   uint8_t scales[AE_K_SCALE_SIZE];  /* 8 scales + 8 mins, 6 bits each (ggml packing) */

@@ -386,6 +386,25 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
       }
       return y;
     }
+    case 'q3_K': {
+      // ggml dequantize_row_q3_K: element 128 n + 32 j + l = (d * (us - 32)) * (u - 4), u = 2 bits of qs[32 n + l] >> 2j
+      // | bit 4n + j of hmask[l] << 2, us the 6-bit scale of sub-block e / 16 (src/kernels/ref/q3_K_ref.c)
+      const t = f16Table();
+      const nb = n / 256;
+      for (let b = 0; b < nb; b++) {
+        const o = b * 110, d = t[u16(bytes, o + 108)];
+        for (let s = 0; s < 16; s++) {
+          const us = ((bytes[o + 96 + (s & 7)] >>> (4 * (s >> 3))) & 15) | (((bytes[o + 104 + (s & 3)] >>> (2 * (s >> 2))) & 3) << 4);
+          const dl = fround(d * (us - 32));
+          for (let i = 0; i < 16; i++) {
+            const e = 16 * s + i, nn = e >> 7, j = (e >> 5) & 3, l = e & 31;
+            const u = ((bytes[o + 32 + 32 * nn + l] >>> (2 * j)) & 3) | (((bytes[o + l] >>> (4 * nn + j)) & 1) << 2);
+            y[b * 256 + e] = fround(dl * (u - 4));
+          }
+        }
+      }
+      return y;
+    }
     case 'q4_K': {
       const t = f16Table();
       const nb = n / 256;

@@ -1,0 +1,186 @@
+/* q3_K weights x q8_K activations, plus q3_K dequantise (quantise: the reference quantiser). Block layout and the
+ * reference's arithmetic: src/kernels/ref/q3_K_ref.c. Per super-block, exact integers:
+ *   sumi = sum_s sc_s (sum_{e in s} u_e x_e - 4 bsums[s])      (u = value + 4 in 0..7; the -4 through the bsums)
+ * then in float acc += (d_w d_x) (float)sumi: exactly ae_vec_dot_q3_K_ref, in either build.
+ * u of 16 elements (one sub-block) from two planes: the 2-bit field j of 16 qs bytes (u16 shift, & 3) or-ed with bit
+ * 4 n + j of 16 hmask bytes moved to bit 2 (one u16 shift by at most 5, & 4: no bit of the neighbouring byte reaches
+ * bit 2). Relaxed build: the sub-block's 16 products in 8 i16 pair sums (ae_rdot16: u in 0..7 is the 7-bit operand,
+ * exact and host-independent), scaled into i32 lanes by one i32x4.dot_i16x8 against sc_s. Plain build: even / odd
+ * i16 lanes of x and u, two i32x4.dot_i16x8, times sc_s. The row kernel takes 4 rows at a time (one from each quarter
+ * of its range), each activation vector loaded once for the 4 and their float steps in the lanes; kind W: ae_matmul
+ * runs it per token over row chunks. */
+#include "simd128_util.h"
+
+void ae_from_float_q3_K_simd128(const float *x, void *y, int n) { ae_from_float_q3_K_ref(x, y, n); }
+
+/* the 16 signed scales (-32..31) of a block, as i16 in sc[16] (16-byte aligned): byte s of `lo` = the low 4 bits
+ * (scales[s % 8], the high nibble for s >= 8); the high 2 bits: byte s of the i32 splat of scales[8..11] is
+ * scales[8 + s % 4], and i32 lane g (s = 4 g ..) times 4^(3 - g) puts its bits 2 g, 2 g + 1 at bits 6, 7 of the same
+ * byte (lower bytes' bits move only up to bit 5 of the next), >> 6 (u32) and & 3 keep them. */
+AE_INLINE void q3k_scales16(const uint8_t *q, int16_t sc[16]) {
+  const v128 L = wasm_v128_load64_zero(q), m4 = wasm_i8x16_splat(0x0f);
+  const v128 lo = wasm_i8x16_shuffle(wasm_v128_and(L, m4), wasm_v128_and(wasm_u16x8_shr(L, 4), m4), 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const v128 B = wasm_v128_load32_splat(q + 8);
+  const v128 hi = wasm_v128_and(wasm_u32x4_shr(wasm_i32x4_mul(B, wasm_i32x4_make(64, 16, 4, 1)), 6), wasm_i8x16_splat(3));
+  const v128 us = wasm_i8x16_sub(wasm_v128_or(lo, wasm_i16x8_shl(hi, 4)), wasm_i8x16_splat(32));   /* hi < 4: no carry */
+  wasm_v128_store(sc, wasm_i16x8_extend_low_i8x16(us));
+  wasm_v128_store(sc + 8, wasm_i16x8_extend_high_i8x16(us));
+}
+/* u (0..7) of the 16 elements 128 n + 32 j + 16 half + (0..15): Q = qs[32 n + 16 half ..], H = hmask[16 half ..];
+ * m3, m4 = bytes 3 and 4 (q3k_masks) */
+AE_INLINE v128 q3k_u(v128 Q, v128 H, int n, int j, v128 m3, v128 m4) {
+  const int k = 4 * n + j;
+  const v128 low = wasm_v128_and(wasm_u16x8_shr(Q, 2 * j), m3);
+  const v128 hb = k <= 2 ? wasm_i16x8_shl(H, 2 - k) : wasm_u16x8_shr(H, k - 2);
+  return wasm_v128_or(low, wasm_v128_and(hb, m4));
+}
+/* the masks, loaded once per call through an opaque pointer (V8 would rebuild a v128.const at every use) */
+AE_INLINE void q3k_masks(v128 *m3, v128 *m4) {
+  static const uint8_t k[32] __attribute__((aligned(16))) = {3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+  const uint8_t *p = k;
+  __asm__("" : "+r"(p));
+  *m3 = ae_load(p); *m4 = ae_load(p + 16);
+}
+
+void ae_to_float_q3_K_simd128(const void *x, float *y, int n) {
+  const ae_block_q3_K *b = (const ae_block_q3_K *)x;
+  _Alignas(16) int16_t sc[16];
+  for (int i = 0; i < n / AE_QK_K; i++) {
+    q3k_scales16(b[i].scales, sc);
+    const float d = ae_h2f_s(b[i].d);
+    const v128 H0 = ae_load(b[i].hmask), H1 = ae_load(b[i].hmask + 16), four = wasm_i32x4_splat(4);
+    v128 m3, m4;
+    q3k_masks(&m3, &m4);
+    for (int nn = 0; nn < 2; nn++) {
+      const v128 Q0 = ae_load(b[i].qs + 32 * nn), Q1 = ae_load(b[i].qs + 32 * nn + 16);
+      for (int j = 0; j < 4; j++)
+        for (int half = 0; half < 2; half++) {
+          const v128 u = q3k_u(half ? Q1 : Q0, half ? H1 : H0, nn, j, m3, m4);
+          const int s = 8 * nn + 2 * j + half;
+          const v128 dl = wasm_f32x4_splat(d * (float)sc[s]);   /* the reference's (d * sc) * value */
+          const v128 lo = wasm_u16x8_extend_low_u8x16(u), hi = wasm_u16x8_extend_high_u8x16(u);
+          float *dst = y + i * AE_QK_K + 16 * s;
+          ae_store(dst, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_u32x4_extend_low_u16x8(lo), four))));
+          ae_store(dst + 4, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_u32x4_extend_high_u16x8(lo), four))));
+          ae_store(dst + 8, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_u32x4_extend_low_u16x8(hi), four))));
+          ae_store(dst + 12, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_u32x4_extend_high_u16x8(hi), four))));
+        }
+    }
+  }
+}
+
+/* sumi of one super-block (exact) */
+AE_INLINE int32_t q3k_block(const ae_block_q3_K *w, const ae_block_q8_K *x, v128 m3, v128 m4) {
+  _Alignas(16) int16_t sc[16];
+  q3k_scales16(w->scales, sc);
+  const v128 H0 = ae_load(w->hmask), H1 = ae_load(w->hmask + 16);
+  v128 acc = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+  for (int nn = 0; nn < 2; nn++) {
+    const v128 Q0 = ae_load(w->qs + 32 * nn), Q1 = ae_load(w->qs + 32 * nn + 16);
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 4; j++)
+#pragma clang loop unroll(full)
+      for (int half = 0; half < 2; half++) {
+        const v128 u = q3k_u(half ? Q1 : Q0, half ? H1 : H0, nn, j, m3, m4);
+        const int s = 8 * nn + 2 * j + half;
+        const v128 xv = ae_load(x->qs + 16 * s);
+#if AE_RELAXED
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(xv, u), wasm_v128_load16_splat(sc + s)));
+#else
+        const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(xv), wasm_v128_and(u, wasm_i16x8_splat(0x00ff))),
+                                      wasm_i32x4_dot_i16x8(ae_i8_odd(xv), wasm_u16x8_shr(u, 8)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(wasm_v128_load16_splat(sc + s))));
+#endif
+      }
+  }
+  /* the -4 offset: 4 sum_s sc_s bsums[s] */
+  const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc), ae_load(x->bsums)), wasm_i32x4_dot_i16x8(ae_load(sc + 8), ae_load(x->bsums + 8)));
+  return ae_hsum_i32(acc) - 4 * ae_hsum_i32(off);
+}
+
+void ae_vec_dot_q3_K_simd128(int n, float *s, const void *w, const void *x) {
+  const ae_block_q3_K *a = (const ae_block_q3_K *)w;
+  const ae_block_q8_K *b = (const ae_block_q8_K *)x;
+  float sum = 0.0f;
+  v128 m3, m4;
+  q3k_masks(&m3, &m4);
+  for (int i = 0; i < n / AE_QK_K; i++) sum += (ae_h2f_s(a[i].d) * b[i].d) * (float)q3k_block(&a[i], &b[i], m3, m4);
+  *s = sum;
+}
+
+/* lane k = the sum of a_k's lanes (exact) */
+AE_INLINE v128 hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
+  const v128 t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
+  const v128 t1 = wasm_i32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
+  return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
+}
+/* sumi of block b of 4 rows (lane k: row w[k]), each activation vector loaded once for the 4 */
+AE_INLINE v128 q3k_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K *x, v128 m3, v128 m4) {
+  _Alignas(16) int16_t scb[4][16];
+  const ae_block_q3_K *w[4];
+  for (int k = 0; k < 4; k++) {
+    /* opaque block pointers: every load of the block takes a constant offset from one register (else clang's
+     * address arithmetic leaves V8 reloading 8 precomputed addresses from the stack) */
+    const ae_block_q3_K *a = wb[k];
+    __asm__("" : "+r"(a));
+    w[k] = a;
+    q3k_scales16(w[k]->scales, scb[k]);
+  }
+  /* read back from memory (one broadcast load per use), not shuffled out of registers (two instructions per use) */
+  int16_t (*sc)[16] = scb;
+  __asm__("" : "+r"(sc) : : "memory");
+  v128 acc[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+  volatile v128 sink[4];   /* stored after each sub-block: keeps the compilers from hoisting every load (spills) */
+#pragma clang loop unroll(full)
+  for (int nn = 0; nn < 2; nn++)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 4; j++)
+#pragma clang loop unroll(full)
+      for (int half = 0; half < 2; half++) {
+        const int s = 8 * nn + 2 * j + half;
+        const v128 xv = ae_load(x->qs + 16 * s);
+#if !AE_RELAXED
+        const v128 xe = ae_i8_even(xv), xo = ae_i8_odd(xv);
+#endif
+#pragma clang loop unroll(full)
+        for (int k = 0; k < 4; k++) {
+          const v128 u = q3k_u(ae_load(w[k]->qs + 32 * nn + 16 * half), ae_load(w[k]->hmask + 16 * half), nn, j, m3, m4);
+#if AE_RELAXED
+          acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_dot_i16x8(ae_rdot16(xv, u), wasm_v128_load16_splat(sc[k] + s)));
+#else
+          const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(xe, wasm_v128_and(u, wasm_i16x8_splat(0x00ff))), wasm_i32x4_dot_i16x8(xo, wasm_u16x8_shr(u, 8)));
+          acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(wasm_v128_load16_splat(sc[k] + s))));
+#endif
+        }
+        sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
+      }
+  const v128 b0 = ae_load(x->bsums), b1 = ae_load(x->bsums + 8);
+  v128 off[4];
+  for (int k = 0; k < 4; k++) off[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc[k]), b0), wasm_i32x4_dot_i16x8(ae_load(sc[k] + 8), b1));
+  return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
+}
+
+/* Rows in groups of 4, one from each quarter of the range (four weight streams, as the other matvecs), the 4 rows'
+ * float steps in the lanes: per lane the reference's sequence, so any row range and grouping gives its bits. */
+void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q3_K);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  const int q = (r1 - r0) / 4;
+  v128 m3, m4;
+  q3k_masks(&m3, &m4);
+  for (int i = 0; i < q; i++) {
+    const ae_block_q3_K *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const ae_block_q3_K *)((const uint8_t *)W + (size_t)(r0 + i + k * q) * rs);
+    v128 acc = wasm_f32x4_splat(0.0f);
+    for (int b = 0; b < nb; b++) {
+      const ae_block_q3_K *w[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
+      const v128 dw = wasm_f32x4_make(ae_h2f_s(w[0]->d), ae_h2f_s(w[1]->d), ae_h2f_s(w[2]->d), ae_h2f_s(w[3]->d));
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(q3k_block4(w, x + b, m3, m4))));
+    }
+    y[r0 + i] = wasm_f32x4_extract_lane(acc, 0); y[r0 + i + q] = wasm_f32x4_extract_lane(acc, 1);
+    y[r0 + i + 2 * q] = wasm_f32x4_extract_lane(acc, 2); y[r0 + i + 3 * q] = wasm_f32x4_extract_lane(acc, 3);
+  }
+  for (int r = r0 + 4 * q; r < r1; r++) ae_vec_dot_q3_K_simd128(ncols, y + r, (const uint8_t *)W + (size_t)r * rs, xq);
+}
