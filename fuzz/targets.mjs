@@ -52,6 +52,22 @@ function rknotAssemble(head, jsonBytes, data) {
   return u8(Buffer.concat([h, Buffer.from(jsonBytes), Buffer.alloc(off - 32 - jsonBytes.length), Buffer.from(data)]));
 }
 
+/**
+ * t.load (loadRknotStreamDetailed) over `bytes` as a stream split at random points (the loader must not care), with
+ * the size given half of the time, into a plain buffer; plan() as the engine's: a data section beyond the wasm32
+ * memory is refused with an AetherError (Heap.alloc).
+ */
+async function streamedLoad(t, bytes, rng, name) {
+  const sizes = [1 + rng.int(64), 1 + rng.int(4096), 1 + rng.int(1 << 16)];
+  let p = 0, i = 0;
+  const stream = new ReadableStream({ pull(c) { if (p >= bytes.length) { c.close(); return; } const n = sizes[i++ % 3]; c.enqueue(bytes.slice(p, p + n)); p += n; } });
+  const plan = (m, h) => {
+    if (h.dataSize > 64 << 20) throw new t.AetherError('load_error', `out of wasm memory: need ${h.dataSize} bytes`);
+    return { dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) };
+  };
+  await t.load(stream, { plan, source: { name, size: rng.chance(0.5) ? bytes.length : undefined } });
+}
+
 const rknot = {
   name: 'rknot',
   about: '.rknot header + JSON metadata + tensor table + streamed CRC / scale / value checks (loadRknotStream)',
@@ -89,18 +105,7 @@ const rknot = {
     return mutateBytesN(bytes, rng, seeds);
   },
   async prepare() { this.load = (await dist('loader/stream.js')).loadRknotStreamDetailed; this.AetherError = (await dist('errors.js')).AetherError; },
-  async run(bytes, rng) {
-    // a stream split at random points (the loader must not care), into a plain buffer as destination
-    const sizes = [1 + rng.int(64), 1 + rng.int(4096), 1 + rng.int(1 << 16)];
-    let p = 0, i = 0;
-    const stream = new ReadableStream({ pull(c) { if (p >= bytes.length) { c.close(); return; } const n = sizes[i++ % 3]; c.enqueue(bytes.slice(p, p + n)); p += n; } });
-    // plan() as the engine's: a data section beyond the wasm32 memory is refused with an AetherError (Heap.alloc)
-    const plan = (m, h) => {
-      if (h.dataSize > 64 << 20) throw new this.AetherError('load_error', `out of wasm memory: need ${h.dataSize} bytes`);
-      return { dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) };
-    };
-    await this.load(stream, { plan, source: { name: 'fuzz.rknot', size: rng.chance(0.5) ? bytes.length : undefined } });
-  },
+  run(bytes, rng) { return streamedLoad(this, bytes, rng, 'fuzz.rknot'); },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -147,16 +152,7 @@ const ggufLoad = {
   seeds() { return gguf.seeds(); },
   mutate(bytes, rng, seeds) { return mutateBytesN(bytes, rng, seeds, 6); },
   async prepare() { this.load = (await dist('loader/stream.js')).loadRknotStreamDetailed; this.AetherError = (await dist('errors.js')).AetherError; },
-  async run(bytes, rng) {
-    const sizes = [1 + rng.int(64), 1 + rng.int(4096), 1 + rng.int(1 << 16)];
-    let p = 0, i = 0;
-    const stream = new ReadableStream({ pull(c) { if (p >= bytes.length) { c.close(); return; } const n = sizes[i++ % 3]; c.enqueue(bytes.slice(p, p + n)); p += n; } });
-    const plan = (m, h) => {
-      if (h.dataSize > 64 << 20) throw new this.AetherError('load_error', `out of wasm memory: need ${h.dataSize} bytes`);
-      return { dest: new Uint8Array(h.dataSize + 64).subarray(0, h.dataSize) };
-    };
-    await this.load(stream, { plan, source: { name: 'fuzz.gguf', size: rng.chance(0.5) ? bytes.length : undefined } });
-  },
+  run(bytes, rng) { return streamedLoad(this, bytes, rng, 'fuzz.gguf'); },
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -12,8 +12,7 @@ import { DTYPE_ROWS } from '../dist/src/generated/abi.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { createRefModel } from './helpers/ref-forward.mjs';
 import { logitRuns, sameRunBits, maxRunDiff } from './helpers/logit-runs.mjs';
-import { halfToFloat } from './helpers/kernels.mjs';
-import { loadKernels, TYPE_NAMES } from '../bench/lib/kernels.mjs';
+import { halfToFloat, cEncoder } from './helpers/kernels.mjs';
 
 const ACT = Object.fromEntries(DTYPE_ROWS.map((d) => [d.name, d.act]));
 // Max |logit - reference|: the same budget as tests/model-generated.test.mjs (f32 vs f64 sums, the vector
@@ -30,16 +29,7 @@ const MIX = { token_embd: 'q5_0', attn_q: 'q5_K', attn_k: 'q5_1', attn_v: 'q4_1'
 const mixOf = (name) => MIX[name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')];
 
 // q3_K weights come from the C reference quantiser (the JS converter does not produce them)
-const kern = await loadKernels({ pages: 512 });
-function encodeRef(dtype, values) {
-  if (dtype !== 'q3_K') return undefined;
-  const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), m = kern.mark();
-  try {
-    const x = kern.putF32(values), rs = kern.rowSize(t, values.length), y = kern.alloc(rs);
-    kern.x.kt_from_float(t, 1, x, y, values.length);
-    return kern.u8(y, rs).slice();
-  } finally { kern.release(m); }
-}
+const encodeRef = await cEncoder(['q3_K']);
 
 const CASES = [
   ['llama', 'q5_0', {}], ['qwen2', 'q5_0', {}], ['llama', 'q4_1', {}], ['phi3', 'q4_1', {}], ['llama', 'q5_1', {}],

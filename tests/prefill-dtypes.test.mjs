@@ -8,18 +8,9 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from '../dist/src/index.js';
 import { generateModel } from './helpers/gen-model.mjs';
-import { loadKernels, TYPE_NAMES } from '../bench/lib/kernels.mjs';
+import { cEncoder } from './helpers/kernels.mjs';
 
-const k = await loadKernels({ pages: 512 });
-function encodeRef(dtype, values) {
-  if (dtype !== 'q4_K' && dtype !== 'q6_K' && dtype !== 'q3_K') return undefined;
-  const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), m = k.mark();
-  try {
-    const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
-    k.x.kt_from_float(t, 1, x, y, values.length);
-    return k.u8(y, rs).slice();
-  } finally { k.release(m); }
-}
+const encodeRef = await cEncoder(['q3_K', 'q4_K', 'q6_K']);
 
 // hidden 544 = 17 x 32: ffn_down rows (544 elements) cannot be k-quants -> q5_0, as llama.cpp's Q4_K_M does
 const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };

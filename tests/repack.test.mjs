@@ -158,21 +158,8 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q5_1 matvec): on == off bi
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));
 });
 
-/** An `encode` for generateModel: the k-quant dtypes' bytes from the C reference quantiser (which the JS converter
- *  cannot produce); undefined for the others (the converter's own). */
-async function kquantEncoder() {
-  const { loadKernels, TYPE_NAMES } = await import('../bench/lib/kernels.mjs');
-  const k = await loadKernels({ pages: 512 });
-  return (dtype, values) => {
-    if (dtype !== 'q4_K' && dtype !== 'q5_K' && dtype !== 'q6_K') return undefined;
-    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
-    try {
-      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
-      k.x.kt_from_float(t, 1, x, y, values.length);
-      return k.u8(y, rs).slice();
-    } finally { k.release(mk); }
-  };
-}
+/** An `encode` for generateModel: the k-quant dtypes' bytes from the C reference quantiser (tests/helpers/kernels.mjs). */
+const kquantEncoder = async () => (await import('./helpers/kernels.mjs')).cEncoder(['q4_K', 'q5_K', 'q6_K']);
 
 // q4_K (the relaxed build's AE_Q4_K_R4): a Q4_K_M-style model (q4_K, q6_K, q5_0 where rows are not multiples of 256;
 // the q4_K / q6_K bytes from the C reference quantiser, which the JS converter cannot produce)

@@ -2,7 +2,7 @@
 // JS fp16 references and random blocks of every registry dtype.
 import assert from 'node:assert/strict';
 import { encodeFromF32 } from '../../dist/src/formats/quantize.js';
-import { BLOCK, ROW, T, TYPE_NAMES } from '../../bench/lib/kernels.mjs';
+import { BLOCK, ROW, T, TYPE_NAMES, loadKernels } from '../../bench/lib/kernels.mjs';
 
 export * from '../../bench/lib/kernels.mjs';
 
@@ -73,3 +73,21 @@ export function randomRow(r, type, n, scale = 0.02) {
   return out;
 }
 
+
+/**
+ * An `encode` for generateModel (tests/helpers/gen-model.mjs): the bytes of `dtypes` (the ones the JS converter cannot
+ * produce: q3_K, q4_K, q5_K, q6_K) from the C reference quantiser; undefined for the others (the converter's own).
+ */
+export async function cEncoder(dtypes) {
+  const k = await loadKernels({ pages: 512 });
+  const want = new Set(dtypes);
+  return (dtype, values) => {
+    if (!want.has(dtype)) return undefined;
+    const t = +Object.keys(TYPE_NAMES).find((id) => TYPE_NAMES[id] === dtype), mk = k.mark();
+    try {
+      const x = k.putF32(values), rs = k.rowSize(t, values.length), y = k.alloc(rs);
+      k.x.kt_from_float(t, 1, x, y, values.length);
+      return k.u8(y, rs).slice();
+    } finally { k.release(mk); }
+  };
+}

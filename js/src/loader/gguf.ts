@@ -19,11 +19,12 @@ import { openForRead, PosReader, type FileHandle } from '../formats/fileio.js';
 import { parseGGUF, type GGUFFile } from '../formats/gguf.js';
 import { convertElements, ConvertScratch, sourceBytes, ValueError } from '../formats/quantize.js';
 import {
-  checkBlockScales, checkFiniteValues, configFeatures, RKNOT_ALIGNMENT, RKNOT_VERSION, validateRknotMetadata,
+  checkBlockScales, checkFiniteValues, configFeatures, RKNOT_VERSION, validateRknotMetadata,
   type RknotHeader, type RknotMetadata, type RknotTensor,
 } from '../formats/rknot-read.js';
 import { layoutTensors } from '../formats/rknot-write.js';
 import type { PlannedTensor } from '../formats/convert.js';
+import { abortError, makeDest } from './plan.js';
 import type { Source } from './source.js';
 import type { LoadRknotOptions, LoadRknotResult } from './stream.js';
 
@@ -133,18 +134,7 @@ function truncatedAt(name: string, consumed: number, j: Job | undefined): Aether
     (j ? `, expected at least ${j.end} bytes (tensor '${j.plan.src.name}' spans [${j.start}, ${j.end}))` : ''), { file: name, offset: consumed, field: j?.plan.src.name });
 }
 
-async function makeDest(opts: LoadRknotOptions, meta: RknotMetadata, header: RknotHeader, name: string): Promise<Uint8Array> {
-  const plan = await opts.plan(meta, header);
-  const d = plan?.dest;
-  if (!(d instanceof Uint8Array)) throw new AetherError('invalid_argument', `${name}: plan() must return { dest: Uint8Array }`);
-  if (d.byteLength < header.dataSize) throw new AetherError('invalid_argument', `${name}: plan() returned ${d.byteLength} bytes, the data section needs ${header.dataSize}`);
-  if (d.byteOffset % RKNOT_ALIGNMENT !== 0) throw new AetherError('invalid_argument', `${name}: plan() returned a destination at byte offset ${d.byteOffset}, expected a multiple of ${RKNOT_ALIGNMENT}`);
-  return d.subarray(0, header.dataSize);
-}
 
-function abortError(name: string, signal: AbortSignal): AetherError {
-  return new AetherError('aborted', `${name}: load aborted`, { file: name, reason: String(signal.reason ?? '') });
-}
 
 /** Node file path: the header through the converter's reader, then each tensor read positionally into dest. */
 export async function loadGGUFPath(path: string, opts: LoadRknotOptions): Promise<LoadRknotResult> {
@@ -157,7 +147,7 @@ export async function loadGGUFPath(path: string, opts: LoadRknotOptions): Promis
     const g = await parseGGUF(new PosReader(fh, size, name), name, size);
     if (signal?.aborted) throw abortError(name, signal);
     const { meta, header, jobs } = await planLoad(g, name);
-    const dest = await makeDest(opts, meta, header, name);
+    const dest = await makeDest(opts.plan, meta, header, name);
     const placer = new Placer(jobs, dest, name);
     const CH = Math.max(64 << 10, opts.directChunk ?? (4 << 20));
     const depth = Math.max(2, Math.ceil((opts.readAhead ?? (64 << 20)) / CH));
@@ -301,7 +291,7 @@ export async function loadGGUFSource(source: Source, iter: AsyncIterator<Uint8Ar
     if (size === undefined) g.fileSize = 0;
     if (signal?.aborted) throw abortError(name, signal);
     const { meta, header, jobs } = await planLoad(g, name);
-    const dest = await makeDest(opts, meta, header, name);
+    const dest = await makeDest(opts.plan, meta, header, name);
     placer = new Placer(jobs, dest, name);
     stage = 'data';
     const total = size ?? (jobs.length ? Math.max(...jobs.map((j) => j.end)) : g.dataOffset);

@@ -23,6 +23,7 @@ import {
 } from '../formats/rknot-read.js';
 import { openSource, type OpenSourceOptions, type Source, type SourceInput } from './source.js';
 import { isGGUFMagic, loadGGUFPath, loadGGUFSource } from './gguf.js';
+import { abortError, makeDest, type LoadPlan } from './plan.js';
 
 function concatBytes(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
@@ -31,10 +32,7 @@ function concatBytes(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-export interface LoadPlan {
-  /** destination of the data section: 64-byte aligned, at least header.dataSize bytes */
-  dest: Uint8Array;
-}
+export type { LoadPlan } from './plan.js';
 
 export interface LoadProgress {
   type: 'progress';
@@ -82,9 +80,6 @@ function isSource(x: unknown): x is Source {
   return typeof x === 'object' && x !== null && 'stream' in x && 'close' in x && typeof (x as Source).close === 'function' && !('getReader' in x);
 }
 
-function abortError(name: string, signal: AbortSignal): AetherError {
-  return new AetherError('aborted', `${name}: load aborted`, { file: name, reason: String(signal.reason ?? '') });
-}
 
 /** Per-tensor CRC and block-scale checks over the data section as its bytes arrive in order. */
 class DataVerifier {
@@ -138,14 +133,6 @@ class DataVerifier {
   }
 }
 
-async function makeDest(opts: LoadRknotOptions, meta: RknotMetadata, header: RknotHeader, name: string): Promise<Uint8Array> {
-  const plan = await opts.plan(meta, header);
-  const d = plan?.dest;
-  if (!(d instanceof Uint8Array)) throw new AetherError('invalid_argument', `${name}: plan() must return { dest: Uint8Array }`);
-  if (d.byteLength < header.dataSize) throw new AetherError('invalid_argument', `${name}: plan() returned ${d.byteLength} bytes, the data section needs ${header.dataSize}`);
-  if (d.byteOffset % RKNOT_ALIGNMENT !== 0) throw new AetherError('invalid_argument', `${name}: plan() returned a destination at byte offset ${d.byteOffset}, expected a multiple of ${RKNOT_ALIGNMENT}`);
-  return d.subarray(0, header.dataSize);
-}
 
 function truncated(name: string, consumed: number, expected: number | undefined, where: string): AetherError {
   return new AetherError('format_error',
@@ -232,7 +219,7 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
     const startData = async () => {
       meta = validateRknotMetadata(parseRknotJson(jsonBuf!.subarray(0, header!.jsonLength), name), total, name, header);
       if (signal?.aborted) throw abortError(name, signal);
-      dest = await makeDest(opts, meta, header!, name);
+      dest = await makeDest(opts.plan, meta, header!, name);
       verifier = new DataVerifier(meta, header!, dest, name, verify, checkScales);
       jsonBuf = undefined;
       verifier.update(0, new Uint8Array(0));
@@ -346,7 +333,7 @@ async function loadDirect(path: string, opts: LoadRknotOptions): Promise<LoadRkn
     }
     const meta = validateRknotMetadata(parseRknotJson(jsonBuf, name), size, name, header);
     if (signal?.aborted) throw abortError(name, signal);
-    const dest = await makeDest(opts, meta, header, name);
+    const dest = await makeDest(opts.plan, meta, header, name);
     const verifier = new DataVerifier(meta, header, dest, name, opts.verify !== false, opts.checkScales !== false);
     verifier.update(0, new Uint8Array(0));
     // staged (option): reads into a ring of small reused buffers, each copied into dest and checked while in cache
