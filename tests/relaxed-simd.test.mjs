@@ -401,9 +401,10 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
   }
 });
 
-// The k-quant block layouts (kernels.h AE_Q5_K_X, AE_Q6_K_X): the f16 scales (q5_K: d, dmin at 0, 2; q6_K: d at 208) and
-// the bytes that stay (q5_K: d, dmin, scales at 0..15; q6_K: scales, d at 192..209); the value bytes rewritten
-for (const [name, seed, halves, keep, vals] of [['q5_K', 93, [0, 2], [0, 16], [16, 176]], ['q6_K', 94, [208], [192, 210], [0, 192]]]) test(`${name} in the relaxed build's block layout (AE_${name.toUpperCase()}_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every value, inf / NaN scales, 1..17 tokens, row splits)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
+// The k-quant block layouts (kernels.h AE_Q3_K_X, AE_Q5_K_X, AE_Q6_K_X): the f16 scales (q3_K: d at 108; q5_K: d, dmin at
+// 0, 2; q6_K: d at 208) and the bytes that stay (q3_K: scales, d at 96..109; q5_K: d, dmin, scales at 0..15; q6_K:
+// scales, d at 192..209); the value bytes rewritten
+for (const [name, seed, halves, keep, vals] of [['q3_K', 96, [108], [96, 110], [0, 96]], ['q5_K', 93, [0, 2], [0, 16], [16, 176]], ['q6_K', 94, [208], [192, 210], [0, 192]]]) test(`${name} in the relaxed build's block layout (AE_${name.toUpperCase()}_X): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every value, inf / NaN scales, 1..17 tokens, row splits)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
   const FT = T[name.toUpperCase()], [QK, bs] = BLOCK[FT];
   for (const kk of [kr, kp]) for (const [rows, cols] of [[1, 256], [3, 512], [8, 256], [12, 1024], [20, 3072], [9, 4096], [52, 1280]]) {

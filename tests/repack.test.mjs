@@ -243,6 +243,30 @@ test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them in
   }
 });
 
+// q3_K (the relaxed build's AE_Q3_K_X, block by block): a Q3_K_M-style model (q3_K with q4_K / q5_K / q6_K, a q3_K token
+// embedding, which stays in the file layout: get_rows reads it)
+test('q3_K matrices: the relaxed build repacks them into AE_Q3_K_X (not the token embedding), the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
+  const encode = await (await import('./helpers/kernels.mjs')).cEncoder(['q3_K', 'q4_K', 'q5_K', 'q6_K']);
+  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+  const mix = { token_embd: 'q3_K', attn_q: 'q3_K', attn_k: 'q3_K', attn_v: 'q5_K', attn_qkv: 'q4_K', attn_output: 'q4_K', ffn_gate: 'q3_K', ffn_up: 'q3_K', ffn_down: 'q4_K', output: 'q6_K' };
+  for (const arch of ['llama', 'phi3']) {
+    const g = await generateModel(arch, 'f32', 12, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 322 }, dtypeOf: (n) => mix[role(n)], encode });
+    const q3k = [...g.dtypes].filter(([n, d]) => d === 'q3_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
+    assert.ok(q3k.length >= 2 * g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q3_K', `${arch}: ${q3k.length} q3_K matrices and a q3_K embedding`);
+    for (const simd of ['plain', 'relaxed']) {
+      const off = await run(g.file, { simd, repack: false }), on = await run(g.file, { simd, repack: true }), on2 = await run(g.file, { simd, repack: true, threads: 2 });
+      assert.deepEqual(on.repacked.filter((n) => g.dtypes.get(n) === 'q3_K'), simd === 'relaxed' ? q3k : [], `${arch} ${simd}: the q3_K matrices repacked (block layout), not the embedding`);
+      assert.deepEqual(on.r4.filter((n) => g.dtypes.get(n) === 'q3_K'), [], 'no row groups for q3_K');
+      same(off, on, `${arch} ${simd} repack`);
+      same(on, on2, `${arch} ${simd} 1 vs 2 threads`);
+    }
+    const m = await load(g.file, { nCtx: 64, simd: 'relaxed', repack: true });
+    try {
+      for (const name of q3k) assert.ok(bitsEqual(m.engine.tensorBytes(name), g.bytes.get(name)), `${name}: tensorBytes == the file's bytes`);
+    } finally { m.dispose(); }
+  }
+});
+
 test('q5_K / q6_K FFN (AE_Q5_K_R4 / AE_Q6_K_R4: FFN matrices have rows in multiples of 4): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
   const encode = await kquantEncoder();
   const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');

@@ -504,6 +504,20 @@ void ae_matvec_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 void ae_matmul_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
                                     float *y, int y_stride, int r0, int r1);
 
+/* AE_Q3_K_X: q3_K blocks with their 3-bit values rearranged (the relaxed build; block by block in place, 110 B): bytes
+ * 96..109 (the 12 scale bytes, d) as q3_K's; bytes 0..95 two groups of 48 B for the values 128n .. 128n + 127 (u = value
+ * + 4 in 0..7; repack_ref.c is the specification): vectors A, B, C of 16 B whose byte i packs U_t[i] = u(128n + 16t + i):
+ * A = U_0 | U_1 << 3 | (U_6 & 3) << 6, B = U_2 | U_3 << 3 | (U_7 & 3) << 6, C = U_4 | U_5 << 3 | (U_6 >> 2) << 6 |
+ * (U_7 >> 2) << 7. 19 operations give the 8 vectors of 16 values where q3_K's two planes take 36. The kernel is q3_K's
+ * (dot_q3_K_simd128.c) with that decode: the same integers and float sequence, so it equals the q3_K reference bit for
+ * bit on the unpacked rows. Not for a token embedding (get_rows reads the file layout). */
+#define AE_Q3_K_X ((ae_type)267)
+void ae_repack_q3_K_x(void *W, size_t nblocks);       /* SIMD128 */
+void ae_repack_q3_K_x_ref(void *W, size_t nblocks);   /* the same bytes, scalar (the specification) */
+void ae_unpack_q3_K_x(void *W, size_t nblocks);       /* the inverse (tests, tools) */
+void ae_matvec_q3_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in
  * [d0, d1), W_k = base + idx[k] * rs a row of dtype t: f32, f16 (finite values), q8_0 or q4_0 (d0, d1

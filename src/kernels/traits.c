@@ -69,6 +69,9 @@ static const ae_type_traits k_q5_K_x_ref = {"q5_K_x", AE_QK_K, sizeof(ae_block_q
 static const ae_type_traits k_q6_K_x = {"q6_K_x", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0,
                                         ae_matvec_rows_q6_K_x_simd128, ae_matmul_rows_q6_K_x_simd128};
 static const ae_type_traits k_q6_K_x_ref = {"q6_K_x", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0, 0, 0};
+static const ae_type_traits k_q3_K_x = {"q3_K_x", AE_QK_K, sizeof(ae_block_q3_K), AE_Q8_K, 1, {108, -1}, 0, 0, 0,
+                                        ae_matvec_rows_q3_K_x_simd128, 0};
+static const ae_type_traits k_q3_K_x_ref = {"q3_K_x", AE_QK_K, sizeof(ae_block_q3_K), AE_Q8_K, 1, {108, -1}, 0, 0, 0, 0, 0};
 static const ae_type_traits k_q6_K_r4 = {"q6_K_r4", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0,
                                          ae_matvec_rows_q6_K_r4_simd128, ae_matmul_rows_q6_K_r4_simd128};
 static const ae_type_traits k_q6_K_r4_ref = {"q6_K_r4", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0, 0, 0};
@@ -86,6 +89,7 @@ const ae_type_traits *ae_traits(ae_type t) {
   if (t == AE_Q5_K_R4) return &k_q5_K_r4;
   if (t == AE_Q5_K_X) return &k_q5_K_x;
   if (t == AE_Q6_K_X) return &k_q6_K_x;
+  if (t == AE_Q3_K_X) return &k_q3_K_x;
   if (t == AE_Q6_K_R4) return &k_q6_K_r4;
   if (t == AE_Q5_1_X8) return &k_q5_1_x8;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_simd[t].name) return 0;
@@ -102,6 +106,7 @@ const ae_type_traits *ae_traits_ref(ae_type t) {
   if (t == AE_Q5_K_R4) return &k_q5_K_r4_ref;
   if (t == AE_Q5_K_X) return &k_q5_K_x_ref;
   if (t == AE_Q6_K_X) return &k_q6_K_x_ref;
+  if (t == AE_Q3_K_X) return &k_q3_K_x_ref;
   if (t == AE_Q6_K_R4) return &k_q6_K_r4_ref;
   if (t == AE_Q5_1_X8) return &k_q5_1_x8_ref;
   if ((unsigned)t >= (unsigned)AE_TYPE_COUNT || !k_ref[t].name) return 0;

@@ -125,7 +125,7 @@ AE_EXPORT int ae_model_set_tensor(ae_model *m, int layer, int role, const void *
  * weights"), in place, after init (the weights are in memory and checked): q4_0 -> AE_Q4_0_R4 (kernels.h; rows in
  * groups of 4), q5_0 / q5_1 / q8_0 / q4_K / q5_K / q6_K -> AE_Q5_0_R4 / AE_Q5_1_R4 / AE_Q8_0_R4 / AE_Q4_K_R4 / AE_Q5_K_R4 /
  * AE_Q6_K_R4 in the relaxed build (rows in groups of 4: returns 2) when they can, else AE_Q5_0_X8 / AE_Q5_1_X8 / AE_Q5_K_X /
- * AE_Q6_K_X (block by block: returns 1; q8_0 and q4_K stay); the plain build keeps all but q4_0. Returns 1 (2) when the tensor was repacked, 0 when it stays as it
+ * AE_Q6_K_X (block by block: returns 1; q8_0 and q4_K stay), q3_K -> AE_Q3_K_X (block by block: returns 1); the plain build keeps all but q4_0. Returns 1 (2) when the tensor was repacked, 0 when it stays as it
  * is (absent, another dtype, q4_0 with rows % 4 != 0 or an inf/nan block scale, a token embedding other than q8_0 or q6_K
  * (get_rows reads rows of the file layout, and of AE_Q8_0_R4 / AE_Q6_K_R4 / AE_Q6_K_X: ae_get_row), or a matrix sharing the embedding's bytes), < 0 an error. The tensor's type becomes the repacked one: every
  * consumer dispatches on it (ae_traits), so nothing else changes. Scratch (q4_0): the run state's hb (free between
@@ -135,7 +135,7 @@ AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
   ae_tensor *t = tensor_slot(m, layer, role);
   if (!t) return AE_ERR_INVALID_ARG;
   if (!t->data || (t->type != AE_Q4_0 && t->type != AE_Q5_0 && t->type != AE_Q5_1 && t->type != AE_Q8_0 && t->type != AE_Q4_K &&
-                   t->type != AE_Q5_K && t->type != AE_Q6_K)) return 0;
+                   t->type != AE_Q5_K && t->type != AE_Q6_K && t->type != AE_Q3_K)) return 0;
   /* get_rows reads AE_Q8_0_R4, AE_Q6_K_R4 and AE_Q6_K_X rows too */
   if (role == AE_T_TOK_EMBD && layer < 0 && t->type != AE_Q8_0 && t->type != AE_Q6_K) return 0;
   if (t != &m->tok_embd && t->data == m->tok_embd.data) return 0;
@@ -159,6 +159,11 @@ AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
     t->type = AE_Q6_K_R4;
     if (t == &m->tok_embd && m->output.data == t->data) m->output.type = AE_Q6_K_R4;   /* an output sharing the bytes */
     return 2;
+  }
+  if (t->type == AE_Q3_K) {   /* block by block: any shape, any scale (not a token embedding: returned 0 above) */
+    ae_repack_q3_K_x((void *)(uintptr_t)t->data, (size_t)t->ne1 * (size_t)(t->ne0 / AE_QK_K));
+    t->type = AE_Q3_K_X;
+    return 1;
   }
   if (t->type == AE_Q6_K) {   /* the rest block by block: any shape, any scale; the token embedding too (ae_get_row_q6_K_x) */
     ae_repack_q6_K_x((void *)(uintptr_t)t->data, (size_t)t->ne1 * (size_t)(t->ne0 / AE_QK_K));
@@ -184,7 +189,7 @@ AE_EXPORT int ae_model_repack_tensor(ae_model *m, int layer, int role) {
     return 2;
   }
 #endif
-  if (t->type == AE_Q8_0 || t->type == AE_Q4_K || t->type == AE_Q5_K || t->type == AE_Q6_K) return 0;   /* the plain build's kernels read the file layout */
+  if (t->type == AE_Q8_0 || t->type == AE_Q4_K || t->type == AE_Q5_K || t->type == AE_Q6_K || t->type == AE_Q3_K) return 0;   /* the plain build's kernels read the file layout */
   if (t->type == AE_Q5_0 || t->type == AE_Q5_1) {
     const size_t nblocks = (size_t)t->ne1 * (size_t)(t->ne0 / 32);
     if (t->type == AE_Q5_0) ae_repack_q5_0_x8((void *)(uintptr_t)t->data, nblocks);

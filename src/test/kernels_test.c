@@ -210,6 +210,10 @@ AE_EXPORT int kt_repack_q6_K_r4(int ref, void *W, int nrows, int ncols, void *tm
   return ref ? ae_repack_q6_K_r4_ref(W, nrows, ncols, tmp) : ae_repack_q6_K_r4(W, nrows, ncols, tmp);
 }
 AE_EXPORT void kt_unpack_q6_K_r4(void *W, int nrows, int ncols, void *tmp) { ae_unpack_q6_K_r4(W, nrows, ncols, tmp); }
+/* The same for q3_K (kernels.h AE_Q3_K_X). */
+AE_EXPORT int kt_q3_K_x_type(void) { return AE_Q3_K_X; }
+AE_EXPORT void kt_repack_q3_K_x(int ref, void *W, int nblocks) { if (ref) ae_repack_q3_K_x_ref(W, (size_t)nblocks); else ae_repack_q3_K_x(W, (size_t)nblocks); }
+AE_EXPORT void kt_unpack_q3_K_x(void *W, int nblocks) { ae_unpack_q3_K_x(W, (size_t)nblocks); }
 /* The same for q6_K (kernels.h AE_Q6_K_X). */
 AE_EXPORT int kt_q6_K_x_type(void) { return AE_Q6_K_X; }
 AE_EXPORT void kt_repack_q6_K_x(int ref, void *W, int nblocks) { if (ref) ae_repack_q6_K_x_ref(W, (size_t)nblocks); else ae_repack_q6_K_x(W, (size_t)nblocks); }

@@ -1062,6 +1062,7 @@ export class Engine {
     }
     if (t.dtype === 'q5_K') return unpackQ5_KX(v);
     if (t.dtype === 'q6_K') return unpackQ6_KX(v);
+    if (t.dtype === 'q3_K') return unpackQ3_KX(v);
     if (t.dtype === 'q5_0') return unpackQ5X8(v, 22, 2);
     if (t.dtype === 'q5_1') return unpackQ5X8(v, 24, 4);
     return unpackQ4_0R4(v, t.shape[1], t.shape[0]);
@@ -1179,6 +1180,28 @@ function mib(b: number): string { return b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed
  * layout: ql[128] at 0, qh[64] at 128; value 128h + 32k + l: its low 4 bits in ql[64h + l + 32 (k & 1)] (high nibble
  * when k >= 2), its top 2 bits at bits 2k, 2k + 1 of qh[32h + l].
  */
+/**
+ * The file layout of a q3_K matrix repacked at load by the relaxed build (src/kernels/kernels.h AE_Q3_K_X; the inverse of
+ * ae_repack_q3_K_x, as ae_unpack_q3_K_x): 110-byte blocks whose bytes 0..95 are two groups of 48 B (A, B, C) packing
+ * the values u (0..7) of elements 128n + 16t + i; bytes 96..109 (scales, d) as q3_K's.
+ */
+export function unpackQ3_KX(src: Uint8Array): Uint8Array {
+  const out = new Uint8Array(src.length);
+  for (let o = 0; o < src.length; o += 110) {
+    out.set(src.subarray(o + 96, o + 110), o + 96);
+    for (let e = 0; e < 256; e++) {
+      const n = e >> 7, t = (e >> 4) & 7, i = e & 15, g = o + 48 * n;
+      const A = src[g + i], B = src[g + 16 + i], C = src[g + 32 + i];
+      const u = t === 0 ? A & 7 : t === 1 ? (A >> 3) & 7 : t === 2 ? B & 7 : t === 3 ? (B >> 3) & 7 : t === 4 ? C & 7 : t === 5 ? (C >> 3) & 7
+        : t === 6 ? (A >> 6) | (((C >> 6) & 1) << 2) : (B >> 6) | ((C >> 7) << 2);
+      const j = (e >> 5) & 3, l = e & 31;
+      out[o + 32 + 32 * n + l] |= (u & 3) << (2 * j);
+      out[o + l] |= (u >> 2) << (4 * n + j);
+    }
+  }
+  return out;
+}
+
 export function unpackQ6_KX(src: Uint8Array): Uint8Array {
   const out = src.slice(), q = new Uint8Array(256);
   for (let o = 0; o + 210 <= src.length; o += 210) {

@@ -11,6 +11,7 @@ void ae_matvec_ref(ae_type t, const void *W, int ncols, const void *xq, float *y
   if (t == AE_Q5_K_R4) { ae_matvec_q5_K_r4_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q5_K_X) { ae_matvec_q5_K_x_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q6_K_X) { ae_matvec_q6_K_x_ref(W, ncols, xq, y, r0, r1); return; }
+  if (t == AE_Q3_K_X) { ae_matvec_q3_K_x_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q6_K_R4) { ae_matvec_q6_K_r4_ref(W, ncols, xq, y, r0, r1); return; }
   if (t == AE_Q5_1_X8) { ae_matvec_q5_1_x8_ref(W, ncols, xq, y, r0, r1); return; }
   const ae_type_traits *tr = ae_traits_ref(t);

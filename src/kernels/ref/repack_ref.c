@@ -645,3 +645,68 @@ void ae_get_row_q6_K_r4(const void *W, int row, int ncols, float *y, void (*to_f
     to_float(&t, y + (size_t)b * AE_QK_K, AE_QK_K);
   }
 }
+
+/* ---- AE_Q3_K_X (kernels.h): q3_K's 3-bit values u (0..7) regrouped; scales and d stay ---- */
+static int q3k_file_u(const uint8_t *blk, int e) {   /* u of element e of a q3_K block (file layout) */
+  const int n = e >> 7, j = (e >> 5) & 3, l = e & 31;
+  return ((blk[32 + 32 * n + l] >> (2 * j)) & 3) | ((blk[l] >> (4 * n + j)) & 1) << 2;
+}
+static int q3kx_u(const uint8_t *blk, int e) {   /* u of element e of an AE_Q3_K_X block */
+  const uint8_t *g = blk + 48 * (e >> 7);
+  const int t = (e >> 4) & 7, i = e & 15, A = g[i], B = g[16 + i], C = g[32 + i];
+  switch (t) {
+    case 0: return A & 7;
+    case 1: return (A >> 3) & 7;
+    case 2: return B & 7;
+    case 3: return (B >> 3) & 7;
+    case 4: return C & 7;
+    case 5: return (C >> 3) & 7;
+    case 6: return (A >> 6) | ((C >> 6) & 1) << 2;
+    default: return (B >> 6) | (C >> 7) << 2;
+  }
+}
+void ae_repack_q3_K_x_ref(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q3_K), u[256];
+    for (int e = 0; e < 256; e++) u[e] = (uint8_t)q3k_file_u(blk, e);
+    for (int n = 0; n < 2; n++) {
+      const uint8_t *U = u + 128 * n;   /* U[16 t + i] */
+      uint8_t *g = blk + 48 * n;
+      for (int i = 0; i < 16; i++) {
+        g[i] = (uint8_t)(U[i] | U[16 + i] << 3 | (U[96 + i] & 3) << 6);
+        g[16 + i] = (uint8_t)(U[32 + i] | U[48 + i] << 3 | (U[112 + i] & 3) << 6);
+        g[32 + i] = (uint8_t)(U[64 + i] | U[80 + i] << 3 | (U[96 + i] >> 2) << 6 | (U[112 + i] >> 2) << 7);
+      }
+    }
+  }
+}
+void ae_unpack_q3_K_x(void *W, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; b++) {
+    uint8_t *blk = (uint8_t *)W + b * sizeof(ae_block_q3_K), u[256];
+    for (int e = 0; e < 256; e++) u[e] = (uint8_t)q3kx_u(blk, e);
+    for (int j = 0; j < 96; j++) blk[j] = 0;
+    for (int e = 0; e < 256; e++) {
+      const int n = e >> 7, j = (e >> 5) & 3, l = e & 31;
+      blk[32 + 32 * n + l] |= (uint8_t)((u[e] & 3) << (2 * j));
+      blk[l] |= (uint8_t)((u[e] >> 2) << (4 * n + j));
+    }
+  }
+}
+/* ae_vec_dot_q3_K_ref's sequence on the X layout: each block unpacked into a copy and dotted alone, the terms summed in
+ * order (as ae_matvec_q6_K_x_ref) */
+void ae_matvec_q3_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  for (int r = r0; r < r1; r++) {
+    const ae_block_q3_K *row = (const ae_block_q3_K *)W + (size_t)r * nb;
+    float sum = 0.0f;
+    for (int i = 0; i < nb; i++) {
+      ae_block_q3_K t = row[i];
+      ae_unpack_q3_K_x(&t, 1);
+      float s;
+      ae_vec_dot_q3_K_ref(AE_QK_K, &s, &t, &x[i]);
+      sum += s;
+    }
+    y[r] = sum;
+  }
+}

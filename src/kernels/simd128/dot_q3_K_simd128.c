@@ -184,3 +184,111 @@ void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float
   }
   for (int r = r0 + 4 * q; r < r1; r++) ae_vec_dot_q3_K_simd128(ncols, y + r, (const uint8_t *)W + (size_t)r * rs, xq);
 }
+
+/* ---- AE_Q3_K_X (kernels.h): the values regrouped so that 8 vectors of 16 unpack in 19 operations ---- */
+/* In place, block by block: the 16 u vectors of the file layout (q3k_u), packed as kernels.h says (every shift keeps
+ * a byte's bits in that byte: the values are < 8, bit 2 moves by 4 or 5 only after it is isolated). Both builds. */
+void ae_repack_q3_K_x(void *W, size_t nblocks) {
+  const v128 m3 = wasm_i8x16_splat(3), m4 = wasm_i8x16_splat(4);
+  for (size_t b = 0; b < nblocks; b++) {
+    ae_block_q3_K *w = (ae_block_q3_K *)W + b;
+    const v128 H0 = ae_load(w->hmask), H1 = ae_load(w->hmask + 16);
+    v128 u[16];
+    for (int nn = 0; nn < 2; nn++) {
+      const v128 Q0 = ae_load(w->qs + 32 * nn), Q1 = ae_load(w->qs + 32 * nn + 16);
+      for (int t = 0; t < 8; t++) u[8 * nn + t] = q3k_u(t & 1 ? Q1 : Q0, t & 1 ? H1 : H0, nn, t >> 1, m3, m4);
+    }
+    for (int nn = 0; nn < 2; nn++) {
+      const v128 *U = u + 8 * nn;
+      const v128 A = wasm_v128_or(wasm_v128_or(U[0], wasm_i16x8_shl(U[1], 3)), wasm_i16x8_shl(wasm_v128_and(U[6], m3), 6));
+      const v128 B = wasm_v128_or(wasm_v128_or(U[2], wasm_i16x8_shl(U[3], 3)), wasm_i16x8_shl(wasm_v128_and(U[7], m3), 6));
+      const v128 C = wasm_v128_or(wasm_v128_or(U[4], wasm_i16x8_shl(U[5], 3)),
+                                  wasm_v128_or(wasm_i16x8_shl(wasm_v128_and(U[6], m4), 4), wasm_i16x8_shl(wasm_v128_and(U[7], m4), 5)));
+      uint8_t *g = (uint8_t *)w + 48 * nn;   /* bytes 0..95: the hmask and qs planes, all read above */
+      ae_store(g, A); ae_store(g + 16, B); ae_store(g + 32, C);
+    }
+  }
+}
+
+#if AE_RELAXED
+/* U_t of a group g (A, B, C at g, g + 16, g + 32); m7, m3, m4: bytes 7, 3, 4 */
+AE_INLINE v128 q3kx_u(const uint8_t *g, int t, v128 m7, v128 m3, v128 m4) {
+  switch (t) {
+    case 0: return wasm_v128_and(ae_load(g), m7);
+    case 1: return wasm_v128_and(wasm_u16x8_shr(ae_load(g), 3), m7);
+    case 2: return wasm_v128_and(ae_load(g + 16), m7);
+    case 3: return wasm_v128_and(wasm_u16x8_shr(ae_load(g + 16), 3), m7);
+    case 4: return wasm_v128_and(ae_load(g + 32), m7);
+    case 5: return wasm_v128_and(wasm_u16x8_shr(ae_load(g + 32), 3), m7);
+    case 6: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(ae_load(g), 6), m3), wasm_v128_and(wasm_u16x8_shr(ae_load(g + 32), 4), m4));
+    default: return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(ae_load(g + 16), 6), m3), wasm_v128_and(wasm_u16x8_shr(ae_load(g + 32), 5), m4));
+  }
+}
+AE_INLINE void q3kx_masks(v128 *m7, v128 *m3, v128 *m4) {
+  static const uint8_t k[48] __attribute__((aligned(16))) = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+                                                             4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4};
+  const uint8_t *p = k;
+  __asm__("" : "+r"(p));
+  *m7 = ae_load(p); *m3 = ae_load(p + 16); *m4 = ae_load(p + 32);
+}
+/* sumi of block b of 4 rows in the X layout (lane k: row wb[k]); as q3k_block4 */
+AE_INLINE v128 q3kx_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K *x, v128 m7, v128 m3, v128 m4) {
+  _Alignas(16) int16_t scb[4][16];
+  const uint8_t *w[4];
+  for (int k = 0; k < 4; k++) {
+    const uint8_t *a = (const uint8_t *)wb[k];
+    __asm__("" : "+r"(a));
+    w[k] = a;
+    q3k_scales16(a + 96, scb[k]);
+  }
+  int16_t (*sc)[16] = scb;
+  __asm__("" : "+r"(sc) : : "memory");
+  v128 acc[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
+  volatile v128 sink[4];
+#pragma clang loop unroll(full)
+  for (int nn = 0; nn < 2; nn++)
+#pragma clang loop unroll(full)
+    for (int t = 0; t < 8; t++) {
+      const int s = 8 * nn + t;
+      const v128 xv = ae_load(x->qs + 16 * s);
+#pragma clang loop unroll(full)
+      for (int k = 0; k < 4; k++)
+        acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_dot_i16x8(ae_rdot16(xv, q3kx_u(w[k] + 48 * nn, t, m7, m3, m4)), wasm_v128_load16_splat(sc[k] + s)));
+      sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
+    }
+  const v128 b0 = ae_load(x->bsums), b1 = ae_load(x->bsums + 8);
+  v128 off[4];
+  for (int k = 0; k < 4; k++) off[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc[k]), b0), wasm_i32x4_dot_i16x8(ae_load(sc[k] + 8), b1));
+  return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
+}
+/* Rows in groups of 4 from the quarters of the range, as ae_matvec_rows_q3_K_simd128; each row left over (range % 4)
+ * in all 4 lanes */
+void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q3_K);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  const int q = (r1 - r0) / 4;
+  v128 m7, m3, m4;
+  q3kx_masks(&m7, &m3, &m4);
+  const int tail = (r1 - r0) - 4 * q;
+  for (int i = 0; i < q + tail; i++) {
+    int rr[4];
+    for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
+    const ae_block_q3_K *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const ae_block_q3_K *)((const uint8_t *)W + (size_t)rr[k] * rs);
+    v128 acc = wasm_f32x4_splat(0.0f);
+    for (int b = 0; b < nb; b++) {
+      const ae_block_q3_K *w[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
+      const v128 dw = wasm_f32x4_make(ae_h2f_s(w[0]->d), ae_h2f_s(w[1]->d), ae_h2f_s(w[2]->d), ae_h2f_s(w[3]->d));
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(q3kx_block4(w, x + b, m7, m3, m4))));
+    }
+    y[rr[0]] = wasm_f32x4_extract_lane(acc, 0);
+    if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
+  }
+}
+#else
+/* The plain build keeps q3_K in its file layout (model.c): this layout's kernel is the reference there. */
+void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q3_K_x_ref(W, ncols, xq, y, r0, r1);
+}
+#endif
