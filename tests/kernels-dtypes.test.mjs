@@ -63,6 +63,11 @@ export function readF64(name, b, n) {
         }
         break;
       }
+      case 'iq4_nl': {   // element e < 16: code in the low nibble of qs[e], 16 + e: its high nibble; x = d * table[code]
+        const table = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+        for (let e = 0; e < 32; e++) wq[Y + e] = h(b, o) * table[e < 16 ? b[o + 2 + e] & 15 : b[o + 2 + e - 16] >> 4];
+        break;
+      }
       case 'q3_K': {   // element 128 n + 32 j + l: low 2 bits in qs[32 n + l] >> 2j, 3rd in hmask[l] bit 4n + j; scale s: 6 bits (offset 32)
         for (let e = 0; e < 256; e++) {
           const nn = e >> 7, j = (e >> 5) & 3, l = e & 31, s = e >> 4;

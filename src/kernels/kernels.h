@@ -29,6 +29,9 @@ typedef ae_fp16 ae_block_f16;
 
 #define AE_QK4_0 32
 typedef struct { ae_fp16 d; uint8_t qs[AE_QK4_0 / 2]; } ae_block_q4_0;  /* x[i] = (q - 8) * d; low nibbles = 0..15, high = 16..31 */
+typedef struct { ae_fp16 d; uint8_t qs[16]; } ae_block_iq4_nl;  /* x[i] = d * AE_IQ4NL_VALUES[q] (a non-linear 4-bit code), nibbles as q4_0's */
+static_assert(sizeof(ae_block_iq4_nl) == 18, "iq4_nl block");
+extern const int8_t AE_IQ4NL_VALUES[16];   /* ggml's kvalues_iq4nl (src/kernels/ref/iq4_nl_ref.c) */
 static_assert(sizeof(ae_block_q4_0) == 18, "q4_0 block");
 
 #define AE_QK8_0 32

@@ -386,6 +386,19 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
       }
       return y;
     }
+    case 'iq4_nl': {
+      // ggml dequantize_row_iq4_nl: x = d * kvalues_iq4nl[code], codes as q4_0's nibbles (src/kernels/ref/iq4_nl_ref.c)
+      const t = f16Table();
+      const V = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+      for (let b = 0; b < n / 32; b++) {
+        const o = b * 18, d = t[u16(bytes, o)];
+        for (let j = 0; j < 16; j++) {
+          y[b * 32 + j] = fround(d * V[bytes[o + 2 + j] & 15]);
+          y[b * 32 + 16 + j] = fround(d * V[bytes[o + 2 + j] >>> 4]);
+        }
+      }
+      return y;
+    }
     case 'q3_K': {
       // ggml dequantize_row_q3_K: element 128 n + 32 j + l = (d * (us - 32)) * (u - 4), u = 2 bits of qs[32 n + l] >> 2j
       // | bit 4n + j of hmask[l] << 2, us the 6-bit scale of sub-block e / 16 (src/kernels/ref/q3_K_ref.c)
