@@ -34,24 +34,25 @@ v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
 const { has, opt } = args();
 const types = String(opt('--type', 'q4_0')).split(',');
 // block bytes, block size, activation dtype, offsets of the f16 scales (written as normal halves)
-const TYPES = { iq4_nl: [18, 32, 'q8_0', [0]], q3_K: [110, 256, 'q8_K', [108]], q3_K_x: [110, 256, 'q8_K', [108]], q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
+const TYPES = { iq4_xs: [136, 256, 'q8_K', [0]], iq4_nl: [18, 32, 'q8_0', [0]], q3_K: [110, 256, 'q8_K', [108]], q3_K_x: [110, 256, 'q8_K', [108]], q4_0: [18, 32, 'q8_0', [0]], q8_0: [34, 32, 'q8_0', [0]], q4_K: [144, 256, 'q8_K', [0, 2]], q5_K: [176, 256, 'q8_K', [0, 2]],
   q6_K: [210, 256, 'q8_K', [208]], q5_0: [22, 32, 'q8_0', [0]], q5_0_x8: [22, 32, 'q8_0', [0]], q4_1: [20, 32, 'q8_1', [0, 2]], q5_1: [24, 32, 'q8_1', [0, 2]], q5_1_x8: [24, 32, 'q8_1', [0, 2]], f32: [4, 1, 'f32', []], bf16: [2, 1, 'f32', []], q4_0_r4: [18, 32, 'q8_0', [0]], q5_0_r4: [22, 32, 'q8_0', [0]], q5_1_r4: [24, 32, 'q8_1', [0, 2]], q8_0_r4: [34, 32, 'q8_0', [0]], q4_K_r4: [144, 256, 'q8_K', [0, 2]], q5_K_x: [176, 256, 'q8_K', [0, 2]], q6_K_x: [210, 256, 'q8_K', [208]], q6_K_r4: [210, 256, 'q8_K', [208]], q5_K_r4: [176, 256, 'q8_K', [0, 2]] };
 // load-time repacked layouts (kernels.h AE_Q4_0_R4): weights generated in the file dtype's layout, the reference run on
 // them, then every copy repacked in place with the scalar repack (ae_repack_<type>_ref) before the kernels run
 const REPACKED = { q3_K_x: 'q3_K', q5_K_r4: 'q5_K', q6_K_r4: 'q6_K', q6_K_x: 'q6_K', q5_K_x: 'q5_K', q4_K_r4: 'q4_K', q8_0_r4: 'q8_0', q4_0_r4: 'q4_0', q5_0_x8: 'q5_0', q5_1_x8: 'q5_1', q5_0_r4: 'q5_0', q5_1_r4: 'q5_1' };
 // the kernel file of a type (default dot_<type>_simd128.c) and the scalar repack's call (W, rows, cols, tmp)
-const KFILE = { q3_K_x: 'dot_q3_K', q5_K_r4: 'dot_q4_K_r4', q6_K_x: 'dot_q6_K', q5_K_x: 'dot_q5_K_x', q5_0_x8: 'dot_q5_0', q5_1_x8: 'dot_q5_1', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4' };
+const KFILE = { iq4_xs: 'dot_iq4_nl', iq4_nl: 'dot_iq4_nl', q3_K_x: 'dot_q3_K', q5_K_r4: 'dot_q4_K_r4', q6_K_x: 'dot_q6_K', q5_K_x: 'dot_q5_K_x', q5_0_x8: 'dot_q5_0', q5_1_x8: 'dot_q5_1', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4' };
 const REPACK_CALL = { q3_K_x: 'ae_repack_q3_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q5_K_r4: 'return ae_repack_q5_K_r4_ref(W, r, c, t);', q6_K_r4: 'return ae_repack_q6_K_r4_ref(W, r, c, t);', q6_K_x: 'ae_repack_q6_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q5_K_x: 'ae_repack_q5_K_x_ref(W, (size_t)r * (c / 256)); return 0;', q4_K_r4: 'return ae_repack_q4_K_r4_ref(W, r, c, t);', q8_0_r4: 'return ae_repack_q8_0_r4_ref(W, r, c, t);', q4_0_r4: 'return ae_repack_q4_0_r4_ref(W, r, c, t);', q5_0_r4: 'return ae_repack_q5_0_r4_ref(W, r, c, t);', q5_1_r4: 'return ae_repack_q5_1_r4_ref(W, r, c, t);', q5_0_x8: 'ae_repack_q5_0_x8_ref(W, (size_t)r * (c / 32)); return 0;',
   q5_1_x8: 'ae_repack_q5_1_x8_ref(W, (size_t)r * (c / 32)); return 0;' };
 const GEMM_FILE = { q5_K_r4: 'dot_q4_K_r4', q6_K_r4: 'dot_q6_K_r4', q6_K_x: 'gemm_k', q5_K_x: 'gemm_k', q4_K_r4: 'dot_q4_K_r4', q8_0_r4: 'dot_q8_0_r4', q4_0_r4: 'dot_q4_0_r4', q5_0_r4: 'dot_q4_0_r4', q5_1_r4: 'dot_q4_0_r4', q5_0: 'gemm_q32', q5_0_x8: 'gemm_q32', q4_1: 'gemm_q32', q5_1: 'gemm_q32', q5_1_x8: 'gemm_q32', q4_0: 'gemm_q8act', q8_0: 'gemm_q8act', q4_K: 'gemm_k', q5_K: 'gemm_k', q6_K: 'gemm_k', f32: 'gemm_f32', bf16: 'gemm_f32' };
-const ALL_TYPES = ['iq4_nl', 'q3_K_x', 'q3_K', 'q5_K_r4', 'q6_K_r4', 'q6_K_x', 'q5_K_x', 'q4_K_r4', 'q8_0_r4', 'q4_0_r4', 'q5_0_r4', 'q5_1_r4', 'q5_0_x8', 'q5_1_x8', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
+const ALL_TYPES = ['iq4_xs', 'iq4_nl', 'q3_K_x', 'q3_K', 'q5_K_r4', 'q6_K_r4', 'q6_K_x', 'q5_K_x', 'q4_K_r4', 'q8_0_r4', 'q4_0_r4', 'q5_0_r4', 'q5_1_r4', 'q5_0_x8', 'q5_1_x8', 'f32', 'f16', 'bf16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q4_K', 'q5_K', 'q6_K'];
 const NV = Number(opt('--tokens', 1));
 for (const type of types) if (!TYPES[type]) throw new Error(`--type: one of ${Object.keys(TYPES).join(', ')}`);
 const base = REPACKED[types[0]] ?? types[0];   // the dtype whose scalar reference the kernels must equal
 if (types.some((t) => (REPACKED[t] ?? t) !== base)) throw new Error('--type: several types must share one file dtype');
 const [bs, QK, act, scaleOffs] = TYPES[base];
 const actBytes = act === 'q8_0' ? 34 : act === 'q8_1' ? 36 : act === 'q8_K' ? 292 : 4 * QK;
-const refFiles = [{ iq4_nl: 'iq4_nl_ref.c', q3_K: 'q3_K_ref.c', q5_K: 'q5_K_ref.c', bf16: 'bf16_ref.c', q5_0: 'legacy_q_ref.c', q4_1: 'legacy_q_ref.c', q5_1: 'legacy_q_ref.c' }[base], types.some((t) => REPACKED[t]) ? 'repack_ref.c' : null].filter(Boolean);
+const refFiles = [{ iq4_xs: 'iq4_xs_ref.c', iq4_nl: 'iq4_nl_ref.c', q3_K: 'q3_K_ref.c', q5_K: 'q5_K_ref.c', bf16: 'bf16_ref.c', q5_0: 'legacy_q_ref.c', q4_1: 'legacy_q_ref.c', q5_1: 'legacy_q_ref.c' }[base], types.some((t) => REPACKED[t]) ? 'repack_ref.c' : null,
+  ...(base === 'iq4_nl' || base === 'iq4_xs' ? [base === 'iq4_nl' ? 'iq4_xs_ref.c' : 'iq4_nl_ref.c'] : [])].filter(Boolean);   // one kernel file for both, one table
 const [rows, cols] = String(opt('--shape', '8192x3072')).split('x').map(Number);
 const mode = opt('--mode', 'cold');
 const relaxed = has('--relaxed');

@@ -68,6 +68,15 @@ export function readF64(name, b, n) {
         for (let e = 0; e < 32; e++) wq[Y + e] = h(b, o) * table[e < 16 ? b[o + 2 + e] & 15 : b[o + 2 + e - 16] >> 4];
         break;
       }
+      case 'iq4_xs': {   // sub-block ib of 32: scale (ls - 32) from scales_l / scales_h, codes at qs[16 ib ..] as iq4_nl's
+        const table = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], sh = b[o + 2] | (b[o + 3] << 8);
+        for (let e = 0; e < 256; e++) {
+          const ib = e >> 5, j = e & 31, q = b[o + 8 + 16 * ib + (j & 15)];
+          const ls = ((b[o + 4 + (ib >> 1)] >> (4 * (ib & 1))) & 15) | (((sh >> (2 * ib)) & 3) << 4);
+          wq[Y + e] = h(b, o) * (ls - 32) * table[j < 16 ? q & 15 : q >> 4];
+        }
+        break;
+      }
       case 'q3_K': {   // element 128 n + 32 j + l: low 2 bits in qs[32 n + l] >> 2j, 3rd in hmask[l] bit 4n + j; scale s: 6 bits (offset 32)
         for (let e = 0; e < 256; e++) {
           const nn = e >> 7, j = (e >> 5) & 3, l = e & 31, s = e >> 4;

@@ -1,4 +1,4 @@
-// Whole models in the GGUF dtypes beyond f32 / f16 / q8_0 / q4_0 (q4_1, q5_0, q5_1, iq4_nl, q3_K, q5_K, bf16, and a
+// Whole models in the GGUF dtypes beyond f32 / f16 / q8_0 / q4_0 (q4_1, q5_0, q5_1, iq4_nl, iq4_xs, q3_K, q5_K, bf16, and a
 // per-tensor mix of all of them as real Q4_K_M / Q5_K_M files have) vs the scalar JS reference forward
 // (tests/helpers/ref-forward.mjs, float64, activations quantised per weight as the kernels do: q8_0 for
 // q5_0 / q4_0 / q8_0, q8_1 with its f16 sum term for q4_1 / q5_1, q8_K for the K-quants, none for bf16),
@@ -29,13 +29,14 @@ const MIX = { token_embd: 'q5_0', attn_q: 'q5_K', attn_k: 'q5_1', attn_v: 'q4_1'
 const mixOf = (name) => MIX[name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')];
 
 // q3_K / iq4_nl weights come from the C reference quantiser (the JS converter does not produce them)
-const encodeRef = await cEncoder(['q3_K', 'iq4_nl']);
+const encodeRef = await cEncoder(['q3_K', 'iq4_nl', 'iq4_xs']);
 
 const CASES = [
   ['llama', 'q5_0', {}], ['qwen2', 'q5_0', {}], ['llama', 'q4_1', {}], ['phi3', 'q4_1', {}], ['llama', 'q5_1', {}],
   ['qwen2', 'q5_1', {}], ['llama', 'bf16', {}], ['phi3', 'bf16', {}], ['llama', 'q5_K', { shape: K_SHAPE }],
   ['phi3', 'q5_K', { shape: K_SHAPE }], ['llama', 'q3_K', { shape: K_SHAPE, encode: encodeRef }], ['phi3', 'q3_K', { shape: K_SHAPE, encode: encodeRef }],
   ['llama', 'iq4_nl', { encode: encodeRef }], ['qwen2', 'iq4_nl', { encode: encodeRef }],
+  ['llama', 'iq4_xs', { shape: K_SHAPE, encode: encodeRef }], ['phi3', 'iq4_xs', { shape: K_SHAPE, encode: encodeRef }],
   ['llama', 'mix', { shape: K_SHAPE, dtypeOf: mixOf }], ['phi3', 'mix', { shape: K_SHAPE, dtypeOf: mixOf }],
 ];
 

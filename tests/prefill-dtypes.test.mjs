@@ -10,7 +10,7 @@ import { load } from '../dist/src/index.js';
 import { generateModel } from './helpers/gen-model.mjs';
 import { cEncoder } from './helpers/kernels.mjs';
 
-const encodeRef = await cEncoder(['q3_K', 'q4_K', 'q6_K', 'iq4_nl']);
+const encodeRef = await cEncoder(['q3_K', 'q4_K', 'q6_K', 'iq4_nl', 'iq4_xs']);
 
 // hidden 544 = 17 x 32: ffn_down rows (544 elements) cannot be k-quants -> q5_0, as llama.cpp's Q4_K_M does
 const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
@@ -28,6 +28,8 @@ const CASES = [
   ['phi3', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
   ['llama', 'Q3_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q3_K_M[role(n)], encode: encodeRef }],
   ['llama', 'q5_0', {}], ['llama', 'q4_1', {}], ['qwen2', 'q5_1', {}], ['qwen2', 'iq4_nl', { encode: encodeRef }],
+  // IQ4_XS-style: iq4_xs, with llama.cpp's fallback iq4_nl for ffn_down (rows of 544)
+  ['llama', 'IQ4_XS-style', { shape: K_SHAPE, dtypeOf: (n) => (role(n) === 'ffn_down' ? 'iq4_nl' : 'iq4_xs'), encode: encodeRef }],
   ['llama', 'q5_K/bf16/q4_1/q5_1 mix', { shape: K_SHAPE, dtypeOf: (n) => MIX[role(n)] }],
 ];
 

@@ -67,6 +67,9 @@ void ae_repack_q5_K_x(void *W, size_t nblocks) { ae_repack_q5_K_x_ref(W, nblocks
 void ae_repack_q6_K_x(void *W, size_t nblocks) { ae_repack_q6_K_x_ref(W, nblocks); }
 AE_NAT_MV(q6_K_x)
 AE_NAT_MV(q5_K_x)
+/* the relaxed build's q3_K block layout (kernels.h AE_Q3_K_X): the same */
+void ae_repack_q3_K_x(void *W, size_t nblocks) { ae_repack_q3_K_x_ref(W, nblocks); }
+AE_NAT_MV(q3_K_x)
 
 void ae_rmsnorm_simd128(float *y, const float *x, const float *w, int n, float eps) { ae_rmsnorm_ref(y, x, w, n, eps); }
 void ae_rope_simd128(float *x, int n_heads, int head_dim, int rot_dim, const float *cs, int neox) { ae_rope_ref(x, n_heads, head_dim, rot_dim, cs, neox); }

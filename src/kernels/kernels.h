@@ -32,6 +32,13 @@ typedef struct { ae_fp16 d; uint8_t qs[AE_QK4_0 / 2]; } ae_block_q4_0;  /* x[i] 
 typedef struct { ae_fp16 d; uint8_t qs[16]; } ae_block_iq4_nl;  /* x[i] = d * AE_IQ4NL_VALUES[q] (a non-linear 4-bit code), nibbles as q4_0's */
 static_assert(sizeof(ae_block_iq4_nl) == 18, "iq4_nl block");
 extern const int8_t AE_IQ4NL_VALUES[16];   /* ggml's kvalues_iq4nl (src/kernels/ref/iq4_nl_ref.c) */
+typedef struct {
+  ae_fp16 d;            /* super-block scale */
+  uint16_t scales_h;    /* the high 2 bits of the 8 sub-block scales (bits 2 ib, 2 ib + 1) */
+  uint8_t scales_l[4];  /* their low 4 bits (sub-block ib: scales_l[ib / 2], the high nibble for odd ib) */
+  uint8_t qs[128];      /* iq4_nl's codes, 16 bytes per sub-block of 32 (nibbles as q4_0's) */
+} ae_block_iq4_xs;      /* x = (d * (ls - 32)) * AE_IQ4NL_VALUES[code] */
+static_assert(sizeof(ae_block_iq4_xs) == 136, "iq4_xs block");
 static_assert(sizeof(ae_block_q4_0) == 18, "q4_0 block");
 
 #define AE_QK8_0 32

@@ -399,6 +399,24 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
       }
       return y;
     }
+    case 'iq4_xs': {
+      // ggml dequantize_row_iq4_xs: sub-block ib of 32: (d * (ls - 32)) * kvalues_iq4nl[code] (src/kernels/ref/iq4_xs_ref.c)
+      const t = f16Table();
+      const V = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+      for (let b = 0; b < n / 256; b++) {
+        const o = b * 136, d = t[u16(bytes, o)], sh = u16(bytes, o + 2);
+        for (let ib = 0; ib < 8; ib++) {
+          const ls = ((bytes[o + 4 + (ib >> 1)] >>> (4 * (ib & 1))) & 15) | (((sh >>> (2 * ib)) & 3) << 4);
+          const dl = fround(d * (ls - 32));
+          for (let j = 0; j < 16; j++) {
+            const q = bytes[o + 8 + 16 * ib + j];
+            y[b * 256 + 32 * ib + j] = fround(dl * V[q & 15]);
+            y[b * 256 + 32 * ib + 16 + j] = fround(dl * V[q >>> 4]);
+          }
+        }
+      }
+      return y;
+    }
     case 'q3_K': {
       // ggml dequantize_row_q3_K: element 128 n + 32 j + l = (d * (us - 32)) * (u - 4), u = 2 bits of qs[32 n + l] >> 2j
       // | bit 4n + j of hmask[l] << 2, us the 6-bit scale of sub-block e / 16 (src/kernels/ref/q3_K_ref.c)

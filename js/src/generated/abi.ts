@@ -36,11 +36,12 @@ export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'Q6_K', name: 'q6_K', ggmlId: 14, blockSize: 256, typeSize: 210, act: 'q8_K', kind: 'WM', scaleOffsets: [208] },
   { id: 'Q8_K', name: 'q8_K', ggmlId: 15, blockSize: 256, typeSize: 292, act: 'q8_K', kind: 'A', scaleOffsets: [] },
   { id: 'IQ4_NL', name: 'iq4_nl', ggmlId: 20, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
+  { id: 'IQ4_XS', name: 'iq4_xs', ggmlId: 23, blockSize: 256, typeSize: 136, act: 'q8_K', kind: 'W', scaleOffsets: [0] },
   { id: 'BF16', name: 'bf16', ggmlId: 30, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
 ];
 /** Dtypes a tensor may have (kind W / WM). */
-export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q8_0' | 'q3_K' | 'q4_K' | 'q5_K' | 'q6_K' | 'iq4_nl' | 'bf16';
-export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q3_K', 'q4_K', 'q5_K', 'q6_K', 'iq4_nl', 'bf16'];
+export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q8_0' | 'q3_K' | 'q4_K' | 'q5_K' | 'q6_K' | 'iq4_nl' | 'iq4_xs' | 'bf16';
+export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q3_K', 'q4_K', 'q5_K', 'q6_K', 'iq4_nl', 'iq4_xs', 'bf16'];
 
 /** enum ae_status (src/core/status.h) */
 export const Status = { OK: 0, INVALID_ARG: 1, BAD_TENSOR: 2, BAD_CONFIG: 3, CTX_FULL: 4, UNSUPPORTED: 5, NO_MEMORY: 6, NONFINITE: 7, WORKER_DIED: 8 } as const;

@@ -103,3 +103,94 @@ void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, flo
     if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
   }
 }
+
+/* ---- iq4_xs (src/kernels/ref/iq4_xs_ref.c): iq4_nl's codes and values in 8 sub-blocks of 32 with 6-bit scales, q8_K
+ * activations. Per sub-block the i16 products as iq4_nl's, times the sub-block's scale (i32x4.mul), summed exactly. */
+void ae_from_float_iq4_xs_simd128(const float *x, void *y, int n) { ae_from_float_iq4_xs_ref(x, y, n); }
+
+AE_INLINE int iq4xs_scale(const ae_block_iq4_xs *b, int ib) {
+  return (((b->scales_l[ib >> 1] >> (4 * (ib & 1))) & 0x0f) | ((b->scales_h >> (2 * ib)) & 3) << 4) - 32;
+}
+
+void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
+  const ae_block_iq4_xs *b = (const ae_block_iq4_xs *)x;
+  v128 lut, m;
+  iq4nl_consts(&lut, &m);
+  for (int i = 0; i < n / AE_QK_K; i++) {
+    const float d = ae_h2f_s(b[i].d);
+    for (int ib = 0; ib < 8; ib++) {
+      const v128 q = ae_load(b[i].qs + 16 * ib);
+      const v128 v[2] = {wasm_i8x16_swizzle(lut, wasm_v128_and(q, m)), wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m))};
+      const v128 dl = wasm_f32x4_splat(d * (float)iq4xs_scale(&b[i], ib));   /* the reference's (d * ls) * value */
+      for (int h = 0; h < 2; h++) {
+        const v128 l = wasm_i16x8_extend_low_i8x16(v[h]), u = wasm_i16x8_extend_high_i8x16(v[h]);
+        float *o = y + i * AE_QK_K + 32 * ib + 16 * h;
+        ae_store(o, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(l))));
+        ae_store(o + 4, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(l))));
+        ae_store(o + 8, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(u))));
+        ae_store(o + 12, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(u))));
+      }
+    }
+  }
+}
+
+/* i32 lanes summing to the block's sumi for 4 rows (acc[k]), the activation's sub-block widened once for the 4 */
+AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const ae_block_q8_K *x, v128 lut, v128 m, v128 acc[4]) {
+  volatile v128 sink[4];
+  int ls[4][8];
+  for (int k = 0; k < 4; k++) for (int ib = 0; ib < 8; ib++) ls[k][ib] = iq4xs_scale(w[k], ib);
+  acc[0] = acc[1] = acc[2] = acc[3] = wasm_i32x4_splat(0);
+  for (int ib = 0; ib < 8; ib++) {
+    const v128 a = ae_load(x->qs + 32 * ib), b = ae_load(x->qs + 32 * ib + 16);
+    const v128 X[4] = {wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_low_i8x16(b), wasm_i16x8_extend_high_i8x16(b)};
+    for (int k = 0; k < 4; k++) {
+      const v128 q = ae_load(w[k]->qs + 16 * ib);
+      const v128 lo = wasm_i8x16_swizzle(lut, wasm_v128_and(q, m)), hi = wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m));
+      const v128 d = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X[1])),
+                                    wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X[3])));
+      acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_mul(d, wasm_i32x4_splat(ls[k][ib])));
+    }
+    sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
+  }
+}
+
+void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) {
+  const ae_block_iq4_xs *a = (const ae_block_iq4_xs *)w;
+  const ae_block_q8_K *b = (const ae_block_q8_K *)x;
+  v128 lut, m;
+  iq4nl_consts(&lut, &m);
+  float sum = 0.0f;
+  for (int i = 0; i < n / AE_QK_K; i++) {
+    const ae_block_iq4_xs *w4[4] = {a + i, a + i, a + i, a + i};
+    v128 acc[4];
+    iq4xs_block4(w4, b + i, lut, m, acc);
+    sum += (ae_h2f_s(a[i].d) * b[i].d) * (float)ae_hsum_i32(acc[0]);
+  }
+  *s = sum;
+}
+
+/* Rows in groups of 4 from the quarters of the range (each row left over: in all 4 lanes), as the iq4_nl matvec */
+void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_iq4_xs);
+  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+  const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
+  v128 lut, m;
+  iq4nl_consts(&lut, &m);
+  for (int i = 0; i < q + tail; i++) {
+    int rr[4];
+    for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
+    const ae_block_iq4_xs *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const ae_block_iq4_xs *)((const uint8_t *)W + (size_t)rr[k] * rs);
+    v128 facc = wasm_f32x4_splat(0.0f);
+    for (int b = 0; b < nb; b++) {
+      const ae_block_iq4_xs *w4[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
+      v128 acc[4];
+      iq4xs_block4(w4, x + b, lut, m, acc);
+      const v128 dw = wasm_f32x4_make(ae_h2f_s(w4[0]->d), ae_h2f_s(w4[1]->d), ae_h2f_s(w4[2]->d), ae_h2f_s(w4[3]->d));
+      facc = wasm_f32x4_add(facc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(iq4nl_hsum4(acc[0], acc[1], acc[2], acc[3]))));
+    }
+    y[rr[0]] = wasm_f32x4_extract_lane(facc, 0);
+    if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(facc, 1); y[rr[2]] = wasm_f32x4_extract_lane(facc, 2); y[rr[3]] = wasm_f32x4_extract_lane(facc, 3); }
+  }
+}
