@@ -24,6 +24,15 @@ AE_INLINE void iq4nl_values(const ae_block_iq4_nl *w, v128 lut, v128 m, v128 *lo
   *hi = wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m));
 }
 
+/* o[0..16) = dl * the 16 values of v (i8), in the references' order (scale times value) */
+AE_INLINE void iq4_store16(float *o, v128 dl, v128 v) {
+  const v128 l = wasm_i16x8_extend_low_i8x16(v), u = wasm_i16x8_extend_high_i8x16(v);
+  ae_store(o, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(l))));
+  ae_store(o + 4, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(l))));
+  ae_store(o + 8, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(u))));
+  ae_store(o + 12, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(u))));
+}
+
 void ae_to_float_iq4_nl_simd128(const void *x, float *y, int n) {
   const ae_block_iq4_nl *b = (const ae_block_iq4_nl *)x;
   v128 lut, m;
@@ -32,14 +41,7 @@ void ae_to_float_iq4_nl_simd128(const void *x, float *y, int n) {
     v128 v[2];
     iq4nl_values(&b[i], lut, m, &v[0], &v[1]);
     const v128 d = wasm_f32x4_splat(ae_h2f_s(b[i].d));
-    for (int h = 0; h < 2; h++) {
-      const v128 l = wasm_i16x8_extend_low_i8x16(v[h]), u = wasm_i16x8_extend_high_i8x16(v[h]);
-      float *o = y + 32 * i + 16 * h;
-      ae_store(o, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(l))));
-      ae_store(o + 4, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(l))));
-      ae_store(o + 8, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(u))));
-      ae_store(o + 12, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(u))));
-    }
+    for (int h = 0; h < 2; h++) iq4_store16(y + 32 * i + 16 * h, d, v[h]);
   }
 }
 
@@ -122,14 +124,7 @@ void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
       const v128 q = ae_load(b[i].qs + 16 * ib);
       const v128 v[2] = {wasm_i8x16_swizzle(lut, wasm_v128_and(q, m)), wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m))};
       const v128 dl = wasm_f32x4_splat(d * (float)iq4xs_scale(&b[i], ib));   /* the reference's (d * ls) * value */
-      for (int h = 0; h < 2; h++) {
-        const v128 l = wasm_i16x8_extend_low_i8x16(v[h]), u = wasm_i16x8_extend_high_i8x16(v[h]);
-        float *o = y + i * AE_QK_K + 32 * ib + 16 * h;
-        ae_store(o, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(l))));
-        ae_store(o + 4, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(l))));
-        ae_store(o + 8, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_low_i16x8(u))));
-        ae_store(o + 12, wasm_f32x4_mul(dl, wasm_f32x4_convert_i32x4(wasm_i32x4_extend_high_i16x8(u))));
-      }
+      for (int h = 0; h < 2; h++) iq4_store16(y + i * AE_QK_K + 32 * ib + 16 * h, dl, v[h]);
     }
   }
 }

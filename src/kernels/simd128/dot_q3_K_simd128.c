@@ -161,29 +161,6 @@ AE_INLINE v128 q3k_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K 
   return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
 }
 
-/* Rows in groups of 4, one from each quarter of the range (four weight streams, as the other matvecs), the 4 rows'
- * float steps in the lanes: per lane the reference's sequence, so any row range and grouping gives its bits. */
-void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_q3_K);
-  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  const int q = (r1 - r0) / 4;
-  v128 m3, m4;
-  q3k_masks(&m3, &m4);
-  for (int i = 0; i < q; i++) {
-    const ae_block_q3_K *row[4];
-    for (int k = 0; k < 4; k++) row[k] = (const ae_block_q3_K *)((const uint8_t *)W + (size_t)(r0 + i + k * q) * rs);
-    v128 acc = wasm_f32x4_splat(0.0f);
-    for (int b = 0; b < nb; b++) {
-      const ae_block_q3_K *w[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
-      const v128 dw = wasm_f32x4_make(ae_h2f_s(w[0]->d), ae_h2f_s(w[1]->d), ae_h2f_s(w[2]->d), ae_h2f_s(w[3]->d));
-      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(q3k_block4(w, x + b, m3, m4))));
-    }
-    y[r0 + i] = wasm_f32x4_extract_lane(acc, 0); y[r0 + i + q] = wasm_f32x4_extract_lane(acc, 1);
-    y[r0 + i + 2 * q] = wasm_f32x4_extract_lane(acc, 2); y[r0 + i + 3 * q] = wasm_f32x4_extract_lane(acc, 3);
-  }
-  for (int r = r0 + 4 * q; r < r1; r++) ae_vec_dot_q3_K_simd128(ncols, y + r, (const uint8_t *)W + (size_t)r * rs, xq);
-}
 
 /* ---- AE_Q3_K_X (kernels.h): the values regrouped so that 8 vectors of 16 unpack in 19 operations ---- */
 /* In place, block by block: the 16 u vectors of the file layout (q3k_u), packed as kernels.h says (every shift keeps
@@ -261,16 +238,30 @@ AE_INLINE v128 q3kx_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K
   for (int k = 0; k < 4; k++) off[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc[k]), b0), wasm_i32x4_dot_i16x8(ae_load(sc[k] + 8), b1));
   return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
 }
-/* Rows in groups of 4 from the quarters of the range, as ae_matvec_rows_q3_K_simd128; each row left over (range % 4)
- * in all 4 lanes */
+#else
+/* The plain build keeps q3_K in its file layout (model.c): this layout's kernel is the reference there. */
 void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  ae_matvec_q3_K_x_ref(W, ncols, xq, y, r0, r1);
+}
+#endif
+
+/* The row kernel of both layouts (x_layout: AE_Q3_K_X, the relaxed build's; a constant after inlining): rows in groups
+ * of 4, one from each quarter of the range (four weight streams, as the other matvecs), each row left over (range % 4)
+ * in all 4 lanes; the 4 rows' float steps in the lanes: per lane the reference's sequence, so any row range and
+ * grouping gives its bits. */
+AE_INLINE void q3k_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int x_layout) {
   const int nb = ncols / AE_QK_K;
   const size_t rs = (size_t)nb * sizeof(ae_block_q3_K);
   const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
-  const int q = (r1 - r0) / 4;
-  v128 m7, m3, m4;
-  q3kx_masks(&m7, &m3, &m4);
-  const int tail = (r1 - r0) - 4 * q;
+  const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
+  v128 m3, m4;
+  q3k_masks(&m3, &m4);
+#if AE_RELAXED
+  v128 m7, n3, n4;
+  q3kx_masks(&m7, &n3, &n4);
+#else
+  (void)x_layout;
+#endif
   for (int i = 0; i < q + tail; i++) {
     int rr[4];
     for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
@@ -280,15 +271,18 @@ void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, flo
     for (int b = 0; b < nb; b++) {
       const ae_block_q3_K *w[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
       const v128 dw = wasm_f32x4_make(ae_h2f_s(w[0]->d), ae_h2f_s(w[1]->d), ae_h2f_s(w[2]->d), ae_h2f_s(w[3]->d));
-      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(q3kx_block4(w, x + b, m7, m3, m4))));
+#if AE_RELAXED
+      const v128 sumi = x_layout ? q3kx_block4(w, x + b, m7, n3, n4) : q3k_block4(w, x + b, m3, m4);
+#else
+      const v128 sumi = q3k_block4(w, x + b, m3, m4);
+#endif
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(sumi)));
     }
     y[rr[0]] = wasm_f32x4_extract_lane(acc, 0);
     if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
   }
 }
-#else
-/* The plain build keeps q3_K in its file layout (model.c): this layout's kernel is the reference there. */
-void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  ae_matvec_q3_K_x_ref(W, ncols, xq, y, r0, r1);
-}
+void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { q3k_matvec(W, ncols, xq, y, r0, r1, 0); }
+#if AE_RELAXED
+void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { q3k_matvec(W, ncols, xq, y, r0, r1, 1); }
 #endif
