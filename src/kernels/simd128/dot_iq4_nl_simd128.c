@@ -79,32 +79,6 @@ AE_INLINE v128 iq4nl_hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
   return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
 }
 
-/* Rows in groups of 4, one from each quarter of the range (each row left over: in all 4 lanes), the float steps in
- * the lanes: per lane the reference's sequence, so any row range and grouping gives its bits. */
-void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / 32;
-  const size_t rs = (size_t)nb * sizeof(ae_block_iq4_nl);
-  const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq;
-  const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
-  v128 lut, m;
-  iq4nl_consts(&lut, &m);
-  for (int i = 0; i < q + tail; i++) {
-    int rr[4];
-    for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
-    const ae_block_iq4_nl *row[4];
-    for (int k = 0; k < 4; k++) row[k] = (const ae_block_iq4_nl *)((const uint8_t *)W + (size_t)rr[k] * rs);
-    v128 acc = wasm_f32x4_splat(0.0f);
-    for (int b = 0; b < nb; b++) {
-      v128 X[4];
-      iq4nl_widen(&x[b], X);
-      const v128 s = iq4nl_hsum4(iq4nl_dot(row[0] + b, X, lut, m), iq4nl_dot(row[1] + b, X, lut, m), iq4nl_dot(row[2] + b, X, lut, m), iq4nl_dot(row[3] + b, X, lut, m));
-      const v128 dw = wasm_f32x4_make(ae_h2f_s(row[0][b].d), ae_h2f_s(row[1][b].d), ae_h2f_s(row[2][b].d), ae_h2f_s(row[3][b].d));
-      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_mul(dw, wasm_f32x4_splat(ae_h2f_s(x[b].d)))));
-    }
-    y[rr[0]] = wasm_f32x4_extract_lane(acc, 0);
-    if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
-  }
-}
 
 /* ---- iq4_xs (src/kernels/ref/iq4_xs_ref.c): iq4_nl's codes and values in 8 sub-blocks of 32 with 6-bit scales, q8_K
  * activations. Per sub-block the i16 products as iq4_nl's, times the sub-block's scale (i32x4.mul), summed exactly. */
@@ -164,28 +138,47 @@ void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) {
   *s = sum;
 }
 
-/* Rows in groups of 4 from the quarters of the range (each row left over: in all 4 lanes), as the iq4_nl matvec */
-void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
-  const int nb = ncols / AE_QK_K;
-  const size_t rs = (size_t)nb * sizeof(ae_block_iq4_xs);
-  const ae_block_q8_K *x = (const ae_block_q8_K *)xq;
+/* The row kernel of both dtypes (xs: iq4_xs, a constant after inlining): rows in groups of 4, one from each quarter of
+ * the range (ae_rows4), the float steps in the lanes: per lane the reference's sequence ((float)sumi times d_w d_x; the
+ * product of two floats does not depend on their order), so any row range and grouping gives its bits. */
+AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int xs) {
+  const int nb = ncols / (xs ? AE_QK_K : 32);
+  const size_t bs = xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl), rs = (size_t)nb * bs;
   const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
   v128 lut, m;
   iq4nl_consts(&lut, &m);
   for (int i = 0; i < q + tail; i++) {
     int rr[4];
-    for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
-    const ae_block_iq4_xs *row[4];
-    for (int k = 0; k < 4; k++) row[k] = (const ae_block_iq4_xs *)((const uint8_t *)W + (size_t)rr[k] * rs);
-    v128 facc = wasm_f32x4_splat(0.0f);
+    const int nr = ae_rows4(i, q, r0, rr);
+    const uint8_t *row[4];
+    for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)W + (size_t)rr[k] * rs;
+    v128 acc = wasm_f32x4_splat(0.0f);
     for (int b = 0; b < nb; b++) {
-      const ae_block_iq4_xs *w4[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
-      v128 acc[4];
-      iq4xs_block4(w4, x + b, lut, m, acc);
-      const v128 dw = wasm_f32x4_make(ae_h2f_s(w4[0]->d), ae_h2f_s(w4[1]->d), ae_h2f_s(w4[2]->d), ae_h2f_s(w4[3]->d));
-      facc = wasm_f32x4_add(facc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(iq4nl_hsum4(acc[0], acc[1], acc[2], acc[3]))));
+      const size_t o = (size_t)b * bs;
+      v128 sumi;
+      float dx;
+      if (xs) {
+        const ae_block_q8_K *x = (const ae_block_q8_K *)xq + b;
+        const ae_block_iq4_xs *w4[4] = {(const void *)(row[0] + o), (const void *)(row[1] + o), (const void *)(row[2] + o), (const void *)(row[3] + o)};
+        v128 a[4];
+        iq4xs_block4(w4, x, lut, m, a);
+        sumi = iq4nl_hsum4(a[0], a[1], a[2], a[3]);
+        dx = x->d;
+      } else {
+        const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq + b;
+        v128 X[4];
+        iq4nl_widen(x, X);
+        sumi = iq4nl_hsum4(iq4nl_dot((const void *)(row[0] + o), X, lut, m), iq4nl_dot((const void *)(row[1] + o), X, lut, m),
+                           iq4nl_dot((const void *)(row[2] + o), X, lut, m), iq4nl_dot((const void *)(row[3] + o), X, lut, m));
+        dx = ae_h2f_s(x->d);
+      }
+      ae_fp16 d[4];   /* d is the first field of both blocks */
+      for (int k = 0; k < 4; k++) __builtin_memcpy(&d[k], row[k] + o, 2);
+      const v128 dw = wasm_f32x4_make(ae_h2f_s(d[0]), ae_h2f_s(d[1]), ae_h2f_s(d[2]), ae_h2f_s(d[3]));
+      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sumi), wasm_f32x4_mul(dw, wasm_f32x4_splat(dx))));
     }
-    y[rr[0]] = wasm_f32x4_extract_lane(facc, 0);
-    if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(facc, 1); y[rr[2]] = wasm_f32x4_extract_lane(facc, 2); y[rr[3]] = wasm_f32x4_extract_lane(facc, 3); }
+    ae_store_rows4(y, rr, nr, acc);
   }
 }
+void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 0); }
+void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 1); }

@@ -264,7 +264,7 @@ AE_INLINE void q3k_matvec(const void *W, int ncols, const void *xq, float *y, in
 #endif
   for (int i = 0; i < q + tail; i++) {
     int rr[4];
-    for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
+    const int nr = ae_rows4(i, q, r0, rr);
     const ae_block_q3_K *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const ae_block_q3_K *)((const uint8_t *)W + (size_t)rr[k] * rs);
     v128 acc = wasm_f32x4_splat(0.0f);
@@ -278,8 +278,7 @@ AE_INLINE void q3k_matvec(const void *W, int ncols, const void *xq, float *y, in
 #endif
       acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_mul(dw, wasm_f32x4_splat(x[b].d)), wasm_f32x4_convert_i32x4(sumi)));
     }
-    y[rr[0]] = wasm_f32x4_extract_lane(acc, 0);
-    if (i < q) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
+    ae_store_rows4(y, rr, nr, acc);
   }
 }
 void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { q3k_matvec(W, ncols, xq, y, r0, r1, 0); }

@@ -180,6 +180,19 @@ AE_INLINE v128 ae_gather4_h2f(const ae_fp16 *p0, const ae_fp16 *p1, const ae_fp1
   return ae_h2f_exact(h);
 }
 
+/* The rows of step i of a 4-row matvec over [r0, r1) with q = (r1 - r0) / 4 groups: i < q: rows i, i + q, i + 2q, i + 3q
+ * (one from each quarter: four weight streams); after them each row left over, in all 4 lanes. Returns how many of
+ * the 4 lanes are distinct rows (4 or 1). */
+AE_INLINE int ae_rows4(int i, int q, int r0, int rr[4]) {
+  for (int k = 0; k < 4; k++) rr[k] = i < q ? r0 + i + k * q : r0 + 4 * q + (i - q);
+  return i < q ? 4 : 1;
+}
+/* y[rr[k]] = lane k of acc for the n distinct rows (ae_rows4) */
+AE_INLINE void ae_store_rows4(float *y, const int rr[4], int n, v128 acc) {
+  y[rr[0]] = wasm_f32x4_extract_lane(acc, 0);
+  if (n == 4) { y[rr[1]] = wasm_f32x4_extract_lane(acc, 1); y[rr[2]] = wasm_f32x4_extract_lane(acc, 2); y[rr[3]] = wasm_f32x4_extract_lane(acc, 3); }
+}
+
 /* ---- reductions (fixed order) ------------------------------------------------------------------- */
 AE_INLINE int32_t ae_hsum_i32(v128 v) {
   v = wasm_i32x4_add(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
