@@ -180,14 +180,18 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
     }
   };
 
-  // the first chunks (the format's magic), before the header: a failing source is a load_error naming the source
-  const next0 = async (): Promise<IteratorResult<Uint8Array>> => {
+  let dest: Uint8Array | undefined;
+  let verifier: DataVerifier | undefined;
+  // a source that fails (network reset, file error, a stream's error()) -> load_error naming the source, the byte
+  // reached and the stage, instead of the source's own error type
+  const next = async () => {
     try {
       return await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
     } catch (e) {
       if (e instanceof AetherError) throw e;
-      throw new AetherError('load_error', `${name}: reading failed at byte 0 (in the header): ${(e as Error)?.message ?? String(e)}`,
-        { file: name, offset: 0, stage: 'header', cause: String((e as Error)?.message ?? e) });
+      const stage = !header ? 'header' : !dest ? 'JSON metadata' : `data section, tensor '${verifier?.current() ?? '?'}'`;
+      throw new AetherError('load_error', `${name}: reading failed at byte ${consumed} (in the ${stage}): ${(e as Error)?.message ?? String(e)}`,
+        { file: name, offset: consumed, stage, cause: String((e as Error)?.message ?? e) });
     }
   };
   let finished = false;
@@ -196,7 +200,7 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
     const first: Uint8Array[] = [];
     let firstBytes = 0;
     while (firstBytes < 4) {
-      const r = await next0();
+      const r = await next();
       if (r.done) break;
       const c = r.value instanceof Uint8Array ? r.value : new Uint8Array(r.value as ArrayBuffer);
       first.push(c); firstBytes += c.length;
@@ -212,8 +216,6 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
     let meta: RknotMetadata | undefined;
     let jsonBuf: Uint8Array | undefined;
     let jsonFill = 0;
-    let dest: Uint8Array | undefined;
-    let verifier: DataVerifier | undefined;
     let dataPos = 0;
 
     const startData = async () => {
@@ -225,18 +227,6 @@ export async function loadRknotStreamDetailed(src: SourceInput | Source, opts: L
       verifier.update(0, new Uint8Array(0));
     };
 
-    // a source that fails (network reset, file error, a stream's error()) -> load_error naming the source, the byte
-    // reached and the stage, instead of the source's own error type
-    const next = async () => {
-      try {
-        return await (signal ? Promise.race([iter.next(), aborted]) : iter.next());
-      } catch (e) {
-        if (e instanceof AetherError) throw e;
-        const stage = !header ? 'header' : !dest ? 'JSON metadata' : `data section, tensor '${verifier?.current() ?? '?'}'`;
-        throw new AetherError('load_error', `${name}: reading failed at byte ${consumed} (in the ${stage}): ${(e as Error)?.message ?? String(e)}`,
-          { file: name, offset: consumed, stage, cause: String((e as Error)?.message ?? e) });
-      }
-    };
     for (;;) {
       const r = first.length ? { done: false as const, value: first.shift()! } : await next();
       if (signal?.aborted) throw abortError(name, signal);

@@ -59,19 +59,6 @@ AE_INLINE void iq4nl_widen(const ae_block_q8_0 *x, v128 X[4]) {
   X[2] = wasm_i16x8_extend_low_i8x16(b); X[3] = wasm_i16x8_extend_high_i8x16(b);
 }
 
-void ae_vec_dot_iq4_nl_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_iq4_nl *a = (const ae_block_iq4_nl *)w;
-  const ae_block_q8_0 *b = (const ae_block_q8_0 *)x;
-  v128 lut, m, X[4];
-  iq4nl_consts(&lut, &m);
-  float sum = 0.0f;
-  for (int i = 0; i < n / 32; i++) {
-    iq4nl_widen(&b[i], X);
-    sum += (float)ae_hsum_i32(iq4nl_dot(&a[i], X, lut, m)) * (ae_h2f_s(a[i].d) * ae_h2f_s(b[i].d));
-  }
-  *s = sum;
-}
-
 /* lane k = the sum of a_k's lanes (exact) */
 AE_INLINE v128 iq4nl_hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
   const v128 t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
@@ -123,21 +110,6 @@ AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const ae_block_q8
   }
 }
 
-void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_iq4_xs *a = (const ae_block_iq4_xs *)w;
-  const ae_block_q8_K *b = (const ae_block_q8_K *)x;
-  v128 lut, m;
-  iq4nl_consts(&lut, &m);
-  float sum = 0.0f;
-  for (int i = 0; i < n / AE_QK_K; i++) {
-    const ae_block_iq4_xs *w4[4] = {a + i, a + i, a + i, a + i};
-    v128 acc[4];
-    iq4xs_block4(w4, b + i, lut, m, acc);
-    sum += (ae_h2f_s(a[i].d) * b[i].d) * (float)ae_hsum_i32(acc[0]);
-  }
-  *s = sum;
-}
-
 /* The row kernel of both dtypes (xs: iq4_xs, a constant after inlining): rows in groups of 4, one from each quarter of
  * the range (ae_rows4), the float steps in the lanes: per lane the reference's sequence ((float)sumi times d_w d_x; the
  * product of two floats does not depend on their order), so any row range and grouping gives its bits. */
@@ -182,3 +154,6 @@ AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, in
 }
 void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 0); }
 void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 1); }
+/* one row: the row kernel's arithmetic (the row in all 4 lanes), the references' bits */
+void ae_vec_dot_iq4_nl_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 0); }
+void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 1); }

@@ -69,45 +69,6 @@ void ae_to_float_q3_K_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* sumi of one super-block (exact) */
-AE_INLINE int32_t q3k_block(const ae_block_q3_K *w, const ae_block_q8_K *x, v128 m3, v128 m4) {
-  _Alignas(16) int16_t sc[16];
-  q3k_scales16(w->scales, sc);
-  const v128 H0 = ae_load(w->hmask), H1 = ae_load(w->hmask + 16);
-  v128 acc = wasm_i32x4_splat(0);
-#pragma clang loop unroll(full)
-  for (int nn = 0; nn < 2; nn++) {
-    const v128 Q0 = ae_load(w->qs + 32 * nn), Q1 = ae_load(w->qs + 32 * nn + 16);
-#pragma clang loop unroll(full)
-    for (int j = 0; j < 4; j++)
-#pragma clang loop unroll(full)
-      for (int half = 0; half < 2; half++) {
-        const v128 u = q3k_u(half ? Q1 : Q0, half ? H1 : H0, nn, j, m3, m4);
-        const int s = 8 * nn + 2 * j + half;
-        const v128 xv = ae_load(x->qs + 16 * s);
-#if AE_RELAXED
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(xv, u), wasm_v128_load16_splat(sc + s)));
-#else
-        const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_i8_even(xv), wasm_v128_and(u, wasm_i16x8_splat(0x00ff))),
-                                      wasm_i32x4_dot_i16x8(ae_i8_odd(xv), wasm_u16x8_shr(u, 8)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(wasm_v128_load16_splat(sc + s))));
-#endif
-      }
-  }
-  /* the -4 offset: 4 sum_s sc_s bsums[s] */
-  const v128 off = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc), ae_load(x->bsums)), wasm_i32x4_dot_i16x8(ae_load(sc + 8), ae_load(x->bsums + 8)));
-  return ae_hsum_i32(acc) - 4 * ae_hsum_i32(off);
-}
-
-void ae_vec_dot_q3_K_simd128(int n, float *s, const void *w, const void *x) {
-  const ae_block_q3_K *a = (const ae_block_q3_K *)w;
-  const ae_block_q8_K *b = (const ae_block_q8_K *)x;
-  float sum = 0.0f;
-  v128 m3, m4;
-  q3k_masks(&m3, &m4);
-  for (int i = 0; i < n / AE_QK_K; i++) sum += (ae_h2f_s(a[i].d) * b[i].d) * (float)q3k_block(&a[i], &b[i], m3, m4);
-  *s = sum;
-}
 
 /* lane k = the sum of a_k's lanes (exact) */
 AE_INLINE v128 hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
@@ -285,3 +246,5 @@ void ae_matvec_rows_q3_K_simd128(const void *W, int ncols, const void *xq, float
 #if AE_RELAXED
 void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { q3k_matvec(W, ncols, xq, y, r0, r1, 1); }
 #endif
+/* one row: the row kernel's arithmetic (the row in all 4 lanes), the reference's bits */
+void ae_vec_dot_q3_K_simd128(int n, float *s, const void *w, const void *x) { q3k_matvec(w, n, x, s, 0, 1, 0); }
