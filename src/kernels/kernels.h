@@ -527,6 +527,8 @@ void ae_repack_q3_K_x_ref(void *W, size_t nblocks);   /* the same bytes, scalar 
 void ae_unpack_q3_K_x(void *W, size_t nblocks);       /* the inverse (tests, tools) */
 void ae_matvec_q3_K_x_ref(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
 void ae_matvec_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1);
+void ae_matmul_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec,
+                                   float *y, int y_stride, int r0, int r1);
 
 /* ---- kernels of the ffn-saturated module ---------------------------------------------------------
  * ae_axpy_rows (the neuron-major down): y[c] += sum over k < cnt, in k order, of coef[k] * W_k[c] for c in

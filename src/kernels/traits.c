@@ -70,7 +70,7 @@ static const ae_type_traits k_q6_K_x = {"q6_K_x", AE_QK_K, sizeof(ae_block_q6_K)
                                         ae_matvec_rows_q6_K_x_simd128, ae_matmul_rows_q6_K_x_simd128};
 static const ae_type_traits k_q6_K_x_ref = {"q6_K_x", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0, 0, 0};
 static const ae_type_traits k_q3_K_x = {"q3_K_x", AE_QK_K, sizeof(ae_block_q3_K), AE_Q8_K, 1, {108, -1}, 0, 0, 0,
-                                        ae_matvec_rows_q3_K_x_simd128, 0};
+                                        ae_matvec_rows_q3_K_x_simd128, ae_matmul_rows_q3_K_x_simd128};
 static const ae_type_traits k_q3_K_x_ref = {"q3_K_x", AE_QK_K, sizeof(ae_block_q3_K), AE_Q8_K, 1, {108, -1}, 0, 0, 0, 0, 0};
 static const ae_type_traits k_q6_K_r4 = {"q6_K_r4", AE_QK_K, sizeof(ae_block_q6_K), AE_Q8_K, 1, {208, -1}, 0, 0, 0,
                                          ae_matvec_rows_q6_K_r4_simd128, ae_matmul_rows_q6_K_r4_simd128};

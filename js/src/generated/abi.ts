@@ -30,13 +30,13 @@ export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'Q5_1', name: 'q5_1', ggmlId: 7, blockSize: 32, typeSize: 24, act: 'q8_1', kind: 'WM', scaleOffsets: [0, 2] },
   { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q8_1', name: 'q8_1', ggmlId: 9, blockSize: 32, typeSize: 36, act: 'q8_1', kind: 'A', scaleOffsets: [] },
-  { id: 'Q3_K', name: 'q3_K', ggmlId: 11, blockSize: 256, typeSize: 110, act: 'q8_K', kind: 'W', scaleOffsets: [108] },
+  { id: 'Q3_K', name: 'q3_K', ggmlId: 11, blockSize: 256, typeSize: 110, act: 'q8_K', kind: 'WM', scaleOffsets: [108] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'WM', scaleOffsets: [0, 2] },
   { id: 'Q5_K', name: 'q5_K', ggmlId: 13, blockSize: 256, typeSize: 176, act: 'q8_K', kind: 'WM', scaleOffsets: [0, 2] },
   { id: 'Q6_K', name: 'q6_K', ggmlId: 14, blockSize: 256, typeSize: 210, act: 'q8_K', kind: 'WM', scaleOffsets: [208] },
   { id: 'Q8_K', name: 'q8_K', ggmlId: 15, blockSize: 256, typeSize: 292, act: 'q8_K', kind: 'A', scaleOffsets: [] },
-  { id: 'IQ4_NL', name: 'iq4_nl', ggmlId: 20, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'W', scaleOffsets: [0] },
-  { id: 'IQ4_XS', name: 'iq4_xs', ggmlId: 23, blockSize: 256, typeSize: 136, act: 'q8_K', kind: 'W', scaleOffsets: [0] },
+  { id: 'IQ4_NL', name: 'iq4_nl', ggmlId: 20, blockSize: 32, typeSize: 18, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
+  { id: 'IQ4_XS', name: 'iq4_xs', ggmlId: 23, blockSize: 256, typeSize: 136, act: 'q8_K', kind: 'WM', scaleOffsets: [0] },
   { id: 'BF16', name: 'bf16', ggmlId: 30, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
 ];
 /** Dtypes a tensor may have (kind W / WM). */

@@ -3,26 +3,11 @@
  * 16-value table (codes 0..15: always in range); the values are signed, as the activations are, so the products go
  * through i16 (extend, i32x4.dot_i16x8: exact) in both builds. Per block: sumi exact, then per row
  * acc += (float)sumi * (d_w d_x), the reference's sequence. The row kernel takes 4 rows at a time (one from each
- * quarter of its range; the activation block widened once for the 4), their float steps in the lanes; kind W:
- * ae_matmul runs it per token over row chunks. */
-#include "simd128_util.h"
+ * quarter of its range; the activation block widened once for the 4), their float steps in the lanes. The prefill GEMM
+ * (kind WM): gemm_iq4_simd128.c. */
+#include "iq4_simd128.h"
 
 void ae_from_float_iq4_nl_simd128(const float *x, void *y, int n) { ae_from_float_iq4_nl_ref(x, y, n); }
-
-/* the value table and the nibble mask, loaded through an opaque pointer (V8 would rebuild a v128.const per use) */
-AE_INLINE void iq4nl_consts(v128 *lut, v128 *m) {
-  static const uint8_t k[16] __attribute__((aligned(16))) = {15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
-  const int8_t *p = AE_IQ4NL_VALUES;
-  const uint8_t *q = k;
-  __asm__("" : "+r"(p), "+r"(q));
-  *lut = wasm_v128_load(p); *m = wasm_v128_load(q);
-}
-/* the block's values: elements 0..15 (lo), 16..31 (hi), i8 */
-AE_INLINE void iq4nl_values(const ae_block_iq4_nl *w, v128 lut, v128 m, v128 *lo, v128 *hi) {
-  const v128 q = ae_load(w->qs);
-  *lo = wasm_i8x16_swizzle(lut, wasm_v128_and(q, m));
-  *hi = wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m));
-}
 
 /* o[0..16) = dl * the 16 values of v (i8), in the references' order (scale times value) */
 AE_INLINE void iq4_store16(float *o, v128 dl, v128 v) {
@@ -39,7 +24,7 @@ void ae_to_float_iq4_nl_simd128(const void *x, float *y, int n) {
   iq4nl_consts(&lut, &m);
   for (int i = 0; i < n / 32; i++) {
     v128 v[2];
-    iq4nl_values(&b[i], lut, m, &v[0], &v[1]);
+    iq4_values(b[i].qs, lut, m, &v[0], &v[1]);
     const v128 d = wasm_f32x4_splat(ae_h2f_s(b[i].d));
     for (int h = 0; h < 2; h++) iq4_store16(y + 32 * i + 16 * h, d, v[h]);
   }
@@ -49,7 +34,7 @@ void ae_to_float_iq4_nl_simd128(const void *x, float *y, int n) {
  * 16-23, 24-31) */
 AE_INLINE v128 iq4nl_dot(const ae_block_iq4_nl *w, const v128 X[4], v128 lut, v128 m) {
   v128 lo, hi;
-  iq4nl_values(w, lut, m, &lo, &hi);
+  iq4_values(w->qs, lut, m, &lo, &hi);
   return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X[1])),
                         wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X[3])));
 }
@@ -71,10 +56,6 @@ AE_INLINE v128 iq4nl_hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
  * activations. Per sub-block the i16 products as iq4_nl's, times the sub-block's scale (i32x4.mul), summed exactly. */
 void ae_from_float_iq4_xs_simd128(const float *x, void *y, int n) { ae_from_float_iq4_xs_ref(x, y, n); }
 
-AE_INLINE int iq4xs_scale(const ae_block_iq4_xs *b, int ib) {
-  return (((b->scales_l[ib >> 1] >> (4 * (ib & 1))) & 0x0f) | ((b->scales_h >> (2 * ib)) & 3) << 4) - 32;
-}
-
 void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
   const ae_block_iq4_xs *b = (const ae_block_iq4_xs *)x;
   v128 lut, m;
@@ -82,8 +63,8 @@ void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
   for (int i = 0; i < n / AE_QK_K; i++) {
     const float d = ae_h2f_s(b[i].d);
     for (int ib = 0; ib < 8; ib++) {
-      const v128 q = ae_load(b[i].qs + 16 * ib);
-      const v128 v[2] = {wasm_i8x16_swizzle(lut, wasm_v128_and(q, m)), wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m))};
+      v128 v[2];
+      iq4_values(b[i].qs + 16 * ib, lut, m, &v[0], &v[1]);
       const v128 dl = wasm_f32x4_splat(d * (float)iq4xs_scale(&b[i], ib));   /* the reference's (d * ls) * value */
       for (int h = 0; h < 2; h++) iq4_store16(y + i * AE_QK_K + 32 * ib + 16 * h, dl, v[h]);
     }
@@ -100,8 +81,8 @@ AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const ae_block_q8
     const v128 a = ae_load(x->qs + 32 * ib), b = ae_load(x->qs + 32 * ib + 16);
     const v128 X[4] = {wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_low_i8x16(b), wasm_i16x8_extend_high_i8x16(b)};
     for (int k = 0; k < 4; k++) {
-      const v128 q = ae_load(w[k]->qs + 16 * ib);
-      const v128 lo = wasm_i8x16_swizzle(lut, wasm_v128_and(q, m)), hi = wasm_i8x16_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m));
+      v128 lo, hi;
+      iq4_values(w[k]->qs + 16 * ib, lut, m, &lo, &hi);
       const v128 d = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X[1])),
                                     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X[3])));
       acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_mul(d, wasm_i32x4_splat(ls[k][ib])));

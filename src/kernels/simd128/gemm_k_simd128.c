@@ -24,14 +24,15 @@
  * of 4 (a last group of 1-3 tokens repeats its last token in the spare lanes and stores only the real ones),
  * column chunks of GEMM_CB super-blocks (the 4 tokens' activations on the stack; partial sums cross chunks
  * through y, exactly). */
-#include "simd128_util.h"
+#include "q3k_simd128.h"
 
 #define GEMM_ROWS 32
 #define GEMM_CB 8
 #define GEMM_T 4   /* tokens per tile (8 measured no faster) */
 #define NG (GEMM_T / 4)
 
-enum { K_Q4, K_Q5, K_Q6, K_Q5X, K_Q6X };   /* K_Q5X / K_Q6X: q5_K / q6_K in the relaxed build's AE_Q5_K_X / AE_Q6_K_X layouts */
+enum { K_Q4, K_Q5, K_Q6, K_Q5X, K_Q6X, K_Q3, K_Q3X };   /* K_Q5X / K_Q6X / K_Q3X: q5_K / q6_K / q3_K in the relaxed build's
+                                                         * AE_Q5_K_X / AE_Q6_K_X / AE_Q3_K_X layouts */
 
 /* Scheduling: V8's TurboFan keeps loads in program order on its effect chain but schedules pure arithmetic as
  * late as possible, so a super-block's activation loads end up long before their use and most of them are
@@ -63,7 +64,7 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 #endif
       }
       const v128 b0 = ae_load(xb[i].bsums), b1 = ae_load(xb[i].bsums + 8);
-      if (kind == K_Q6 || kind == K_Q6X) {
+      if (kind == K_Q6 || kind == K_Q6X || kind == K_Q3 || kind == K_Q3X) {
         xs[i].bs[t][0] = b0;
         xs[i].bs[t][1] = b1;
       } else {
@@ -235,15 +236,81 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
   }
 }
 
+/* q3_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3], sumi = sum_s sc_s sum(u x) - 4 sum_s sc_s bsums[s] (u = value
+ * + 4 in 0..7: dot_q3_K_simd128.c). Sub-block s = chunk s (16 elements): u from the file layout's planes (q3k_u) or the
+ * X layout's groups (q3kx_u); then as q6_K's: relaxed, ae_rdot16 (u the 7-bit operand, pair sums <= 2 x 7 x 128) and
+ * sc_s in i32 lanes by i32x4.dot_i16x8; plain, even / odd u times sc_s in i16 (|u sc| <= 7 x 32) against the i16
+ * activations. */
+AE_INLINE void sb_q3(const uint8_t *w, const xk4 *xs, v128 *s, int xl) {
+  const v128 us = q3k_scales(w + 96);   /* the scales at 96 in both layouts (after hmask, qs / the X groups) */
+  const v128 sc_lo = wasm_i16x8_extend_low_i8x16(us), sc_hi = wasm_i16x8_extend_high_i8x16(us);
+  v128 a[GEMM_T];
+  volatile v128 sink[GEMM_T];
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
+  v128 scp[4];
+  ae_q6_scale_pairs(sc_lo, sc_hi, scp);
+  v128 m3, m4;
+  q3k_masks(&m3, &m4);
+#if AE_RELAXED
+  v128 m7, n3, n4;
+  q3kx_masks(&m7, &n3, &n4);
+#else
+  (void)xl;
+#endif
+  const ae_block_q3_K *b = (const ae_block_q3_K *)w;
+#pragma clang loop unroll(full)
+  for (int c = 0; c < 16; c++) {
+    const int nn = c >> 3, j = (c & 7) >> 1, half = c & 1;
+#if AE_RELAXED
+    const v128 u = xl ? q3kx_u(w + 48 * nn, c & 7, m7, n3, n4)
+                      : q3k_u(ae_load(b->qs + 32 * nn + 16 * half), ae_load(b->hmask + 16 * half), nn, j, m3, m4);
+#else
+    const v128 u = q3k_u(ae_load(b->qs + 32 * nn + 16 * half), ae_load(b->hmask + 16 * half), nn, j, m3, m4);
+#endif
+    const v128 sc = ae_lane_splat32(scp[c >> 2], c);
+#if AE_RELAXED
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u), sc));
+#else
+    const v128 we = wasm_i16x8_mul(wasm_v128_and(u, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(u, 8), sc);
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++)
+      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
+#endif
+    SCHED();
+  }
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++) {
+    v128 off[4];
+#pragma clang loop unroll(full)
+    for (int t = 0; t < 4; t++)
+      off[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(sc_hi, xs->bs[4 * g + t][1]));
+    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]),
+                          wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 2));
+  }
+}
+
+AE_INLINE size_t kbytes(int kind) {
+  return kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K)
+       : kind == K_Q3 || kind == K_Q3X ? sizeof(ae_block_q3_K) : sizeof(ae_block_q6_K);
+}
+
 /* One row, super-blocks [0, n) of the chunk, GEMM_T tokens; acc[g] in/out (lanes = tokens 4g ..). */
 AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const float *dx, v128 *acc) {
-  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  const size_t bs = kbytes(kind);
   for (int i = 0; i < n; i++, w += bs) {
-    if (kind == K_Q6 || kind == K_Q6X) {
-      const ae_block_q6_K *b = (const ae_block_q6_K *)w;
+    if (kind == K_Q6 || kind == K_Q6X || kind == K_Q3 || kind == K_Q3X) {
       v128 s[NG];
-      sb_q6(b, &xs[i], s, kind == K_Q6X);
-      const v128 dw = wasm_f32x4_splat(ae_h2f_s(b->d));
+      ae_fp16 hd;   /* q6_K: d at 208, q3_K: at 108 */
+      if (kind == K_Q3 || kind == K_Q3X) {
+        sb_q3(w, &xs[i], s, kind == K_Q3X);
+        __builtin_memcpy(&hd, w + 108, 2);
+      } else {
+        sb_q6((const ae_block_q6_K *)w, &xs[i], s, kind == K_Q6X);
+        __builtin_memcpy(&hd, w + 208, 2);
+      }
+      const v128 dw = wasm_f32x4_splat(ae_h2f_s(hd));
 #pragma clang loop unroll(full)
       for (int g = 0; g < NG; g++)
         acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(wasm_f32x4_mul(dw, ae_load(dx + GEMM_T * i + 4 * g)),
@@ -269,7 +336,7 @@ AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const fl
 AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                     int y_stride, int r0, int r1) {
   const int nb = ncols / AE_QK_K;
-  const size_t bs = kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K) : sizeof(ae_block_q6_K);
+  const size_t bs = kbytes(kind);
   const size_t rs = (size_t)nb * bs;
   xk4 xs[GEMM_CB];
   float dx[GEMM_T * GEMM_CB];
@@ -312,7 +379,15 @@ void ae_matmul_rows_q6_K_simd128(const void *W, int ncols, const void *xq, size_
                                  int y_stride, int r0, int r1) {
   GEMM(K_Q6, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
+void ae_matmul_rows_q3_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  GEMM(K_Q3, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
 #if AE_RELAXED
+void ae_matmul_rows_q3_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                   int y_stride, int r0, int r1) {
+  GEMM(K_Q3X, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
 void ae_matmul_rows_q5_K_x_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                    int y_stride, int r0, int r1) {
   GEMM(K_Q5X, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);

@@ -23,8 +23,8 @@
  * Code generation (docs/DESIGN.md "Relaxed SIMD", V8 code generation; docs/PERFORMANCE.md "Prefill: chunks without
  * logits, the q8_0 GEMM tile"): each token's 4-dot partial is stored to a volatile slot (V8 otherwise hoists the
  * next tokens' activation loads and spills), the block / activation pointers pass through an empty asm (every load
- * then has a constant offset, no address add per load), and a row whose block scales are all finite (row_finite,
- * checked once per row chunk) converts its scales by moving the half's bits (bscale_fast: 3 integer operations
+ * then has a constant offset, no address add per load), and a row whose block scales are all finite (ae_row_finite,
+ * checked once per row chunk) converts its scales by moving the half's bits (ae_bscale_fast: 3 integer operations
  * instead of the branchy scalar conversion) against d_x 2^112. Together 1.0-1.4x on q8_0 (kernel-ab, noisy machine). */
 #include "simd128_util.h"
 
@@ -54,7 +54,7 @@ enum { W_Q8_0, W_Q4_0, W_Q8_0F };
 #endif
 
 /* Tokens t < nt of the group (x + t * stride), blocks [c0, c0 + n): xs[4 b + t], sum8[4 b + t], dx[4 b + t] (d_x) and
- * dxs[4 b + t] (d_x 2^112, for bscale_fast; exact: |d_x| <= 65504, so d_x 2^112 < FLT_MAX). */
+ * dxs[4 b + t] (d_x 2^112, for ae_bscale_fast; exact: |d_x| <= 65504, so d_x 2^112 < FLT_MAX). */
 AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, int n, xblk *xs, int32_t *sum8, float *dx, float *dxs) {
   for (int t = 0; t < 4; t++) {
     const ae_block_q8_0 *xb = (const ae_block_q8_0 *)(x + (size_t)(t < nt ? t : nt - 1) * stride) + c0;
@@ -107,21 +107,6 @@ AE_INLINE v128 bscale(const uint8_t *w) {
   __builtin_memcpy(&h, w, 2);
   return wasm_f32x4_splat(ae_h2f_s(h));
 }
-/* d_w 2^-112 (exact for finite halves: the half's bits moved into a float's, as dot_q4_0_r4_simd128.c); with d_x 2^112
- * the product d_w' d_x' is the same real number as d_w d_x, so the same float. Rows with an inf / nan scale take
- * bscale (row_finite). */
-AE_INLINE v128 bscale_fast(const uint8_t *w) {
-  int16_t h;
-  __builtin_memcpy(&h, w, 2);
-  return wasm_f32x4_splat(ae_u2f(((uint32_t)(int32_t)h << 13) & 0x8fffffffu));
-}
-/* every block scale of a row finite (blocks of bs bytes, the f16 scale first) */
-AE_INLINE int row_finite(const uint8_t *w, int nb, size_t bs) {
-  int bad = 0;
-  for (int b = 0; b < nb; b++, w += bs) { uint16_t h; __builtin_memcpy(&h, w, 2); bad |= (h & 0x7c00) == 0x7c00; }
-  return !bad;
-}
-
 /* Block sums -> acc += (float)sumi * (d_w * d_x) per token lane. */
 AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 dw, const float *dx) {
   if (kind == W_Q4_0) s = wasm_i32x4_shr(wasm_i32x4_sub(s, ae_load(sum8)), Q4_SH);
@@ -131,7 +116,7 @@ AE_INLINE v128 fma_block(int kind, v128 acc, v128 s, const int32_t *sum8, v128 d
 }
 
 /* One row, blocks [0, n) of the chunk, 4 tokens; acc in/out (lanes = tokens). fast: the row's scales are finite
- * (bscale_fast with dx = d_x 2^112), else bscale with dx = d_x. */
+ * (ae_bscale_fast with dx = d_x 2^112), else bscale with dx = d_x. */
 AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *xs, const int32_t *sum8, const float *dx, v128 acc) {
   const size_t bs = KIND_BS(kind);
   for (int b = 0; b < n; b++, w += bs) {
@@ -141,7 +126,7 @@ AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *x
       const v128 w0 = ae_load(w + 2), w1 = ae_load(w + 18), z = wasm_i32x4_splat(0);
       v128 d[4];   /* no volatile store per token here: 1.07x faster without in Chromium 156 */
       for (int t = 0; t < 4; t++) d[t] = ae_rdot(wasm_v128_xor(w1, x[t].o1), x[t].e1, ae_rdot(wasm_v128_xor(w0, x[t].o0), x[t].e0, z));
-      acc = fma_block(kind, acc, ae_reduce4_i32(d[0], d[1], d[2], d[3]), sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
+      acc = fma_block(kind, acc, ae_reduce4_i32(d[0], d[1], d[2], d[3]), sum8 + 4 * b, fast ? ae_bscale_fast(w) : bscale(w), dx + 4 * b);
       continue;
     }
     if (kind == W_Q4_0) {
@@ -156,7 +141,7 @@ AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *x
       const v128 de = wasm_i16x8_add(wasm_i32x4_shuffle(d, e, 0, 4, 1, 5), wasm_i32x4_shuffle(d, e, 2, 6, 3, 7));
       const v128 s = wasm_i32x4_extadd_pairwise_i16x8(
           wasm_i16x8_add(wasm_i32x4_shuffle(ac, de, 0, 1, 4, 5), wasm_i32x4_shuffle(ac, de, 2, 3, 6, 7)));
-      acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
+      acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? ae_bscale_fast(w) : bscale(w), dx + 4 * b);
       continue;
     }
 #endif
@@ -170,7 +155,7 @@ AE_INLINE v128 row1x4(int kind, int fast, const uint8_t *w, int n, const xblk *x
     const v128 d2 = dot4(m[0], m[1], m[2], m[3], x + 2); sink[2] = d2;
     const v128 d3 = dot4(m[0], m[1], m[2], m[3], x + 3); sink[3] = d3;
     const v128 s = ae_reduce4_i32(d0, d1, d2, d3);
-    acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? bscale_fast(w) : bscale(w), dx + 4 * b);
+    acc = fma_block(kind, acc, s, sum8 + 4 * b, fast ? ae_bscale_fast(w) : bscale(w), dx + 4 * b);
   }
   return acc;
 }
@@ -186,7 +171,7 @@ AE_INLINE void gemm(int kind, const void *W, int ncols, const void *xq, size_t x
   const size_t bs = KIND_BS(kind);
   for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
     const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
-    for (int r = rc; r < re; r++) fin[r - rc] = (uint8_t)row_finite((const uint8_t *)W + (size_t)r * rs, nb, bs);
+    for (int r = rc; r < re; r++) fin[r - rc] = (uint8_t)ae_row_finite((const uint8_t *)W + (size_t)r * rs, nb, bs);
     for (int t0 = 0; t0 < nvec; t0 += 4) {
       const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
       const uint8_t *xt = (const uint8_t *)xq + (size_t)t0 * xq_stride;

@@ -308,6 +308,21 @@ AE_INLINE void ae_q8_block_dequant(const int8_t *qs, float d, float *o) {
   }
 }
 
+/* d_w 2^-112 in 4 lanes (exact for finite halves: the half's bits moved into a float's, as dot_q4_0_r4_simd128.c) from
+ * the f16 at w; with d_x 2^112 the product d_w' d_x' is the same real number as d_w d_x, so the same float (gemm_q8act,
+ * gemm_iq4). Rows with an inf / nan scale take the exact conversion (ae_row_finite). */
+AE_INLINE v128 ae_bscale_fast(const uint8_t *w) {
+  int16_t h;
+  __builtin_memcpy(&h, w, 2);
+  return wasm_f32x4_splat(ae_u2f(((uint32_t)(int32_t)h << 13) & 0x8fffffffu));
+}
+/* every block scale of a row finite (nb blocks of bs bytes, the f16 scale first) */
+AE_INLINE int ae_row_finite(const uint8_t *w, int nb, size_t bs) {
+  int bad = 0;
+  for (int b = 0; b < nb; b++, w += bs) { uint16_t h; __builtin_memcpy(&h, w, 2); bad |= (h & 0x7c00) == 0x7c00; }
+  return !bad;
+}
+
 /* ---- prefill GEMM tiles (gemm_q32, gemm_q8act): one row's y of up to 4 tokens (token t at yt[t y_stride + r]) in
  * the lanes of an f32x4: loaded (zeros for the first column chunk, c0 == 0) and stored back; lanes >= nt unused. */
 AE_INLINE v128 ae_gemm_load_y(const float *yt, int y_stride, int nt, int r, int c0) {
