@@ -460,16 +460,16 @@ for (const [name, seed, halves, keep, vals] of [['q3_K', 96, [108], [96, 110], [
   }
 });
 
-test('q8_0 / q6_K / q4_K / q5_K matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
-  // the q8_0 matvec reads 4-row groups i, i + q, i + 2q, i + 3q together and redoes a group whose fp16 scales hold an
-  // inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two groups from
-  // the two halves. Row counts with and without tails; ranges not aligned to the groups.
+test('q8_0 / q6_K / q4_K / q5_K / iq4_nl / iq4_xs matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
+  // the q8_0 and iq4_nl / iq4_xs matvecs read 4-row groups i, i + q, i + 2q, i + 3q together and redo a group whose fp16
+  // scales hold an inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two
+  // groups from the two halves. Row counts with and without tails; ranges not aligned to the groups.
   const r = rng(915);
-  for (const kk of [kp, kr]) for (const [type, cols] of [[T.Q8_0, 3072], [T.Q8_0, 160], [T.Q6_K, 768], [T.Q4_K, 512], [T.Q5_K, 256]]) for (const rows of [16, 52, 71, 133]) {
+  for (const kk of [kp, kr]) for (const [type, cols] of [[T.Q8_0, 3072], [T.Q8_0, 160], [T.Q6_K, 768], [T.Q4_K, 512], [T.Q5_K, 256], [T.IQ4_NL, 896], [T.IQ4_NL, 96], [T.IQ4_XS, 768]]) for (const rows of [16, 52, 71, 133]) {
     const mark = kk.mark();
     const W = randomRow(r, type, rows * cols, 0.03), [, bsz] = BLOCK[type], nblk = (rows * cols) / BLOCK[type][0];
     const so = type === T.Q6_K ? 208 : 0;
-    const bad = type === T.Q8_0 && rows > 16 ? [[r.int(0, nblk - 1), 0x7c00], [r.int(0, nblk - 1), 0xfc00], [r.int(0, nblk - 1), 0x7e01]] : [];
+    const bad = [T.Q8_0, T.IQ4_NL, T.IQ4_XS].includes(type) && rows > 16 ? [[r.int(0, nblk - 1), 0x7c00], [r.int(0, nblk - 1), 0xfc00], [r.int(0, nblk - 1), 0x7e01]] : [];
     for (const [i, h] of bad) { W[i * bsz + so] = h & 255; W[i * bsz + so + 1] = h >> 8; }
     const Wp = put(kk, W), xf = kk.putF32(r.floats(cols).map((v) => v * 3)), xq = kk.alloc(Math.max(64, kk.rowSize(kk.x.kt_traits(type, 0, 2), cols)));
     kk.x.kt_quantize(type, REF, xf, xq, cols);

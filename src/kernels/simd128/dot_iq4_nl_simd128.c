@@ -30,18 +30,45 @@ void ae_to_float_iq4_nl_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* i32 lanes summing to the block's sumi, against the activation block widened to i16 (X[0..3]: elements 0-7, 8-15,
- * 16-23, 24-31) */
-AE_INLINE v128 iq4nl_dot(const ae_block_iq4_nl *w, const v128 X[4], v128 lut, v128 m) {
-  v128 lo, hi;
-  iq4_values(w->qs, lut, m, &lo, &hi);
-  return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X[1])),
-                        wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X[3])));
+/* One activation block of 32 (a q8_0 block, or a sub-block of q8_K), prepared once for the 4 rows of a pass.
+ * Plain build: widened to i16 (w[0..3]: elements 0-7, 8-15, 16-23, 24-31), dotted with the widened values.
+ * Relaxed build: |x| (a[0], a[1]: elements 0-15, 16-31) and the sign masks (s[h]: 0xff where x < 0); the values take
+ * x's sign ((v ^ s) - s: -v where x < 0, in range since the values are -127..113) and ae_rdot16 multiplies them by |x|
+ * (the 7-bit operand: the activation quantisers give |x| <= 127; pair sums |.| <= 2 x 127 x 127, exact and
+ * host-independent): 3 operations per 16 values and row where the i16 products take 5. */
+typedef struct {
+#if AE_RELAXED
+  v128 a[2], s[2];
+#else
+  v128 w[4];
+#endif
+} iq4x;
+AE_INLINE void iq4x_prep(const int8_t *qs, iq4x *X) {
+  const v128 lo = ae_load(qs), hi = ae_load(qs + 16);
+#if AE_RELAXED
+  const v128 z = wasm_i8x16_splat(0);   /* x < 0 by a compare (one pcmpgtb; i8x16.shr is 5 instructions in V8) */
+  X->a[0] = wasm_i8x16_abs(lo); X->s[0] = wasm_i8x16_lt(lo, z);
+  X->a[1] = wasm_i8x16_abs(hi); X->s[1] = wasm_i8x16_lt(hi, z);
+#else
+  X->w[0] = wasm_i16x8_extend_low_i8x16(lo); X->w[1] = wasm_i16x8_extend_high_i8x16(lo);
+  X->w[2] = wasm_i16x8_extend_low_i8x16(hi); X->w[3] = wasm_i16x8_extend_high_i8x16(hi);
+#endif
 }
-AE_INLINE void iq4nl_widen(const ae_block_q8_0 *x, v128 X[4]) {
-  const v128 a = ae_load(x->qs), b = ae_load(x->qs + 16);
-  X[0] = wasm_i16x8_extend_low_i8x16(a); X[1] = wasm_i16x8_extend_high_i8x16(a);
-  X[2] = wasm_i16x8_extend_low_i8x16(b); X[3] = wasm_i16x8_extend_high_i8x16(b);
+/* i32 lanes summing to sc sum(value x) over the 32 (sc: the i16 scale in every lane; the relaxed build's i16 pair sums
+ * times sc by i32x4.dot_i16x8; the plain build's i16 products summed, then times sc in i32 unless sc1 (iq4_nl: 1)) */
+AE_INLINE v128 iq4x_dot(const uint8_t *qs, const iq4x *X, v128 lut, v128 m, v128 sc, int sc1) {
+  v128 lo, hi;
+  iq4_values(qs, lut, m, &lo, &hi);
+#if AE_RELAXED
+  (void)sc1;
+  const v128 p0 = ae_rdot16(wasm_i8x16_sub(wasm_v128_xor(lo, X->s[0]), X->s[0]), X->a[0]);
+  const v128 p1 = ae_rdot16(wasm_i8x16_sub(wasm_v128_xor(hi, X->s[1]), X->s[1]), X->a[1]);
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(p0, sc), wasm_i32x4_dot_i16x8(p1, sc));
+#else
+  const v128 d = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X->w[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X->w[1])),
+                                wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X->w[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X->w[3])));
+  return sc1 ? d : wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(sc));
+#endif
 }
 
 /* lane k = the sum of a_k's lanes (exact) */
@@ -53,7 +80,7 @@ AE_INLINE v128 iq4nl_hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
 
 
 /* ---- iq4_xs (src/kernels/ref/iq4_xs_ref.c): iq4_nl's codes and values in 8 sub-blocks of 32 with 6-bit scales, q8_K
- * activations. Per sub-block the i16 products as iq4_nl's, times the sub-block's scale (i32x4.mul), summed exactly. */
+ * activations. Per sub-block the products as iq4_nl's, times the sub-block's scale, summed exactly. */
 void ae_from_float_iq4_xs_simd128(const float *x, void *y, int n) { ae_from_float_iq4_xs_ref(x, y, n); }
 
 void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
@@ -71,65 +98,82 @@ void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* i32 lanes summing to the block's sumi for 4 rows (acc[k]), the activation's sub-block widened once for the 4 */
+/* i32 lanes summing to the block's sumi for 4 rows (acc[k]), each activation sub-block prepared once for the 4 */
 AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const ae_block_q8_K *x, v128 lut, v128 m, v128 acc[4]) {
   volatile v128 sink[4];
-  int ls[4][8];
-  for (int k = 0; k < 4; k++) for (int ib = 0; ib < 8; ib++) ls[k][ib] = iq4xs_scale(w[k], ib);
+  _Alignas(16) int16_t scb[4][8];
+  for (int k = 0; k < 4; k++) wasm_v128_store(scb[k], iq4xs_scales8(w[k]));
+  int16_t (*ls)[8] = scb;
+  __asm__("" : "+r"(ls) : : "memory");   /* read back: one broadcast load per use */
   acc[0] = acc[1] = acc[2] = acc[3] = wasm_i32x4_splat(0);
   for (int ib = 0; ib < 8; ib++) {
-    const v128 a = ae_load(x->qs + 32 * ib), b = ae_load(x->qs + 32 * ib + 16);
-    const v128 X[4] = {wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_low_i8x16(b), wasm_i16x8_extend_high_i8x16(b)};
-    for (int k = 0; k < 4; k++) {
-      v128 lo, hi;
-      iq4_values(w[k]->qs + 16 * ib, lut, m, &lo, &hi);
-      const v128 d = wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(lo), X[0]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(lo), X[1])),
-                                    wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(hi), X[2]), wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(hi), X[3])));
-      acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_mul(d, wasm_i32x4_splat(ls[k][ib])));
-    }
+    iq4x X;
+    iq4x_prep(x->qs + 32 * ib, &X);
+    for (int k = 0; k < 4; k++) acc[k] = wasm_i32x4_add(acc[k], iq4x_dot(w[k]->qs + 16 * ib, &X, lut, m, wasm_v128_load16_splat(&ls[k][ib]), 0));
     sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
   }
 }
 
+/* 4 rows (row[k]) x all blocks, the float steps in the lanes: acc = acc + (float)sumi * (d_w d_x) per block, the
+ * reference's sequence (the product of two floats does not depend on their order). The 4 rows' f16 d (the first field
+ * of both blocks) converted together: exact (ae_h2f_exact), or (exact == 0) by moving the half's bits, d_w 2^-112
+ * (ae_bscale_fast's arithmetic: exact for finite halves) against d_x 2^112 (exact: iq4_nl's q8_0 d_x is a half, |d_x| <=
+ * 65504; iq4_xs, one d per 256 values against a float d_x, always converts exactly), the same products; then the return
+ * value says whether a d was inf / nan, and the caller redoes the group exactly. */
+AE_INLINE int iq4_group(const uint8_t *const row[4], int nb, const void *xq, int xs, v128 lut, v128 m, v128 one, int exact,
+                        v128 *accp) {
+  const size_t bs = xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl);
+  v128 acc = wasm_f32x4_splat(0.0f), bad = wasm_i32x4_splat(0);
+  for (int b = 0; b < nb; b++) {
+    const size_t o = (size_t)b * bs;
+    v128 sumi;
+    float dx;
+    if (xs) {
+      const ae_block_q8_K *x = (const ae_block_q8_K *)xq + b;
+      const ae_block_iq4_xs *w4[4] = {(const void *)(row[0] + o), (const void *)(row[1] + o), (const void *)(row[2] + o), (const void *)(row[3] + o)};
+      v128 a[4];
+      iq4xs_block4(w4, x, lut, m, a);
+      sumi = iq4nl_hsum4(a[0], a[1], a[2], a[3]);
+      dx = x->d;
+    } else {
+      const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq + b;
+      iq4x X;
+      iq4x_prep(x->qs, &X);
+      sumi = iq4nl_hsum4(iq4x_dot(row[0] + o + 2, &X, lut, m, one, 1), iq4x_dot(row[1] + o + 2, &X, lut, m, one, 1),
+                         iq4x_dot(row[2] + o + 2, &X, lut, m, one, 1), iq4x_dot(row[3] + o + 2, &X, lut, m, one, 1));
+      dx = ae_h2f_s(x->d);
+    }
+    v128 h = wasm_i32x4_splat(0);   /* the 4 halves in i32 lanes as (h << 16) */
+    h = wasm_v128_load16_lane(row[0] + o, h, 1); h = wasm_v128_load16_lane(row[1] + o, h, 3);
+    h = wasm_v128_load16_lane(row[2] + o, h, 5); h = wasm_v128_load16_lane(row[3] + o, h, 7);
+    v128 dd;
+    if (exact || xs) dd = wasm_f32x4_mul(ae_h2f_exact(h), wasm_f32x4_splat(dx));   /* iq4_xs: a float d_x, unbounded */
+    else {
+      bad = ae_h16_infnan_acc(bad, h);
+      dd = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(h, 3), wasm_i32x4_splat((int32_t)0x8fffffffu)), wasm_f32x4_splat(dx * 0x1p112f));
+    }
+    acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sumi), dd));
+  }
+  *accp = acc;
+  return exact ? 0 : ae_h16_has_infnan(bad);
+}
+
 /* The row kernel of both dtypes (xs: iq4_xs, a constant after inlining): rows in groups of 4, one from each quarter of
- * the range (ae_rows4), the float steps in the lanes: per lane the reference's sequence ((float)sumi times d_w d_x; the
- * product of two floats does not depend on their order), so any row range and grouping gives its bits. */
+ * the range (ae_rows4), iq4_group per group, so any row range and grouping gives the reference's bits. */
 AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int xs) {
   const int nb = ncols / (xs ? AE_QK_K : 32);
-  const size_t bs = xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl), rs = (size_t)nb * bs;
+  const size_t rs = (size_t)nb * (xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl));
   const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
   v128 lut, m;
   iq4nl_consts(&lut, &m);
+  const v128 one = ae_i16_ones();
   for (int i = 0; i < q + tail; i++) {
     int rr[4];
     const int nr = ae_rows4(i, q, r0, rr);
     const uint8_t *row[4];
     for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)W + (size_t)rr[k] * rs;
-    v128 acc = wasm_f32x4_splat(0.0f);
-    for (int b = 0; b < nb; b++) {
-      const size_t o = (size_t)b * bs;
-      v128 sumi;
-      float dx;
-      if (xs) {
-        const ae_block_q8_K *x = (const ae_block_q8_K *)xq + b;
-        const ae_block_iq4_xs *w4[4] = {(const void *)(row[0] + o), (const void *)(row[1] + o), (const void *)(row[2] + o), (const void *)(row[3] + o)};
-        v128 a[4];
-        iq4xs_block4(w4, x, lut, m, a);
-        sumi = iq4nl_hsum4(a[0], a[1], a[2], a[3]);
-        dx = x->d;
-      } else {
-        const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq + b;
-        v128 X[4];
-        iq4nl_widen(x, X);
-        sumi = iq4nl_hsum4(iq4nl_dot((const void *)(row[0] + o), X, lut, m), iq4nl_dot((const void *)(row[1] + o), X, lut, m),
-                           iq4nl_dot((const void *)(row[2] + o), X, lut, m), iq4nl_dot((const void *)(row[3] + o), X, lut, m));
-        dx = ae_h2f_s(x->d);
-      }
-      ae_fp16 d[4];   /* d is the first field of both blocks */
-      for (int k = 0; k < 4; k++) __builtin_memcpy(&d[k], row[k] + o, 2);
-      const v128 dw = wasm_f32x4_make(ae_h2f_s(d[0]), ae_h2f_s(d[1]), ae_h2f_s(d[2]), ae_h2f_s(d[3]));
-      acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sumi), wasm_f32x4_mul(dw, wasm_f32x4_splat(dx))));
-    }
+    v128 acc;
+    if (iq4_group(row, nb, xq, xs, lut, m, one, 0, &acc)) iq4_group(row, nb, xq, xs, lut, m, one, 1, &acc);
     ae_store_rows4(y, rr, nr, acc);
   }
 }

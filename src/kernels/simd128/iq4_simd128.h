@@ -33,4 +33,14 @@ AE_INLINE void iq4_values(const uint8_t *qs, v128 lut, v128 m, v128 *lo, v128 *h
   *hi = iq4_swizzle(lut, wasm_v128_and(wasm_u16x8_shr(q, 4), m));
 }
 
+/* iq4_xs: the 8 sub-block scales (-32..31) as i16 lanes: the low 4 bits (scales_l[ib / 2], the high nibble for odd ib)
+ * interleaved by a shuffle; the high 2 (scales_h >> 2 ib) moved to bits 14, 15 of lane ib by one i16 multiply by
+ * 2^(14 - 2 ib), then >> 14 (u16) */
+AE_INLINE v128 iq4xs_scales8(const ae_block_iq4_xs *b) {
+  const v128 L = wasm_v128_load32_zero(b->scales_l), f = wasm_i8x16_splat(0x0f);
+  const v128 lo = wasm_i8x16_shuffle(wasm_v128_and(L, f), wasm_v128_and(wasm_u16x8_shr(L, 4), f), 0, 16, 1, 17, 2, 18, 3, 19, 0, 0, 0, 0, 0, 0, 0, 0);
+  const v128 hi = wasm_u16x8_shr(wasm_i16x8_mul(wasm_v128_load16_splat(&b->scales_h), wasm_i16x8_make(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1)), 14);
+  return wasm_i16x8_sub(wasm_v128_or(wasm_u16x8_extend_low_u8x16(lo), wasm_i16x8_shl(hi, 4)), wasm_i16x8_splat(32));
+}
+
 #endif

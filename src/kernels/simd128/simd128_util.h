@@ -12,6 +12,13 @@ typedef v128_t v128;
  * a[4i+k] b[4i+k]] per i32 lane, is exact and host-independent when every byte of b is in [0, 127]
  * (the spec leaves only b's top bit, and i16 saturation of pair sums, to the host; with b <= 127 a pair
  * sum is at most 2 * 128 * 127 = 32512). Every call site passes such a b (nibbles, 6-bit values, |x|). */
+/* eight i16 ones (i32x4.dot_i16x8 against them widens i16 pairs), loaded through an opaque pointer: see ae_rdot_w */
+AE_INLINE v128 ae_i16_ones(void) {
+  static const int16_t k1[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const int16_t *p = k1;
+  __asm__("" : "+r"(p));
+  return wasm_v128_load(p);
+}
 #if defined(__wasm_relaxed_simd__)
 #define AE_RELAXED 1
 typedef signed char ae_i8x16 __attribute__((vector_size(16)));
@@ -32,12 +39,6 @@ AE_INLINE v128 ae_rdot16(v128 a_i8, v128 b_u7) {
  * psrlw) at every use: 5 instructions. With ones = ae_i16_ones() loaded once per function (the opaque pointer keeps
  * clang from folding it into a v128.const, which V8 would rebuild per use too), this is 3: in a tile of many dots
  * that is 1.25x (the q8_0 R4 GEMM; docs/PERFORMANCE.md "Session 16"). */
-AE_INLINE v128 ae_i16_ones(void) {
-  static const int16_t k1[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-  const int16_t *p = k1;
-  __asm__("" : "+r"(p));
-  return wasm_v128_load(p);
-}
 AE_INLINE v128 ae_rdot_w(v128 a_i8, v128 b_u7, v128 acc, v128 ones) {
   return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(a_i8, b_u7), ones));
 }
