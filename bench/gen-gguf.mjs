@@ -5,7 +5,7 @@
 // tokenizer vocabulary of the model's real size (SentencePiece-style for Phi-3 / Gemma 2, byte-level BPE with
 // a merge hierarchy for Llama 3 / Qwen2 / SmolLM2, the real special tokens at their real ids).
 //
-//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q3_K_M,q4_K_M,q5_K_M,q8_0,iq4_xs|all] [--layers N] [--out /work/gen/real-shapes] [--force]
+//   node bench/gen-gguf.mjs [--model NAME[,NAME]|all] [--quant q4_0,q2_K,q3_K_M,q4_K_M,q5_K_M,q8_0,iq4_xs|all] [--layers N] [--out /work/gen/real-shapes] [--force]
 //
 // Files: OUT/<model>-<quant>.gguf (never committed; /work/gen is shared scratch); with --layers N (fewer layers,
 // every other shape the model's: e.g. the 2-layer Phi-3 of bench/peers.mjs) OUT/<model>-L<N>-<quant>.gguf.
@@ -42,11 +42,11 @@ export const MODELS = {
   'smollm2-360m': { arch: 'llama', dim: 960, layers: 32, heads: 15, kvHeads: 5, headDim: 64, ffn: 2560, vocab: 49152, ctx: 8192,
     ropeBase: 100000, eps: 1e-5, tied: true, tok: 'smollm' },
 };
-export const QUANTS = ['q4_0', 'q3_K_M', 'q4_K_M', 'q5_K_M', 'q8_0', 'iq4_xs'];
-const FILE_TYPE = { q4_0: 2, q8_0: 7, q3_K_M: 12, q4_K_M: 15, q5_K_M: 17, iq4_xs: 30 };   // llama_ftype
-const GGML = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, iq4_nl: 20, iq4_xs: 23, q3_K: 11, q4_K: 12, q5_K: 13, q6_K: 14 };
+export const QUANTS = ['q4_0', 'q2_K', 'q3_K_M', 'q4_K_M', 'q5_K_M', 'q8_0', 'iq4_xs'];
+const FILE_TYPE = { q4_0: 2, q8_0: 7, q2_K: 10, q3_K_M: 12, q4_K_M: 15, q5_K_M: 17, iq4_xs: 30 };   // llama_ftype
+const GGML = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, iq4_nl: 20, iq4_xs: 23, q2_K: 10, q3_K: 11, q4_K: 12, q5_K: 13, q6_K: 14 };
 const BLOCK = { f32: [1, 4], f16: [1, 2], q4_0: [32, 18], q4_1: [32, 20], q5_0: [32, 22], q5_1: [32, 24], q8_0: [32, 34],
-  iq4_nl: [32, 18], iq4_xs: [256, 136], q3_K: [256, 110], q4_K: [256, 144], q5_K: [256, 176], q6_K: [256, 210] };
+  iq4_nl: [32, 18], iq4_xs: [256, 136], q2_K: [256, 84], q3_K: [256, 110], q4_K: [256, 144], q5_K: [256, 176], q6_K: [256, 210] };
 
 /** The tensors of a model in llama.cpp's GGUF naming and order: [name, ne (ggml order)]. */
 export function tensorList(m) {
@@ -87,9 +87,10 @@ const moreBits = (i, n) => i < Math.trunc(n / 8) || i >= Math.trunc(7 * n / 8) |
  *  - Q5_K_M: the same with q5_K for q4_K and q6_K for Phi-3's attn_qkv;
  *  - Q3_K_M: q3_K, with attn_v q5_K on layers 0-1 and q4_K after, ffn_down q5_K on the first sixteenth of the layers
  *    and q4_K after, attn_output and attn_qkv q4_K;
+ *  - Q2_K: q2_K, with attn_v q4_K when n_head / n_head_kv >= 4 (else q3_K), ffn_down and attn_output q3_K;
  *  - IQ4_XS: iq4_xs, with attn_v q5_K when n_head / n_head_kv >= 4 and ffn_down q5_K on the first eighth of the
  *    layers (no imatrix); token_embd of an untied model iq4_xs;
- *  - a K-quant whose row length is not a multiple of 256 falls back: q3_K, iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0
+ *  - a K-quant whose row length is not a multiple of 256 falls back: q2_K, q3_K, iq4_xs -> iq4_nl, q4_K -> q5_0, q5_K -> q5_1, q6_K -> q8_0
  *    (and to f16 if not a multiple of 32).
  * Approximation: llama.cpp counts attn_v / ffn_down tensors in file order; here the layer index is used (the same
  * for these dense models).
@@ -108,6 +109,9 @@ export function tensorType(m, name, ne, quant) {
     if (name.endsWith('attn_v.weight')) t = il < 2 ? 'q5_K' : 'q4_K';
     else if (name.endsWith('ffn_down.weight')) t = il < Math.trunc(m.layers / 16) ? 'q5_K' : 'q4_K';
     else if (name.endsWith('attn_output.weight') || name.endsWith('attn_qkv.weight')) t = 'q4_K';
+  } else if (quant === 'q2_K') {
+    if (name.endsWith('attn_v.weight')) t = m.heads / m.kvHeads >= 4 ? 'q4_K' : 'q3_K';
+    else if (name.endsWith('ffn_down.weight') || name.endsWith('attn_output.weight')) t = 'q3_K';
   } else if (quant === 'iq4_xs') {
     if (name.endsWith('attn_v.weight') && m.heads / m.kvHeads >= 4) t = 'q5_K';
     else if (name.endsWith('ffn_down.weight') && il < Math.trunc(m.layers / 8)) t = 'q5_K';
@@ -116,7 +120,7 @@ export function tensorType(m, name, ne, quant) {
     else if (name.endsWith('ffn_down.weight') && moreBits(il, m.layers)) t = 'q6_K';
     else if (name.endsWith('attn_qkv.weight')) t = quant === 'q4_K_M' ? 'q5_K' : 'q6_K';
   }
-  if (BLOCK[t][0] === 256 && ne[0] % 256 !== 0) t = { q3_K: 'iq4_nl', iq4_xs: 'iq4_nl', q4_K: 'q5_0', q5_K: 'q5_1', q6_K: 'q8_0' }[t];
+  if (BLOCK[t][0] === 256 && ne[0] % 256 !== 0) t = { q2_K: 'iq4_nl', q3_K: 'iq4_nl', iq4_xs: 'iq4_nl', q4_K: 'q5_0', q5_K: 'q5_1', q6_K: 'q8_0' }[t];
   if (ne[0] % BLOCK[t][0] !== 0) t = 'f16';
   return t;
 }
@@ -251,7 +255,7 @@ function f32ToF16Bits(x) {
 // f16 fields per block [byte offset, value]: weights ~ N(0, ~0.02) (see the header)
 const SCALES = {
   q4_0: [[0, 0.0043]], q8_0: [[0, 2.7e-4]], q5_0: [[0, 0.0022]], q4_1: [[0, 0.0043], [2, -0.032]], q5_1: [[0, 0.0022], [2, -0.034]],
-  iq4_nl: [[0, 3.5e-4]], iq4_xs: [[0, 2e-5]], q3_K: [[108, 6e-4]], q4_K: [[0, 1.06e-4], [2, 8e-4]], q5_K: [[0, 5.3e-5], [2, 8.2e-4]], q6_K: [[208, 1.46e-5]],
+  iq4_nl: [[0, 3.5e-4]], iq4_xs: [[0, 2e-5]], q2_K: [[80, 8e-4], [82, 1.5e-3]], q3_K: [[108, 6e-4]], q4_K: [[0, 1.06e-4], [2, 8e-4]], q5_K: [[0, 5.3e-5], [2, 8.2e-4]], q6_K: [[208, 1.46e-5]],
 };
 const CHUNK = 4 << 20;
 

@@ -161,9 +161,9 @@ test('readGGUF: malformed files fail with format_error naming file, field and by
   await ggufCase('dims-overflow', { kv: goodKV, tensors: [f32Tensor('big', [2 ** 40, 2 ** 40], 0)], data: Buffer.alloc(64) }, 'format_error', ['big.ne[1]', 'at byte', 'overflow']);
   await ggufCase('dims-zero', { tensors: [f32Tensor('z', [4, 0], 0)], data: Buffer.alloc(64) }, 'format_error', ['z.ne[1]', 'dim is 0']);
   await ggufCase('ndims', { tensors: [f32Tensor('d5', [1, 1, 1, 1, 1], 0)], data: Buffer.alloc(64) }, 'format_error', ['d5.n_dims', '5 dims']);
-  // a real ggml type Aether does not read (q2_K: id 10)
-  const q2k = await ggufCase('dtype', { tensors: [{ name: 'w', dims: [256], type: 10, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'Q2_K', 'at byte', 'expected F32, F16, Q4_0']);
-  assert.equal(q2k.details.field, 'w.type');
+  // a real ggml type Aether does not read (iq2_xxs: id 16)
+  const iq2 = await ggufCase('dtype', { tensors: [{ name: 'w', dims: [256], type: 16, offset: 0 }], data: Buffer.alloc(256) }, 'unsupported', ['w.type', 'IQ2_XXS', 'at byte', 'expected F32, F16, Q4_0']);
+  assert.equal(iq2.details.field, 'w.type');
   await ggufCase('dtype-unknown', { tensors: [{ name: 'w', dims: [32], type: 77, offset: 0 }], data: Buffer.alloc(256) }, 'format_error', ['w.type', 'unknown type 77']);
   await ggufCase('blocksize', { tensors: [{ name: 'q', dims: [30], type: 8, offset: 0 }], data: Buffer.alloc(64) }, 'format_error', ['q', 'multiple of the q8_0 block size']);
   await ggufCase('misaligned', { tensors: [f32Tensor('m', [4], 16)], data: Buffer.alloc(64) }, 'format_error', ['m.offset', 'alignment 32']);
@@ -291,7 +291,7 @@ test('.rknot: malformed metadata fails with the right code naming the field', as
   await rknotCase('align', variant((m) => { t(m, 'output.weight').offset += 32; }), 'format_error', ['output.weight.offset', 'multiple of 64']);
   await rknotCase('dims', variant((m) => { t(m, 'token_embd.weight').shape = [2 ** 40, 2 ** 40]; }), 'format_error', ['token_embd.weight.shape', 'overflows']);
   await rknotCase('dimneg', variant((m) => { t(m, 'token_embd.weight').shape = [64, -1]; }), 'format_error', ['token_embd.weight.shape', 'positive integer']);
-  await rknotCase('dtype', variant((m) => { t(m, 'token_embd.weight').dtype = 'q2_K'; }), 'format_error', ['token_embd.weight.dtype', 'unknown dtype "q2_K"']);
+  await rknotCase('dtype', variant((m) => { t(m, 'token_embd.weight').dtype = 'iq2_xxs'; }), 'format_error', ['token_embd.weight.dtype', 'unknown dtype "iq2_xxs"']);
   await rknotCase('bytes', variant((m) => { t(m, 'token_embd.weight').bytes += 1; }), 'format_error', ['token_embd.weight.bytes']);
   await rknotCase('checksum', variant((m) => { t(m, 'token_embd.weight').checksum = 'md5:00'; }), 'format_error', ['token_embd.weight.checksum']);
   await rknotCase('dup', variant((m) => { m.tensors.push({ ...m.tensors[0] }); }), 'format_error', ['token_embd.weight', 'duplicate']);

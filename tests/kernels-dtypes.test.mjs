@@ -77,6 +77,14 @@ export function readF64(name, b, n) {
         }
         break;
       }
+      case 'q2_K': {   // element 128 n + 32 j + l: q = 2 bits of qs[32 n + l] >> 2j; sub-block s: scale / min nibbles of scales[s]
+        for (let e = 0; e < 256; e++) {
+          const s = e >> 4, q = (b[o + 16 + 32 * (e >> 7) + (e & 31)] >> (2 * ((e >> 5) & 3))) & 3;
+          wq[Y + e] = h(b, o + 80) * (b[o + s] & 15) * q;
+          wm[Y + e] = -h(b, o + 82) * (b[o + s] >> 4);
+        }
+        break;
+      }
       case 'q3_K': {   // element 128 n + 32 j + l: low 2 bits in qs[32 n + l] >> 2j, 3rd in hmask[l] bit 4n + j; scale s: 6 bits (offset 32)
         for (let e = 0; e < 256; e++) {
           const nn = e >> 7, j = (e >> 5) & 3, l = e & 31, s = e >> 4;

@@ -48,7 +48,8 @@ test('C tensor check: dtype, shape in whole blocks, exact byte count, aligned in
   const { ex } = await core();
   const DS = 1 << 20;
   assert.equal(ex.ae_rknot_check_tensor(8, 64, 4, 0, 4 * 2 * 34, DS), 0);     // q8_0 64x4
-  assert.equal(ex.ae_rknot_check_tensor(10, 256, 4, 0, 1, DS), 7);            // unknown dtype id 10 (q2_K)
+  assert.equal(ex.ae_rknot_check_tensor(16, 256, 4, 0, 1, DS), 7);            // unknown dtype id 16 (iq2_xxs)
+  assert.equal(ex.ae_rknot_check_tensor(10, 256, 4, 0, 4 * 84, DS), 0);       // q2_K 256x4
   assert.equal(ex.ae_rknot_check_tensor(11, 256, 4, 0, 4 * 110, DS), 0);      // q3_K 256x4
   assert.equal(ex.ae_rknot_check_tensor(11, 256, 4, 0, 4 * 110 - 1, DS), 10); // its byte count
   assert.equal(ex.ae_rknot_check_tensor(15, 256, 1, 0, 292, DS), 7);          // q8_K is activations only

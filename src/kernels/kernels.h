@@ -67,6 +67,14 @@ typedef uint16_t ae_block_bf16;
 #define AE_QK_K 256
 #define AE_K_SCALE_SIZE 12
 typedef struct {
+  uint8_t scales[AE_QK_K / 16]; /* sub-block s (16 elements): its 4-bit scale in the low nibble, its 4-bit min above */
+  uint8_t qs[AE_QK_K / 4];      /* 2-bit quants: element 128 n + 32 j + l (n < 2, j < 4, l < 32) in bits 2 j, 2 j + 1 of
+                                   qs[32 n + l] (q3_K's low-bit plane) */
+  ae_fp16 d;                    /* super-block scale of the scales */
+  ae_fp16 dmin;                 /* super-block scale of the mins */
+} ae_block_q2_K;                /* x = (d * sc_s) * q - dmin * m_s */
+static_assert(sizeof(ae_block_q2_K) == 84, "q2_K block");
+typedef struct {
   uint8_t hmask[AE_QK_K / 8];   /* 3rd bit: element 128 n + 32 j + l (n < 2, j < 4, l < 32) has it in bit 4 n + j of hmask[l] */
   uint8_t qs[AE_QK_K / 4];      /* low 2 bits: the same element in bits 2 j, 2 j + 1 of qs[32 n + l] */
   uint8_t scales[12];           /* 16 6-bit sub-block scales (offset 32): scale s has its low 4 bits in scales[s % 8]

@@ -7,11 +7,11 @@ export const EPS = 2 ** -24;
 // identical float operation sequence ((float)sumi * (d_w * d_x) accumulated in block order; K-quants
 // per super-block), so the SIMD result must equal the reference bit for bit.
 // One entry per quantised weight dtype of the registry (a missing entry fails the kernel tests).
-export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_1: 0, q5_0: 0, q5_1: 0, iq4_nl: 0, iq4_xs: 0, q3_K: 0, q4_K: 0, q5_K: 0, q6_K: 0 };
+export const QUANT_DOT_EXACT = { q8_0: 0, q4_0: 0, q4_1: 0, q5_0: 0, q5_1: 0, iq4_nl: 0, iq4_xs: 0, q2_K: 0, q3_K: 0, q4_K: 0, q5_K: 0, q6_K: 0 };
 
 // Quantise -> dequantise round trip of N(0, 1) data: relative RMS error bound per quantised weight dtype
-// (format resolution, not SIMD error: q3_K ~ 1/2^3 steps (8 levels, a scale that maps the largest value to -4), q4 ~ 1/2^4 steps, q5 ~ 1/2^5, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
-export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_1: 0.12, q5_0: 0.06, q5_1: 0.06, iq4_nl: 0.12, iq4_xs: 0.12, q3_K: 0.3, q4_K: 0.12, q5_K: 0.06, q6_K: 0.03, q8_0: 0.01 };
+// (format resolution, not SIMD error: q2_K 4 levels per sub-block range, q3_K ~ 1/2^3 steps (8 levels, a scale that maps the largest value to -4), q4 ~ 1/2^4 steps, q5 ~ 1/2^5, q6_K ~ 1/2^6, q8_0 ~ 1/2^8 with margin).
+export const ROUND_TRIP_REL_RMS = { q4_0: 0.12, q4_1: 0.12, q5_0: 0.06, q5_1: 0.06, iq4_nl: 0.12, iq4_xs: 0.12, q2_K: 0.5, q3_K: 0.3, q4_K: 0.12, q5_K: 0.06, q6_K: 0.03, q8_0: 0.01 };
 
 // Quantised dot (reference or SIMD) vs the float64 dot of the dequantised weights and activations
 // (tests/kernels-dtypes.test.mjs). Per block the kernel forms exact integer sums, converts them ((float) of

@@ -417,6 +417,22 @@ export function decodeToF32(dtype: SourceDType, bytes: Uint8Array, n: number, ou
       }
       return y;
     }
+    case 'q2_K': {
+      // ggml dequantize_row_q2_K: element 128 n + 32 j + l = (d * sc_s) * q - dmin * m_s, q = 2 bits of qs[32 n + l] >> 2j,
+      // sc_s / m_s the low / high nibble of scales[s], s = e / 16 (src/kernels/ref/q2_K_ref.c)
+      const t = f16Table();
+      for (let b = 0; b < n / 256; b++) {
+        const o = b * 84, d = t[u16(bytes, o + 80)], dmin = t[u16(bytes, o + 82)];
+        for (let s = 0; s < 16; s++) {
+          const dl = fround(d * (bytes[o + s] & 15)), ml = fround(dmin * (bytes[o + s] >>> 4));
+          for (let i = 0; i < 16; i++) {
+            const e = 16 * s + i, q = (bytes[o + 16 + 32 * (e >> 7) + (e & 31)] >>> (2 * ((e >> 5) & 3))) & 3;
+            y[b * 256 + e] = fround(fround(dl * q) - ml);
+          }
+        }
+      }
+      return y;
+    }
     case 'q3_K': {
       // ggml dequantize_row_q3_K: element 128 n + 32 j + l = (d * (us - 32)) * (u - 4), u = 2 bits of qs[32 n + l] >> 2j
       // | bit 4n + j of hmask[l] << 2, us the 6-bit scale of sub-block e / 16 (src/kernels/ref/q3_K_ref.c)

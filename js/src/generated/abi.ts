@@ -30,6 +30,7 @@ export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'Q5_1', name: 'q5_1', ggmlId: 7, blockSize: 32, typeSize: 24, act: 'q8_1', kind: 'WM', scaleOffsets: [0, 2] },
   { id: 'Q8_0', name: 'q8_0', ggmlId: 8, blockSize: 32, typeSize: 34, act: 'q8_0', kind: 'WM', scaleOffsets: [0] },
   { id: 'Q8_1', name: 'q8_1', ggmlId: 9, blockSize: 32, typeSize: 36, act: 'q8_1', kind: 'A', scaleOffsets: [] },
+  { id: 'Q2_K', name: 'q2_K', ggmlId: 10, blockSize: 256, typeSize: 84, act: 'q8_K', kind: 'WM', scaleOffsets: [80, 82] },
   { id: 'Q3_K', name: 'q3_K', ggmlId: 11, blockSize: 256, typeSize: 110, act: 'q8_K', kind: 'WM', scaleOffsets: [108] },
   { id: 'Q4_K', name: 'q4_K', ggmlId: 12, blockSize: 256, typeSize: 144, act: 'q8_K', kind: 'WM', scaleOffsets: [0, 2] },
   { id: 'Q5_K', name: 'q5_K', ggmlId: 13, blockSize: 256, typeSize: 176, act: 'q8_K', kind: 'WM', scaleOffsets: [0, 2] },
@@ -40,8 +41,8 @@ export const DTYPE_ROWS: readonly DTypeRow[] = [
   { id: 'BF16', name: 'bf16', ggmlId: 30, blockSize: 1, typeSize: 2, act: 'f32', kind: 'W', scaleOffsets: [] },
 ];
 /** Dtypes a tensor may have (kind W / WM). */
-export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q8_0' | 'q3_K' | 'q4_K' | 'q5_K' | 'q6_K' | 'iq4_nl' | 'iq4_xs' | 'bf16';
-export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q3_K', 'q4_K', 'q5_K', 'q6_K', 'iq4_nl', 'iq4_xs', 'bf16'];
+export type WeightDTypeName = 'f32' | 'f16' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q8_0' | 'q2_K' | 'q3_K' | 'q4_K' | 'q5_K' | 'q6_K' | 'iq4_nl' | 'iq4_xs' | 'bf16';
+export const WEIGHT_DTYPE_NAMES: readonly WeightDTypeName[] = ['f32', 'f16', 'q4_0', 'q4_1', 'q5_0', 'q5_1', 'q8_0', 'q2_K', 'q3_K', 'q4_K', 'q5_K', 'q6_K', 'iq4_nl', 'iq4_xs', 'bf16'];
 
 /** enum ae_status (src/core/status.h) */
 export const Status = { OK: 0, INVALID_ARG: 1, BAD_TENSOR: 2, BAD_CONFIG: 3, CTX_FULL: 4, UNSUPPORTED: 5, NO_MEMORY: 6, NONFINITE: 7, WORKER_DIED: 8 } as const;

@@ -1,4 +1,5 @@
-/* Prefill GEMM for the k-quants (q4_K, q5_K, q6_K weights x q8_K activations): ae_matmul_rows_<t>_simd128.
+/* Prefill GEMM for the k-quants (q2_K, q3_K, q4_K, q5_K, q6_K weights x q8_K activations): ae_matmul_rows_<t>_simd128.
+ * (q2_K: sb_q2, q3_K: sb_q3; what follows describes q4_K / q5_K / q6_K, and they follow it.)
  *
  * Tile: one weight row x 4 tokens (both builds). Per super-block the weight values are unpacked once (q4_K
  * nibbles, q5_K 5-bit values, q6_K 6-bit values: all in [0, 63]), together with the sub-block scales, and
@@ -31,7 +32,7 @@
 #define GEMM_T 4   /* tokens per tile (8 measured no faster) */
 #define NG (GEMM_T / 4)
 
-enum { K_Q4, K_Q5, K_Q6, K_Q5X, K_Q6X, K_Q3, K_Q3X };   /* K_Q5X / K_Q6X / K_Q3X: q5_K / q6_K / q3_K in the relaxed build's
+enum { K_Q4, K_Q5, K_Q6, K_Q5X, K_Q6X, K_Q3, K_Q3X, K_Q2 };   /* K_Q5X / K_Q6X / K_Q3X: q5_K / q6_K / q3_K in the relaxed build's
                                                          * AE_Q5_K_X / AE_Q6_K_X / AE_Q3_K_X layouts */
 
 /* Scheduling: V8's TurboFan keeps loads in program order on its effect chain but schedules pure arithmetic as
@@ -64,7 +65,7 @@ AE_INLINE void prep4(int kind, const uint8_t *x, size_t stride, int nt, int c0, 
 #endif
       }
       const v128 b0 = ae_load(xb[i].bsums), b1 = ae_load(xb[i].bsums + 8);
-      if (kind == K_Q6 || kind == K_Q6X || kind == K_Q3 || kind == K_Q3X) {
+      if (kind == K_Q6 || kind == K_Q6X || kind == K_Q3 || kind == K_Q3X || kind == K_Q2) {
         xs[i].bs[t][0] = b0;
         xs[i].bs[t][1] = b1;
       } else {
@@ -291,9 +292,56 @@ AE_INLINE void sb_q3(const uint8_t *w, const xk4 *xs, v128 *s, int xl) {
   }
 }
 
+/* q2_K super-block: q[g] / m[g] = [sumi_q / sumi_m of tokens 4g .. 4g + 3], sumi_q = sum_s sc_s sum(q x), sumi_m =
+ * sum_s m_s bsums[s] (dot_q2_K_simd128.c). Sub-block s = chunk s: q (0..3) from q3_K's low-bit plane, then as sb_q3
+ * (relaxed: ae_rdot16, q the 7-bit operand, times sc_s by i32x4.dot_i16x8; plain: even / odd q times sc_s in i16,
+ * |q sc| <= 45, against the i16 activations). */
+AE_INLINE void sb_q2(const uint8_t *w, const xk4 *xs, v128 *q, v128 *m) {
+  const ae_block_q2_K *b = (const ae_block_q2_K *)w;
+  v128 m3, m4;
+  q3k_masks(&m3, &m4);
+  (void)m4;
+  const v128 m15 = wasm_i8x16_splat(0x0f);
+  const v128 s8 = ae_load(b->scales), sc8 = wasm_v128_and(s8, m15), mn8 = wasm_u16x8_shr(wasm_v128_andnot(s8, m15), 4);
+  const v128 sc_lo = wasm_u16x8_extend_low_u8x16(sc8), sc_hi = wasm_u16x8_extend_high_u8x16(sc8);
+  const v128 mn_lo = wasm_u16x8_extend_low_u8x16(mn8), mn_hi = wasm_u16x8_extend_high_u8x16(mn8);
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++) {
+    v128 mt[4];
+#pragma clang loop unroll(full)
+    for (int t = 0; t < 4; t++)
+      mt[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(mn_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(mn_hi, xs->bs[4 * g + t][1]));
+    m[g] = ae_reduce4_i32(mt[0], mt[1], mt[2], mt[3]);
+  }
+  v128 a[GEMM_T];
+  volatile v128 sink[GEMM_T];
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_splat(0);
+  v128 scp[4];
+  ae_q6_scale_pairs(sc_lo, sc_hi, scp);
+#pragma clang loop unroll(full)
+  for (int c = 0; c < 16; c++) {
+    const int nn = c >> 3, j = (c & 7) >> 1, half = c & 1;
+    const v128 u = wasm_v128_and(wasm_u16x8_shr(ae_load(b->qs + 32 * nn + 16 * half), 2 * j), m3);
+    const v128 sc = ae_lane_splat32(scp[c >> 2], c);
+#if AE_RELAXED
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u), sc));
+#else
+    const v128 we = wasm_i16x8_mul(wasm_v128_and(u, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(u, 8), sc);
+#pragma clang loop unroll(full)
+    for (int t = 0; t < GEMM_T; t++)
+      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
+#endif
+    SCHED();
+  }
+#pragma clang loop unroll(full)
+  for (int g = 0; g < NG; g++) q[g] = ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
+}
+
 AE_INLINE size_t kbytes(int kind) {
   return kind == K_Q4 ? sizeof(ae_block_q4_K) : kind == K_Q5 || kind == K_Q5X ? sizeof(ae_block_q5_K)
-       : kind == K_Q3 || kind == K_Q3X ? sizeof(ae_block_q3_K) : sizeof(ae_block_q6_K);
+       : kind == K_Q3 || kind == K_Q3X ? sizeof(ae_block_q3_K) : kind == K_Q2 ? sizeof(ae_block_q2_K) : sizeof(ae_block_q6_K);
 }
 
 /* One row, super-blocks [0, n) of the chunk, GEMM_T tokens; acc[g] in/out (lanes = tokens 4g ..). */
@@ -316,11 +364,12 @@ AE_INLINE void row1xT(int kind, const uint8_t *w, int n, const xk4 *xs, const fl
         acc[g] = wasm_f32x4_add(acc[g], wasm_f32x4_mul(wasm_f32x4_mul(dw, ae_load(dx + GEMM_T * i + 4 * g)),
                                                        wasm_f32x4_convert_i32x4(s[g])));
     } else {
-      ae_fp16 hd, hm;   /* q4_K / q5_K: d at 0, dmin at 2 */
-      __builtin_memcpy(&hd, w, 2);
-      __builtin_memcpy(&hm, w + 2, 2);
+      ae_fp16 hd, hm;   /* q4_K / q5_K: d at 0, dmin at 2; q2_K: at 80, 82 */
+      __builtin_memcpy(&hd, w + (kind == K_Q2 ? 80 : 0), 2);
+      __builtin_memcpy(&hm, w + (kind == K_Q2 ? 82 : 2), 2);
       v128 q[NG], m[NG];
-      sb_q45(kind, w, &xs[i], q, m);
+      if (kind == K_Q2) sb_q2(w, &xs[i], q, m);
+      else sb_q45(kind, w, &xs[i], q, m);
       const v128 dw = wasm_f32x4_splat(ae_h2f_s(hd)), mw = wasm_f32x4_splat(ae_h2f_s(hm));
 #pragma clang loop unroll(full)
       for (int g = 0; g < NG; g++) {
@@ -378,6 +427,10 @@ void ae_matmul_rows_q5_K_simd128(const void *W, int ncols, const void *xq, size_
 void ae_matmul_rows_q6_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                  int y_stride, int r0, int r1) {
   GEMM(K_Q6, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
+}
+void ae_matmul_rows_q2_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
+                                 int y_stride, int r0, int r1) {
+  GEMM(K_Q2, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
 void ae_matmul_rows_q3_K_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                  int y_stride, int r0, int r1) {
