@@ -320,6 +320,35 @@ test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibb
   kr.release(mr);
 });
 
+test('iq4_nl / iq4_xs matvec and prefill GEMM, both builds: extreme blocks (every code 0 = -127 or 15 = 113, activations all +-127 or alternating) == the reference bit for bit (the relaxed matvec multiplies +-value by |x|: pair sums up to 2 x 127 x 127 must stay in i16)', () => {
+  const rows = 8, cols = 256, NV = 6;
+  for (const kk of [kp, kr]) for (const type of [T.IQ4_NL, T.IQ4_XS]) {
+    const mr = kk.mark(), [QK, bs] = BLOCK[type], nb = cols / QK, xs = Math.ceil(kk.rowSize(kk.x.kt_traits(type, 0, 2), cols) / 64) * 64 + 64;
+    const xq = kk.alloc(xs * NV);
+    const actPatterns = [(i) => 1, (i) => -1, (i) => (i & 1 ? -1 : 1), (i) => ((i >> 1) & 1 ? -1 : 1), (i) => ((i >> 4) & 1 ? 1 : -1), (i) => (i % 3 ? -1 : 1)];
+    for (let t = 0; t < NV; t++) { const f = actPatterns[t]; kk.x.kt_quantize(type, SIMD, kk.putF32(Float32Array.from({ length: cols }, (_, i) => f(i))), xq + t * xs, cols); }
+    for (const code of [0x00, 0xff, 0x0f, 0xf0, 0x70]) {
+      const w = new Uint8Array(rows * nb * bs), dv = new DataView(w.buffer);
+      for (let i = 0; i < rows * nb; i++) {
+        dv.setUint16(i * bs, [0x3c00, 0x3800, 0x4000][i % 3] | ((i / nb) & 1 ? 0x8000 : 0), true);   // d: +-1, 0.5, 2
+        if (type === T.IQ4_XS) { dv.setUint16(i * bs + 2, 0xffff, true); w.fill(0xff, i * bs + 4, i * bs + 8); w.fill(code, i * bs + 8, (i + 1) * bs); }   // ls = 63 - 32 = 31
+        else w.fill(code, i * bs + 2, (i + 1) * bs);
+      }
+      const W = put(kk, w), yref = kk.alloc(rows * 4 * NV), yv = kk.alloc(rows * 4 * NV), y = kk.alloc(rows * 4 * NV);
+      for (let t = 0; t < NV; t++) {
+        kk.x.kt_matvec(type, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+        kk.x.kt_matvec(type, SIMD, W, cols, xq + t * xs, yv + t * rows * 4, 0, rows);
+      }
+      kk.x.kt_matmul(type, W, cols, xq, xs, NV, y, rows, 0, rows);
+      const what = `${kk === kp ? 'plain' : 'relaxed'} ${TYPE_NAMES[type]} codes 0x${code.toString(16)}`;
+      assert.ok(kk.f32(yref, rows * NV).filter((v) => v !== 0).length >= rows * 3, `${what}: the reference sums are not all zero`);
+      assert.ok(bitsEqual(kk.f32(yv, rows * NV), kk.f32(yref, rows * NV)), `${what}: matvec`);
+      assert.ok(bitsEqual(kk.f32(y, rows * NV), kk.f32(yref, rows * NV)), `${what}: GEMM`);
+    }
+    kk.release(mr);
+  }
+});
+
 for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 91], ['q6_K', 92], ['q5_K', 95]]) test(`${name} in the relaxed build's row-group layout (AE_${name.toUpperCase()}_R4): repack == reference bytes, unpack restores the file bytes, matvec and prefill GEMM == the ${name} reference bit for bit (every byte value, 1..17 tokens, row splits, column chunks)${name === 'q6_K' ? ', get_rows of a repacked embedding' : ''}; the plain build's entry points for it are the reference`, () => {
   const r = rng(seed);
   const KQ = name === 'q4_K' || name === 'q5_K' || name === 'q6_K';
