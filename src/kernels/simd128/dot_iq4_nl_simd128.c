@@ -71,12 +71,6 @@ AE_INLINE v128 iq4x_dot(const uint8_t *qs, const iq4x *X, v128 lut, v128 m, v128
 #endif
 }
 
-/* lane k = the sum of a_k's lanes (exact) */
-AE_INLINE v128 iq4nl_hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
-  const v128 t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
-  const v128 t1 = wasm_i32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
-}
 
 
 /* ---- iq4_xs (src/kernels/ref/iq4_xs_ref.c): iq4_nl's codes and values in 8 sub-blocks of 32 with 6-bit scales, q8_K
@@ -133,13 +127,13 @@ AE_INLINE int iq4_group(const uint8_t *const row[4], int nb, const void *xq, int
       const ae_block_iq4_xs *w4[4] = {(const void *)(row[0] + o), (const void *)(row[1] + o), (const void *)(row[2] + o), (const void *)(row[3] + o)};
       v128 a[4];
       iq4xs_block4(w4, x, lut, m, a);
-      sumi = iq4nl_hsum4(a[0], a[1], a[2], a[3]);
+      sumi = ae_reduce4_i32(a[0], a[1], a[2], a[3]);
       dx = x->d;
     } else {
       const ae_block_q8_0 *x = (const ae_block_q8_0 *)xq + b;
       iq4x X;
       iq4x_prep(x->qs, &X);
-      sumi = iq4nl_hsum4(iq4x_dot(row[0] + o + 2, &X, lut, m, one, 1), iq4x_dot(row[1] + o + 2, &X, lut, m, one, 1),
+      sumi = ae_reduce4_i32(iq4x_dot(row[0] + o + 2, &X, lut, m, one, 1), iq4x_dot(row[1] + o + 2, &X, lut, m, one, 1),
                          iq4x_dot(row[2] + o + 2, &X, lut, m, one, 1), iq4x_dot(row[3] + o + 2, &X, lut, m, one, 1));
       dx = ae_h2f_s(x->d);
     }

@@ -46,12 +46,6 @@ void ae_to_float_q2_K_simd128(const void *x, float *y, int n) {
   }
 }
 
-/* lane k = the sum of a_k's lanes (exact) */
-AE_INLINE v128 hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
-  const v128 t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
-  const v128 t1 = wasm_i32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
-}
 /* sumi_q (*q) and sumi_m (*m) of super-block b of 4 rows (lane k: row wb[k]), each activation vector loaded once for
  * the 4 */
 AE_INLINE void q2k_block4(const ae_block_q2_K *const wb[4], const ae_block_q8_K *x, v128 m3, v128 m15, v128 *q, v128 *m) {
@@ -69,7 +63,7 @@ AE_INLINE void q2k_block4(const ae_block_q2_K *const wb[4], const ae_block_q8_K 
     wasm_v128_store(scb[k] + 8, wasm_u16x8_extend_high_u8x16(sc));
     mn[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(mv), b0), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(mv), b1));
   }
-  *m = hsum4(mn[0], mn[1], mn[2], mn[3]);
+  *m = ae_reduce4_i32(mn[0], mn[1], mn[2], mn[3]);
   /* read back from memory (one broadcast load per use), not shuffled out of registers */
   int16_t (*sc)[16] = scb;
   __asm__("" : "+r"(sc) : : "memory");
@@ -98,7 +92,7 @@ AE_INLINE void q2k_block4(const ae_block_q2_K *const wb[4], const ae_block_q8_K 
         }
         sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
       }
-  *q = hsum4(acc[0], acc[1], acc[2], acc[3]);
+  *q = ae_reduce4_i32(acc[0], acc[1], acc[2], acc[3]);
 }
 
 /* The row kernel: rows in groups of 4, one from each quarter of the range (ae_rows4), each row left over in all 4

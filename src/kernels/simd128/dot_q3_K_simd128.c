@@ -41,12 +41,6 @@ void ae_to_float_q3_K_simd128(const void *x, float *y, int n) {
 }
 
 
-/* lane k = the sum of a_k's lanes (exact) */
-AE_INLINE v128 hsum4(v128 a0, v128 a1, v128 a2, v128 a3) {
-  const v128 t0 = wasm_i32x4_add(wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7));
-  const v128 t1 = wasm_i32x4_add(wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7));
-  return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
-}
 /* sumi of block b of 4 rows (lane k: row w[k]), each activation vector loaded once for the 4 */
 AE_INLINE v128 q3k_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K *x, v128 m3, v128 m4) {
   _Alignas(16) int16_t scb[4][16];
@@ -90,7 +84,7 @@ AE_INLINE v128 q3k_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K 
   const v128 b0 = ae_load(x->bsums), b1 = ae_load(x->bsums + 8);
   v128 off[4];
   for (int k = 0; k < 4; k++) off[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc[k]), b0), wasm_i32x4_dot_i16x8(ae_load(sc[k] + 8), b1));
-  return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
+  return wasm_i32x4_sub(ae_reduce4_i32(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 2));
 }
 
 
@@ -148,7 +142,7 @@ AE_INLINE v128 q3kx_block4(const ae_block_q3_K *const wb[4], const ae_block_q8_K
   const v128 b0 = ae_load(x->bsums), b1 = ae_load(x->bsums + 8);
   v128 off[4];
   for (int k = 0; k < 4; k++) off[k] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_load(sc[k]), b0), wasm_i32x4_dot_i16x8(ae_load(sc[k] + 8), b1));
-  return wasm_i32x4_sub(hsum4(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(hsum4(off[0], off[1], off[2], off[3]), 2));
+  return wasm_i32x4_sub(ae_reduce4_i32(acc[0], acc[1], acc[2], acc[3]), wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 2));
 }
 #else
 /* The plain build keeps q3_K in its file layout (model.c): this layout's kernels are the reference there. */
@@ -180,7 +174,7 @@ AE_INLINE void q3k_matvec(const void *W, int ncols, const void *xq, float *y, in
     v128 acc = wasm_f32x4_splat(0.0f);
     for (int b = 0; b < nb; b++) {
       const ae_block_q3_K *w[4] = {row[0] + b, row[1] + b, row[2] + b, row[3] + b};
-      const v128 dw = wasm_f32x4_make(ae_h2f_s(w[0]->d), ae_h2f_s(w[1]->d), ae_h2f_s(w[2]->d), ae_h2f_s(w[3]->d));
+      const v128 dw = ae_gather4_h2f(&w[0]->d, &w[1]->d, &w[2]->d, &w[3]->d);   /* exact, as ae_h2f_s */
 #if AE_RELAXED
       const v128 sumi = x_layout ? q3kx_block4(w, x + b, m7, n3, n4) : q3k_block4(w, x + b, m3, m4);
 #else

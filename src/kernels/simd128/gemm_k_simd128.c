@@ -171,6 +171,29 @@ AE_INLINE void sb_q45(int kind, const uint8_t *blk, const xk4 *xs, v128 *q, v128
   for (int g = 0; g < NG; g++) q[g] = ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
 }
 
+/* a[t] += sc sum(u x) over chunk c (16 elements) for the GEMM_T tokens; u unsigned bytes (q6_K 0..63, q3_K 0..7, q2_K
+ * 0..3), sc the chunk's scale in every i16 lane. Relaxed: ae_rdot16 (u the 7-bit operand: pair sums <= 2 x 63 x 128 <
+ * 2^15), then sc times them in i32 lanes (i32x4.dot_i16x8). Plain: even / odd u times sc in i16 (|u sc| <= 63 x 128 <
+ * 2^15), dotted with the i16 activations. */
+AE_INLINE void sc_chunk(v128 a[GEMM_T], const xk4 *xs, int c, v128 u, v128 sc) {
+#if AE_RELAXED
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u), sc));
+#else
+  const v128 we = wasm_i16x8_mul(wasm_v128_and(u, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(u, 8), sc);
+#pragma clang loop unroll(full)
+  for (int t = 0; t < GEMM_T; t++)
+    a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
+#endif
+}
+/* [sum_s k_s bsums[s] of tokens 4g .. 4g + 3] (k: 16 i16 per-sub-block factors in lo / hi; the bsums as q6_K's prep) */
+AE_INLINE v128 bsum_dot4(v128 lo, v128 hi, const xk4 *xs, int g) {
+  v128 o[4];
+#pragma clang loop unroll(full)
+  for (int t = 0; t < 4; t++) o[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(hi, xs->bs[4 * g + t][1]));
+  return ae_reduce4_i32(o[0], o[1], o[2], o[3]);
+}
+
 /* q6_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3]. 6-bit values of chunk c = 8h + 2k + p (elements
  * 16c ..) from ql / qh by ae_q6_decode (simd128_util.h). */
 AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
@@ -191,9 +214,7 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
 #pragma clang loop unroll(full)
       for (int i = 0; i < 4; i++) {
         const int c = 4 * G + i;
-        const v128 sc = ae_lane_splat32(scp[c >> 2], c);
-#pragma clang loop unroll(full)
-        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u[i]), sc));
+        sc_chunk(a, xs, c, u[i], ae_lane_splat32(scp[c >> 2], c));
         SCHED();
       }
     }
@@ -210,31 +231,13 @@ AE_INLINE void sb_q6(const ae_block_q6_K *w, const xk4 *xs, v128 *s, int xl) {
 #pragma clang loop unroll(full)
       for (int k = 0; k < 4; k++) {
         const int c = 8 * h + 2 * k + p;
-        const v128 qv = ae_q6_decode(l0, l1, hb, k);
-        const v128 sc = ae_lane_splat32(scp[c >> 2], c);
-#if AE_RELAXED
-        /* ae_rdot16: pair sums of |63 x 128| (< 2^15), then sc_c times them in i32 lanes (i32x4.dot_i16x8) */
-#pragma clang loop unroll(full)
-        for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], qv), sc));
-#else
-        /* plain: even / odd values times sc_c in i16 (|q sc| <= 63 x 128 < 2^15), dotted with the i16 activations */
-        const v128 we = wasm_i16x8_mul(wasm_v128_and(qv, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(qv, 8), sc);
-#pragma clang loop unroll(full)
-        for (int t = 0; t < GEMM_T; t++)
-          a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
-#endif
+        sc_chunk(a, xs, c, ae_q6_decode(l0, l1, hb, k), ae_lane_splat32(scp[c >> 2], c));
         SCHED();
       }
     }
 #pragma clang loop unroll(full)
-  for (int g = 0; g < NG; g++) {
-    v128 off[4];
-#pragma clang loop unroll(full)
-    for (int t = 0; t < 4; t++)
-      off[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(sc_hi, xs->bs[4 * g + t][1]));
-    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]),
-                          wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 5));
-  }
+  for (int g = 0; g < NG; g++)
+    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]), wasm_i32x4_shl(bsum_dot4(sc_lo, sc_hi, xs, g), 5));
 }
 
 /* q3_K super-block: s[g] = [sumi of tokens 4g .. 4g + 3], sumi = sum_s sc_s sum(u x) - 4 sum_s sc_s bsums[s] (u = value
@@ -269,27 +272,12 @@ AE_INLINE void sb_q3(const uint8_t *w, const xk4 *xs, v128 *s, int xl) {
 #else
     const v128 u = q3k_u(ae_load(b->qs + 32 * nn + 16 * half), ae_load(b->hmask + 16 * half), nn, j, m3, m4);
 #endif
-    const v128 sc = ae_lane_splat32(scp[c >> 2], c);
-#if AE_RELAXED
-#pragma clang loop unroll(full)
-    for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u), sc));
-#else
-    const v128 we = wasm_i16x8_mul(wasm_v128_and(u, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(u, 8), sc);
-#pragma clang loop unroll(full)
-    for (int t = 0; t < GEMM_T; t++)
-      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
-#endif
+    sc_chunk(a, xs, c, u, ae_lane_splat32(scp[c >> 2], c));
     SCHED();
   }
 #pragma clang loop unroll(full)
-  for (int g = 0; g < NG; g++) {
-    v128 off[4];
-#pragma clang loop unroll(full)
-    for (int t = 0; t < 4; t++)
-      off[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(sc_hi, xs->bs[4 * g + t][1]));
-    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]),
-                          wasm_i32x4_shl(ae_reduce4_i32(off[0], off[1], off[2], off[3]), 2));
-  }
+  for (int g = 0; g < NG; g++)
+    s[g] = wasm_i32x4_sub(ae_reduce4_i32(a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]), wasm_i32x4_shl(bsum_dot4(sc_lo, sc_hi, xs, g), 2));
 }
 
 /* q2_K super-block: q[g] / m[g] = [sumi_q / sumi_m of tokens 4g .. 4g + 3], sumi_q = sum_s sc_s sum(q x), sumi_m =
@@ -306,13 +294,7 @@ AE_INLINE void sb_q2(const uint8_t *w, const xk4 *xs, v128 *q, v128 *m) {
   const v128 sc_lo = wasm_u16x8_extend_low_u8x16(sc8), sc_hi = wasm_u16x8_extend_high_u8x16(sc8);
   const v128 mn_lo = wasm_u16x8_extend_low_u8x16(mn8), mn_hi = wasm_u16x8_extend_high_u8x16(mn8);
 #pragma clang loop unroll(full)
-  for (int g = 0; g < NG; g++) {
-    v128 mt[4];
-#pragma clang loop unroll(full)
-    for (int t = 0; t < 4; t++)
-      mt[t] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(mn_lo, xs->bs[4 * g + t][0]), wasm_i32x4_dot_i16x8(mn_hi, xs->bs[4 * g + t][1]));
-    m[g] = ae_reduce4_i32(mt[0], mt[1], mt[2], mt[3]);
-  }
+  for (int g = 0; g < NG; g++) m[g] = bsum_dot4(mn_lo, mn_hi, xs, g);
   v128 a[GEMM_T];
   volatile v128 sink[GEMM_T];
 #pragma clang loop unroll(full)
@@ -323,16 +305,7 @@ AE_INLINE void sb_q2(const uint8_t *w, const xk4 *xs, v128 *q, v128 *m) {
   for (int c = 0; c < 16; c++) {
     const int nn = c >> 3, j = (c & 7) >> 1, half = c & 1;
     const v128 u = wasm_v128_and(wasm_u16x8_shr(ae_load(b->qs + 32 * nn + 16 * half), 2 * j), m3);
-    const v128 sc = ae_lane_splat32(scp[c >> 2], c);
-#if AE_RELAXED
-#pragma clang loop unroll(full)
-    for (int t = 0; t < GEMM_T; t++) a[t] = wasm_i32x4_add(a[t], wasm_i32x4_dot_i16x8(ae_rdot16(xs->X[c][t], u), sc));
-#else
-    const v128 we = wasm_i16x8_mul(wasm_v128_and(u, wasm_i16x8_splat(0x00ff)), sc), wo = wasm_i16x8_mul(wasm_u16x8_shr(u, 8), sc);
-#pragma clang loop unroll(full)
-    for (int t = 0; t < GEMM_T; t++)
-      a[t] = wasm_i32x4_add(a[t], wasm_i32x4_add(wasm_i32x4_dot_i16x8(we, xs->X[2 * c][t]), wasm_i32x4_dot_i16x8(wo, xs->X[2 * c + 1][t])));
-#endif
+    sc_chunk(a, xs, c, u, ae_lane_splat32(scp[c >> 2], c));
     SCHED();
   }
 #pragma clang loop unroll(full)
