@@ -8,7 +8,7 @@
  * and q, two i32x4.dot_i16x8, times sc_s. The row kernel takes 4 rows at a time (one from each quarter of its range),
  * each activation vector loaded once for the 4 and their float steps in the lanes. The prefill GEMM (kind WM):
  * gemm_k_simd128.c. */
-#include "simd128_util.h"
+#include "q3k_simd128.h"
 
 void ae_from_float_q2_K_simd128(const float *x, void *y, int n) { ae_from_float_q2_K_ref(x, y, n); }
 
@@ -77,18 +77,15 @@ AE_INLINE void q2k_block4(const ae_block_q2_K *const wb[4], const ae_block_q8_K 
       for (int half = 0; half < 2; half++) {
         const int s = 8 * nn + 2 * j + half;
         const v128 xv = ae_load(x->qs + 16 * s);
-#if !AE_RELAXED
+#if AE_RELAXED
+        const v128 xe = xv, xo = xv;   /* unused */
+#else
         const v128 xe = ae_i8_even(xv), xo = ae_i8_odd(xv);
 #endif
 #pragma clang loop unroll(full)
         for (int k = 0; k < 4; k++) {
           const v128 u = q2k_q(ae_load(w[k]->qs + 32 * nn + 16 * half), j, m3);
-#if AE_RELAXED
-          acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_dot_i16x8(ae_rdot16(xv, u), wasm_v128_load16_splat(sc[k] + s)));
-#else
-          const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(xe, wasm_v128_and(u, wasm_i16x8_splat(0x00ff))), wasm_i32x4_dot_i16x8(xo, wasm_u16x8_shr(u, 8)));
-          acc[k] = wasm_i32x4_add(acc[k], wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(wasm_v128_load16_splat(sc[k] + s))));
-#endif
+          acc[k] = q3k_sc16(acc[k], xv, xe, xo, u, sc[k] + s);
         }
         sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
       }

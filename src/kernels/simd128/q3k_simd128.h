@@ -1,5 +1,5 @@
 /* Shared pieces of the q3_K SIMD128 kernels (dot_q3_K_simd128.c's matvec, gemm_k_simd128.c's prefill tile; inline
- * only): the 16 sub-block scales, the values u = value + 4 (0..7) of 16 elements from the file layout's two planes or
+ * only; q2_K's matvec shares q3k_sc16): the 16 sub-block scales, the values u = value + 4 (0..7) of 16 elements from the file layout's two planes or
  * from the relaxed build's AE_Q3_K_X groups (kernels.h), and their masks. */
 #ifndef AE_Q3K_SIMD128_H
 #define AE_Q3K_SIMD128_H
@@ -57,6 +57,20 @@ AE_INLINE void q3kx_masks(v128 *m7, v128 *m3, v128 *m4) {
   const uint8_t *p = k;
   __asm__("" : "+r"(p));
   *m7 = ae_load(p); *m3 = ae_load(p + 16); *m4 = ae_load(p + 32);
+}
+
+/* acc + sc sum(u x) over 16 values (q2_K / q3_K matvecs): u unsigned (0..7), sc the i16 scale at *scp (one broadcast
+ * load). Relaxed: ae_rdot16 (u the 7-bit operand) against the activation bytes xv, then sc by i32x4.dot_i16x8. Plain:
+ * even / odd i16 lanes of x (xe, xo) and u, two i32x4.dot_i16x8, times sc in i32. */
+AE_INLINE v128 q3k_sc16(v128 acc, v128 xv, v128 xe, v128 xo, v128 u, const int16_t *scp) {
+#if AE_RELAXED
+  (void)xe; (void)xo;
+  return wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(ae_rdot16(xv, u), wasm_v128_load16_splat(scp)));
+#else
+  (void)xv;
+  const v128 d = wasm_i32x4_add(wasm_i32x4_dot_i16x8(xe, wasm_v128_and(u, wasm_i16x8_splat(0x00ff))), wasm_i32x4_dot_i16x8(xo, wasm_u16x8_shr(u, 8)));
+  return wasm_i32x4_add(acc, wasm_i32x4_mul(d, wasm_i32x4_extend_low_i16x8(wasm_v128_load16_splat(scp))));
+#endif
 }
 
 #endif
