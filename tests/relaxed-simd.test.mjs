@@ -320,6 +320,31 @@ test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibb
   kr.release(mr);
 });
 
+test('iq4_nl prefill GEMM, relaxed build: row chunks on the q8_0 R4 tiles (finite scales) and the i16 tile (tails of 1-3 rows, chunks with an inf / NaN scale) == the iq4_nl reference per token bit for bit (row ranges, several row and column chunks, 2..9 tokens)', () => {
+  const r = rng(97), type = T.IQ4_NL, [, bs] = BLOCK[type];
+  for (const [rows, cols, a, b, bad] of [[37, 768, 3, 35, false], [130, 3072, 0, 130, false], [130, 1056, 1, 127, true], [64, 1024, 0, 64, true], [7, 96, 0, 7, false]]) {
+    const mr = kr.mark(), nb = cols / 32;
+    const w = randomRow(r, type, rows * cols, 0.03), dv = new DataView(w.buffer);
+    if (bad) for (const [row, h] of [[5, 0x7c00], [100 % rows, 0xfe00]]) dv.setUint16((row * nb + 3) * bs, h, true);
+    const W = put(kr, w), xs = Math.ceil(kr.rowSize(T.Q8_0, cols) / 64) * 64, NV = 9;
+    const xq = kr.alloc(xs * NV);
+    for (let t = 0; t < NV; t++) kr.x.kt_quantize(type, SIMD, kr.putF32(acts(r, cols)), xq + t * xs, cols);
+    const yref = kr.alloc(rows * 4 * NV), ystr = rows + 3, y = kr.alloc(ystr * 4 * NV);
+    for (let t = 0; t < NV; t++) kr.x.kt_matvec(type, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
+    for (const nvec of [2, 5, 9]) {
+      kr.f32(y, ystr * NV).fill(1234.5);
+      kr.x.kt_matmul(type, W, cols, xq, xs, nvec, y, ystr, a, b);
+      for (let t = 0; t < nvec; t++) {
+        const got = kr.f32(y + t * ystr * 4, ystr);
+        assert.ok(bitsEqualNaN(got.subarray(a, b), kr.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols} rows ${a}..${b}, ${nvec} tokens, token ${t}`);
+        for (let i = 0; i < ystr; i++) if (i < a || i >= b) assert.equal(got[i], 1234.5, `row ${i} outside ${a}..${b} written`);
+      }
+    }
+    if (bad) assert.ok([...kr.f32(yref, rows * NV)].some((v) => !Number.isFinite(v)), 'the inf / NaN scales reach the output');
+    kr.release(mr);
+  }
+});
+
 test('iq4_nl / iq4_xs matvec and prefill GEMM, both builds: extreme blocks (every code 0 = -127 or 15 = 113, activations all +-127 or alternating) == the reference bit for bit (the relaxed matvec multiplies +-value by |x|: pair sums up to 2 x 127 x 127 must stay in i16)', () => {
   const rows = 8, cols = 256, NV = 6;
   for (const kk of [kp, kr]) for (const type of [T.IQ4_NL, T.IQ4_XS]) {

@@ -19,7 +19,7 @@
  * xor and the relaxed dot (ae_rdot_w: pmaddubsw + pmaddwd + paddd in V8 without AVX-VNNI), where the q8_0
  * file layout's matvec needs two i32x4.dot_i16x8 with their unpacking, and transposes its 4 rows' sums per block.
  * The plain build keeps q8_0 (model.c): its entry points here run the reference. */
-#include "simd128_util.h"
+#include "iq4_simd128.h"
 
 /* ---- repack (in place; both builds: tests and tools) ---- */
 /* One record from the 4 rows' block b (p[k] = row k's block): a 4x4 transpose of 32-bit words per 16-byte half. */
@@ -219,6 +219,77 @@ void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, si
   if (r0 >= r1 || nvec <= 0 || !ae_group_gemm_edges(ae_matvec_rows_q8_0_r4_simd128, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1)) return;
   if (ae_fused_dot & AE_FUSED_R8) gemm8(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 1);
   else gemm8(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 0);
+}
+
+/* ---- iq4_nl prefill on these tiles (gemm_iq4_simd128.c calls it for row chunks whose block scales are all finite). An
+ * iq4_nl block is a q8_0 block once its codes are looked up: the same f16 d, the values (-127..113) as the 32 bytes, so
+ * the q8_0 reference's integers and float sequence are iq4_nl's (acc + (float)sumi * (d_w d_x)). Per (row chunk, column
+ * chunk) the rows' blocks become AE_Q8_0_R4 records in a stack buffer (gemm_iq4's rows in groups of 4 from rc; a tail
+ * of 1-3 rows is the caller's), then every token group runs the q8_0 R4 tiles on them; the column chunks stay in order
+ * for every (row, token), the partial sums crossing them through y. Bit for bit the iq4_nl matvec per token. ---- */
+#define NL8_ROWS 64   /* rows per chunk: 16 groups x R8_GEMM_CB records x 136 B = 68 KiB of records */
+AE_INLINE void nl8_records(const uint8_t *W, size_t rs, int r, int c0, int n, uint8_t *out, v128 lut, v128 m) {
+  for (int b = 0; b < n; b++, out += AE_R8_REC) {
+    v128 v[4][2];
+    for (int k = 0; k < 4; k++) {
+      const uint8_t *blk = W + (size_t)(r + k) * rs + (size_t)(c0 + b) * sizeof(ae_block_iq4_nl);
+      iq4_values(blk + 2, lut, m, &v[k][0], &v[k][1]);
+      __builtin_memcpy(out + 2 * k, blk, 2);
+    }
+    for (int h = 0; h < 2; h++) {   /* pack_rec8's transposition of 32-bit words */
+      const v128 t0 = wasm_i32x4_shuffle(v[0][h], v[1][h], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(v[0][h], v[1][h], 2, 6, 3, 7);
+      const v128 t2 = wasm_i32x4_shuffle(v[2][h], v[3][h], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(v[2][h], v[3][h], 2, 6, 3, 7);
+      uint8_t *o = out + 8 + 64 * h;
+      wasm_v128_store(o, wasm_i64x2_shuffle(t0, t2, 0, 2));
+      wasm_v128_store(o + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+      wasm_v128_store(o + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+      wasm_v128_store(o + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+    }
+  }
+}
+AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int rc,
+                        int re, const int f) {
+  const int nb = ncols / 32;
+  const size_t rs = (size_t)nb * sizeof(ae_block_iq4_nl);
+  uint8_t recs[(NL8_ROWS / 4) * R8_GEMM_CB * AE_R8_REC] __attribute__((aligned(16)));
+  r8x xs[R8_TT * R8_GEMM_CB];
+  volatile v128 acc[R8_TG * R8_TT];
+  v128 lut, m;
+  iq4nl_consts(&lut, &m);
+  const int ng = (re - rc) / 4;   /* whole groups; the caller keeps re - rc a multiple of 4 */
+  const size_t gs = (size_t)R8_GEMM_CB * AE_R8_REC;   /* one group's records in the buffer */
+  for (int c0 = 0; c0 < nb; c0 += R8_GEMM_CB) {
+    const int n = nb - c0 < R8_GEMM_CB ? nb - c0 : R8_GEMM_CB;
+    for (int g = 0; g < ng; g++) nl8_records((const uint8_t *)W, rs, rc + 4 * g, c0, n, recs + (size_t)g * gs, lut, m);
+    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
+      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
+      for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        const ae_block_q8_0 *xb = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        for (int b = 0; b < n; b++) prep8(xb + b, xs + R8_TT * b + t);
+      }
+      int g = 0;
+      for (; g + R8_TG <= ng; g += R8_TG) {
+        const int r = rc + 4 * g;
+        for (int gg = 0; gg < R8_TG; gg++)
+          for (int t = 0; t < R8_TT; t++) acc[R8_TT * gg + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * gg) : wasm_f32x4_splat(0.0f);
+        tile8g(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        for (int gg = 0; gg < R8_TG; gg++)
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * gg, acc[R8_TT * gg + t]);
+      }
+      for (; g < ng; g++) {
+        const int r = rc + 4 * g;
+        for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+        tile8(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+      }
+    }
+  }
+}
+/* rows [rc, re) (re - rc a multiple of 4, at most NL8_ROWS, every block scale finite), nvec >= 2 tokens */
+void ae_matmul_rows_iq4_nl_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                              int rc, int re) {
+  if (ae_fused_dot & AE_FUSED_R8) gemm_nl8(W, ncols, xq, xq_stride, nvec, y, y_stride, rc, re, 1);
+  else gemm_nl8(W, ncols, xq, xq_stride, nvec, y, y_stride, rc, re, 0);
 }
 #else
 /* The plain build keeps q8_0 in the file layout (model.c): this layout's kernels are the reference there. */

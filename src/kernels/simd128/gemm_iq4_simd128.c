@@ -127,8 +127,10 @@ static __attribute__((noinline)) void tiles_xs(const void *W, int ncols, const u
   tiles(1, W, ncols, xt, xq_stride, nt, yt, y_stride, rc, re);
 }
 
-AE_INLINE void gemm(int xs, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
-                    int r0, int r1) {
+/* Rows [r0, r1) in chunks of GEMM_ROWS (tiles' per-row arrays) x every token group: the tiles above (a lone token: the
+ * matvec). */
+AE_INLINE void rows_tiles(int xs, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                          int r0, int r1) {
   for (int rc = r0; rc < r1; rc += GEMM_ROWS) {
     const int re = rc + GEMM_ROWS < r1 ? rc + GEMM_ROWS : r1;
     for (int t0 = 0; t0 < nvec; t0 += 4) {
@@ -139,6 +141,28 @@ AE_INLINE void gemm(int xs, const void *W, int ncols, const void *xq, size_t xq_
       else (xs ? tiles_xs : tiles_nl)(W, ncols, xt, xq_stride, nt, yt, y_stride, rc, re);
     }
   }
+}
+
+AE_INLINE void gemm(int xs, const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                    int r0, int r1) {
+#if AE_RELAXED
+  /* iq4_nl, relaxed build: rows in chunks of 64, each chunk's groups of 4 whose block scales are all finite as q8_0 R4
+   * records on the q8_0 R4 tiles (ae_matmul_rows_iq4_nl_r8: the relaxed dot with the activation's sign on the weights,
+   * 1.6-1.7x this file's tile), a tail of 1-3 rows or a chunk with an inf / nan scale on the tiles above */
+  if (!xs && nvec >= 2) {
+    const size_t rs = (size_t)(ncols / 32) * sizeof(ae_block_iq4_nl);
+    for (int rc = r0; rc < r1; rc += 64) {
+      const int re = rc + 64 < r1 ? rc + 64 : r1;
+      int r4 = rc + ((re - rc) & ~3), fin = 1;
+      for (int r = rc; r < r4 && fin; r++) fin = ae_row_finite((const uint8_t *)W + (size_t)r * rs, ncols / 32, sizeof(ae_block_iq4_nl));
+      if (!fin) r4 = rc;
+      if (r4 > rc) ae_matmul_rows_iq4_nl_r8(W, ncols, xq, xq_stride, nvec, y, y_stride, rc, r4);
+      if (r4 < re) rows_tiles(0, W, ncols, xq, xq_stride, nvec, y, y_stride, r4, re);
+    }
+    return;
+  }
+#endif
+  rows_tiles(xs, W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1);
 }
 
 void ae_matmul_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
