@@ -109,7 +109,7 @@ entries.forEach(({ type, rev }, i) => {
   const k = fix(show(rev, `src/kernels/simd128/${KFILE[type] ?? `dot_${type}`}_simd128.c`));
   // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
   const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`))
-    .concat(Object.keys(REPACKED).map((t) => `#define ae_repack_${t} kab${i}_repack_${t}`), [`#define ae_matmul_rows_iq4_nl_r8 kab${i}_iq4_nl_r8`]).join('\n');
+    .concat(Object.keys(REPACKED).map((t) => `#define ae_repack_${t} kab${i}_repack_${t}`), [`#define ae_matmul_rows_iq4_nl_r8 kab${i}_iq4_nl_r8`, `#define ae_matmul_rows_iq4_xs_r8 kab${i}_iq4_xs_r8`]).join('\n');
   compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows_${type}(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
   if (NV > 1) {
     let g = null;
@@ -121,7 +121,7 @@ entries.forEach(({ type, rev }, i) => {
     compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\n${g === '' ? `void kab${i}_matmul_rows_${type}(const void *, int, const void *, size_t, int, float *, int, int, int);` : ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'));
     if (g === null) process.stderr.write(`${rev}: no ae_matmul_rows_${type}_simd128, timing the matvec per token over 16-row chunks\n`);
     // the iq4_nl GEMM runs its finite row chunks on the q8_0 R4 tiles (dot_q8_0_r4_simd128.c), at revisions that have it
-    if (g && g.includes('ae_matmul_rows_iq4_nl_r8(')) compile(`${ren}\n${fix(show(rev, 'src/kernels/simd128/dot_q8_0_r4_simd128.c'))}\n`, `r8${i}`, path.join(inc, 'src'));
+    if (g && (g.includes('ae_matmul_rows_iq4_nl_r8(') || g.includes('ae_matmul_rows_iq4_xs_r8('))) compile(`${ren}\n${fix(show(rev, 'src/kernels/simd128/dot_q8_0_r4_simd128.c'))}\n`, `r8${i}`, path.join(inc, 'src'));
   }
 });
 const wasm = path.join(tmp, 'kab.wasm');

@@ -320,13 +320,15 @@ test('q4_0 R4 prefill GEMM and matvec, relaxed build: extreme blocks (every nibb
   kr.release(mr);
 });
 
-test('iq4_nl prefill GEMM, relaxed build: row chunks on the q8_0 R4 tiles (finite scales) and the i16 tile (tails of 1-3 rows, chunks with an inf / NaN scale) == the iq4_nl reference per token bit for bit (row ranges, several row and column chunks, 2..9 tokens)', () => {
-  const r = rng(97), type = T.IQ4_NL, [, bs] = BLOCK[type];
-  for (const [rows, cols, a, b, bad] of [[37, 768, 3, 35, false], [130, 3072, 0, 130, false], [130, 1056, 1, 127, true], [64, 1024, 0, 64, true], [7, 96, 0, 7, false]]) {
-    const mr = kr.mark(), nb = cols / 32;
+test('iq4_nl / iq4_xs prefill GEMM, relaxed build: row groups on the q8_0 R4 step (iq4_nl: chunks with finite scales; iq4_xs: its scales in the i16 dot) and the i16 tile (tails of 1-3 rows, iq4_nl chunks with an inf / NaN scale) == the reference per token bit for bit (row ranges, several row and column chunks, 2..9 tokens)', () => {
+  const r = rng(97);
+  for (const [type, rows, cols, a, b, bad] of [[T.IQ4_NL, 37, 768, 3, 35, false], [T.IQ4_NL, 130, 3072, 0, 130, false], [T.IQ4_NL, 130, 1056, 1, 127, true],
+    [T.IQ4_NL, 64, 1024, 0, 64, true], [T.IQ4_NL, 7, 96, 0, 7, false], [T.IQ4_XS, 37, 768, 3, 35, false], [T.IQ4_XS, 70, 3072, 0, 70, true],
+    [T.IQ4_XS, 66, 1024, 1, 63, true], [T.IQ4_XS, 7, 256, 0, 7, false]]) {
+    const [QK, bs] = BLOCK[type], mr = kr.mark(), nb = cols / QK;
     const w = randomRow(r, type, rows * cols, 0.03), dv = new DataView(w.buffer);
     if (bad) for (const [row, h] of [[5, 0x7c00], [100 % rows, 0xfe00]]) dv.setUint16((row * nb + 3) * bs, h, true);
-    const W = put(kr, w), xs = Math.ceil(kr.rowSize(T.Q8_0, cols) / 64) * 64, NV = 9;
+    const W = put(kr, w), xs = Math.ceil(kr.rowSize(kr.x.kt_traits(type, 0, 2), cols) / 64) * 64, NV = 9;
     const xq = kr.alloc(xs * NV);
     for (let t = 0; t < NV; t++) kr.x.kt_quantize(type, SIMD, kr.putF32(acts(r, cols)), xq + t * xs, cols);
     const yref = kr.alloc(rows * 4 * NV), ystr = rows + 3, y = kr.alloc(ystr * 4 * NV);
@@ -336,7 +338,7 @@ test('iq4_nl prefill GEMM, relaxed build: row chunks on the q8_0 R4 tiles (finit
       kr.x.kt_matmul(type, W, cols, xq, xs, nvec, y, ystr, a, b);
       for (let t = 0; t < nvec; t++) {
         const got = kr.f32(y + t * ystr * 4, ystr);
-        assert.ok(bitsEqualNaN(got.subarray(a, b), kr.f32(yref + (t * rows + a) * 4, b - a)), `${rows}x${cols} rows ${a}..${b}, ${nvec} tokens, token ${t}`);
+        assert.ok(bitsEqualNaN(got.subarray(a, b), kr.f32(yref + (t * rows + a) * 4, b - a)), `${TYPE_NAMES[type]} ${rows}x${cols} rows ${a}..${b}, ${nvec} tokens, token ${t}`);
         for (let i = 0; i < ystr; i++) if (i < a || i >= b) assert.equal(got[i], 1234.5, `row ${i} outside ${a}..${b} written`);
       }
     }

@@ -423,6 +423,10 @@ void ae_matmul_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, si
  * and at most 64, every block scale finite, nvec >= 2; bit for bit ae_matvec_rows_iq4_nl_simd128 per token. */
 void ae_matmul_rows_iq4_nl_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                               int rc, int re);
+/* iq4_xs's the same way (its sub-block scales in the tile's i16 dot): rows [rc, re), re - rc a multiple of 4 and at most 32,
+ * nvec >= 2, any scales; bit for bit ae_matvec_rows_iq4_xs_simd128 per token. */
+void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                              int rc, int re);
 
 /* AE_Q4_K_R4: the relaxed build's load-time layout of a q4_K matrix (the plain build keeps q4_K), rows in groups of 4:
  * per super-block column one 576-byte record (4 x 144 B, in place): the 4 rows' d (8 B) and dmin (8 B), their 6-bit

@@ -47,12 +47,15 @@ int ae_repack_q8_0_r4(void *W, int nrows, int ncols, void *tmp) {
 typedef struct { int8_t ax[32], mx[32]; int32_t c; float dxs; int32_t pad[2]; } r8x;
 _Static_assert(sizeof(r8x) == 80, "r8x layout");
 
-AE_INLINE void prep8(const ae_block_q8_0 *x, r8x *o) {
-  const v128 a = ae_load(x->qs), c = ae_load(x->qs + 16), z = wasm_i32x4_splat(0);
+AE_INLINE void prep8_qs(const int8_t *qs, r8x *o) {   /* 32 activation bytes (a q8_0 block's, a q8_K sub-block's) */
+  const v128 a = ae_load(qs), c = ae_load(qs + 16), z = wasm_i32x4_splat(0);
   const v128 aa = wasm_i8x16_abs(a), ac = wasm_i8x16_abs(c), ma = wasm_i8x16_lt(a, z), mc = wasm_i8x16_lt(c, z);
   ae_store(o->ax, aa); ae_store(o->ax + 16, ac); ae_store(o->mx, ma); ae_store(o->mx + 16, mc);
   const v128 n = wasm_i16x8_add(wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(aa, ma)), wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(ac, mc)));
   o->c = ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(n));
+}
+AE_INLINE void prep8(const ae_block_q8_0 *x, r8x *o) {
+  prep8_qs(x->qs, o);
   o->dxs = ae_h2f_s(x->d) * 0x1p112f;
 }
 
@@ -285,6 +288,136 @@ AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stri
     }
   }
 }
+/* ---- iq4_xs prefill on the same per-chunk step: per super-block of 4 rows a record (XS8_REC bytes, on the stack) of the
+ * 4 d, per sub-block ib its 4 rows' scales ls as i16 pairs (LS16: lanes 2k, 2k + 1 = ls_k) and as i32 (LS32), and its
+ * values in AE_Q8_0_R4's chunk layout. Per chunk and token: the values take the activation's sign (xor, as the q8_0 R4
+ * tile), ae_rdot16 against |x|, then i32x4.dot_i16x8 against LS16 puts ls_k times row k's pair sums in lane k (|.| <=
+ * 2 x 32512 x 32); the sub-block's c = sum(|x| over x < 0) enters once per super-block as sum_ib ls_k c_ib (LS32). So
+ * sumi = sum_ib ls_ib sum(v x), the iq4_xs matvec's integer, and per super-block its float step acc + (float)sumi * (d_w
+ * d_x) with d_w converted exactly (d_x is a float of any size). Bit for bit the iq4_xs matvec per token. ---- */
+#define XS8_ROWS 32
+#define XS8_CB 8   /* super-blocks per column chunk */
+#define XS8_LS16 16
+#define XS8_LS32 144
+#define XS8_VAL 272
+#define XS8_REC (XS8_VAL + 8 * 128)
+AE_INLINE void xs8_records(const uint8_t *W, size_t rs, int r, int c0, int n, uint8_t *out, v128 lut, v128 m) {
+  for (int b = 0; b < n; b++, out += XS8_REC) {
+    const ae_block_iq4_xs *blk[4];
+    _Alignas(16) int16_t ls[4][8];
+    for (int k = 0; k < 4; k++) {
+      blk[k] = (const ae_block_iq4_xs *)(W + (size_t)(r + k) * rs) + c0 + b;
+      wasm_v128_store(ls[k], iq4xs_scales8(blk[k]));
+      __builtin_memcpy(out + 2 * k, &blk[k]->d, 2);
+    }
+    for (int ib = 0; ib < 8; ib++) {
+      wasm_v128_store(out + XS8_LS16 + 16 * ib, wasm_i16x8_make(ls[0][ib], ls[0][ib], ls[1][ib], ls[1][ib], ls[2][ib], ls[2][ib], ls[3][ib], ls[3][ib]));
+      wasm_v128_store(out + XS8_LS32 + 16 * ib, wasm_i32x4_make(ls[0][ib], ls[1][ib], ls[2][ib], ls[3][ib]));
+      v128 v[4][2];
+      for (int k = 0; k < 4; k++) iq4_values(blk[k]->qs + 16 * ib, lut, m, &v[k][0], &v[k][1]);
+      for (int h = 0; h < 2; h++) {   /* pack_rec8's transposition of 32-bit words */
+        const v128 t0 = wasm_i32x4_shuffle(v[0][h], v[1][h], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(v[0][h], v[1][h], 2, 6, 3, 7);
+        const v128 t2 = wasm_i32x4_shuffle(v[2][h], v[3][h], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(v[2][h], v[3][h], 2, 6, 3, 7);
+        uint8_t *o = out + XS8_VAL + 128 * ib + 64 * h;
+        wasm_v128_store(o, wasm_i64x2_shuffle(t0, t2, 0, 2));
+        wasm_v128_store(o + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+        wasm_v128_store(o + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+        wasm_v128_store(o + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+      }
+    }
+  }
+}
+/* G groups (records gs bytes apart) x R8_TT tokens, super-blocks [0, n): x[(8 b + ib) R8_TT + t] token t's sub-block ib,
+ * dx[R8_TT b + t]; each token's splats serve the G groups (as R8_TILE) */
+#define XS8_TILE(NAME, G)                                                                                             \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, const float *dx, volatile v128 *acc) {       \
+  volatile v128 sink[G * R8_TT];                                                                                      \
+  for (int b = 0; b < n; b++, rec += XS8_REC, x += 8 * R8_TT) {                                                       \
+    v128 si[G * R8_TT];                                                                                               \
+    _Pragma("clang loop unroll(full)")                                                                                \
+    for (int i = 0; i < G * R8_TT; i++) {   /* sum_ib ls_k c_ib: the sign moves' offsets */                           \
+      v128 c = wasm_i32x4_splat(0);                                                                                   \
+      for (int ib = 0; ib < 8; ib++)                                                                                  \
+        c = wasm_i32x4_add(c, wasm_i32x4_mul(ae_load(rec + (i / R8_TT) * gs + XS8_LS32 + 16 * ib), wasm_v128_load32_splat(&x[R8_TT * ib + i % R8_TT].c))); \
+      si[i] = c;                                                                                                      \
+    }                                                                                                                 \
+    for (int ib = 0; ib < 8; ib++) {                                                                                  \
+      v128 LS[G];                                                                                                     \
+      for (int g = 0; g < G; g++) LS[g] = ae_load(rec + g * gs + XS8_LS16 + 16 * ib);                                \
+      const r8x *xi = x + R8_TT * ib;                                                                                 \
+      _Pragma("clang loop unroll(full)")                                                                              \
+      for (int j = 0; j < 8; j++) {                                                                                   \
+        v128 v[G];                                                                                                    \
+        for (int g = 0; g < G; g++) v[g] = ae_load(rec + g * gs + XS8_VAL + 128 * ib + 16 * j);                       \
+        _Pragma("clang loop unroll(full)")                                                                            \
+        for (int t = 0; t < R8_TT; t++) {                                                                             \
+          const v128 xm = wasm_v128_load32_splat(xi[t].mx + 4 * j), xa = wasm_v128_load32_splat(xi[t].ax + 4 * j);   \
+          for (int g = 0; g < G; g++) {                                                                               \
+            si[R8_TT * g + t] = wasm_i32x4_add(si[R8_TT * g + t], wasm_i32x4_dot_i16x8(ae_rdot16(wasm_v128_xor(v[g], xm), xa), LS[g])); \
+            sink[R8_TT * g + t] = si[R8_TT * g + t];                                                                  \
+          }                                                                                                           \
+        }                                                                                                             \
+      }                                                                                                               \
+    }                                                                                                                 \
+    for (int g = 0; g < G; g++) {                                                                                     \
+      const uint8_t *d = rec + g * gs;   /* the 4 d as (h << 16) in i32 lanes, converted exactly */                    \
+      v128 h = wasm_i32x4_splat(0);                                                                                   \
+      h = wasm_v128_load16_lane(d, h, 1); h = wasm_v128_load16_lane(d + 2, h, 3);                                     \
+      h = wasm_v128_load16_lane(d + 4, h, 5); h = wasm_v128_load16_lane(d + 6, h, 7);                                 \
+      const v128 dw = ae_h2f_exact(h);                                                                                \
+      _Pragma("clang loop unroll(full)")                                                                              \
+      for (int t = 0; t < R8_TT; t++)                                                                                 \
+        acc[R8_TT * g + t] = wasm_f32x4_add(acc[R8_TT * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(si[R8_TT * g + t]), \
+                                                                               wasm_f32x4_mul(dw, wasm_v128_load32_splat(dx + R8_TT * b + t)))); \
+    }                                                                                                                 \
+  }                                                                                                                   \
+}
+XS8_TILE(tile_xs8, 1)
+XS8_TILE(tile_xs8g, 2)
+
+/* rows [rc, re) (re - rc a multiple of 4, at most XS8_ROWS), nvec >= 2 tokens */
+void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                              int rc, int re) {
+  const int nb = ncols / AE_QK_K;
+  const size_t rs = (size_t)nb * sizeof(ae_block_iq4_xs), gs = (size_t)XS8_CB * XS8_REC;
+  uint8_t recs[(XS8_ROWS / 4) * XS8_CB * XS8_REC] __attribute__((aligned(16)));
+  r8x xs[XS8_CB * 8 * R8_TT];
+  float dx[XS8_CB * R8_TT];
+  volatile v128 acc[2 * R8_TT];
+  v128 lut, m;
+  iq4nl_consts(&lut, &m);
+  const int ng = (re - rc) / 4;
+  for (int c0 = 0; c0 < nb; c0 += XS8_CB) {
+    const int n = nb - c0 < XS8_CB ? nb - c0 : XS8_CB;
+    for (int g = 0; g < ng; g++) xs8_records((const uint8_t *)W, rs, rc + 4 * g, c0, n, recs + (size_t)g * gs, lut, m);
+    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
+      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
+      for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
+        for (int b = 0; b < n; b++) {
+          dx[R8_TT * b + t] = xb[b].d;
+          for (int ib = 0; ib < 8; ib++) prep8_qs(xb[b].qs + 32 * ib, xs + (8 * b + ib) * R8_TT + t);
+        }
+      }
+      int g = 0;
+      for (; g + 2 <= ng; g += 2) {
+        const int r = rc + 4 * g;
+        for (int gg = 0; gg < 2; gg++)
+          for (int t = 0; t < R8_TT; t++) acc[R8_TT * gg + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * gg) : wasm_f32x4_splat(0.0f);
+        tile_xs8g(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        for (int gg = 0; gg < 2; gg++)
+          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * gg, acc[R8_TT * gg + t]);
+      }
+      for (; g < ng; g++) {
+        const int r = rc + 4 * g;
+        for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+        tile_xs8(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+      }
+    }
+  }
+}
+
 /* rows [rc, re) (re - rc a multiple of 4, at most NL8_ROWS, every block scale finite), nvec >= 2 tokens */
 void ae_matmul_rows_iq4_nl_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                               int rc, int re) {

@@ -149,6 +149,14 @@ AE_INLINE void gemm(int xs, const void *W, int ncols, const void *xq, size_t xq_
   /* iq4_nl, relaxed build: rows in chunks of 64, each chunk's groups of 4 whose block scales are all finite as q8_0 R4
    * records on the q8_0 R4 tiles (ae_matmul_rows_iq4_nl_r8: the relaxed dot with the activation's sign on the weights,
    * 1.6-1.7x this file's tile), a tail of 1-3 rows or a chunk with an inf / nan scale on the tiles above */
+  if (xs && nvec >= 2) {   /* iq4_xs: every whole group of 4 on the q8_0 R4 step with its scales (ae_matmul_rows_iq4_xs_r8) */
+    for (int rc = r0; rc < r1; rc += 32) {
+      const int re = rc + 32 < r1 ? rc + 32 : r1, r4 = rc + ((re - rc) & ~3);
+      if (r4 > rc) ae_matmul_rows_iq4_xs_r8(W, ncols, xq, xq_stride, nvec, y, y_stride, rc, r4);
+      if (r4 < re) rows_tiles(1, W, ncols, xq, xq_stride, nvec, y, y_stride, r4, re);
+    }
+    return;
+  }
   if (!xs && nvec >= 2) {
     const size_t rs = (size_t)(ncols / 32) * sizeof(ae_block_iq4_nl);
     for (int rc = r0; rc < r1; rc += 64) {
