@@ -518,10 +518,11 @@ for (const [name, seed, halves, keep, vals] of [['q3_K', 96, [108], [96, 110], [
 
 test('q8_0 / q6_K / q4_K / q5_K / iq4_nl / iq4_xs matvec over row groups read together (halves / quarters of the row range), both builds: == reference bit for bit for any range, with inf / NaN scales in some groups', () => {
   // the q8_0 and iq4_nl / iq4_xs matvecs read 4-row groups i, i + q, i + 2q, i + 3q together and redo a group whose fp16
-  // scales hold an inf / NaN with the exact conversion; q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two
+  // scales hold an inf / NaN with the exact conversion (the relaxed iq4 matvecs in column chunks of 16384: 16416 / 16640
+  // columns cross one); q6_K reads 4-row sets the same way, the relaxed q4_K / q5_K two
   // groups from the two halves. Row counts with and without tails; ranges not aligned to the groups.
   const r = rng(915);
-  for (const kk of [kp, kr]) for (const [type, cols] of [[T.Q8_0, 3072], [T.Q8_0, 160], [T.Q6_K, 768], [T.Q4_K, 512], [T.Q5_K, 256], [T.IQ4_NL, 896], [T.IQ4_NL, 96], [T.IQ4_XS, 768]]) for (const rows of [16, 52, 71, 133]) {
+  for (const kk of [kp, kr]) for (const [type, cols] of [[T.Q8_0, 3072], [T.Q8_0, 160], [T.Q6_K, 768], [T.Q4_K, 512], [T.Q5_K, 256], [T.IQ4_NL, 896], [T.IQ4_NL, 96], [T.IQ4_XS, 768], [T.IQ4_NL, 16416], [T.IQ4_XS, 16640]]) for (const rows of [16, 52, 71, 133]) {
     const mark = kk.mark();
     const W = randomRow(r, type, rows * cols, 0.03), [, bsz] = BLOCK[type], nblk = (rows * cols) / BLOCK[type][0];
     const so = type === T.Q6_K ? 208 : 0;
