@@ -5,7 +5,8 @@
 //                                 [--repack on,off] [--spin 20000,200000] [--single-below 0,16e6]
 //                                 (--threads, --spin and --single-below: comma lists too; --single-below: bytes, the
 //                                 EngineOptions.singleThreadBelow of the runs with more than one thread)
-//                                 [--prefill 64]   (also: CPU and wall time of one P-token prompt forward, per round)
+//                                 [--prefill 64]   (also: CPU and wall time of one P-token prompt forward, per round,
+//                                                   and its ms per op class with the matmuls' GMAC/s)
 //                                 [--context 2000] (the decode tokens follow a prompt of that many tokens instead of
 //                                                   8: attention over a long context; give --ctx above it)
 // Builds (and repack settings) are loaded once each and measured in interleaved rounds; medians per cell.
@@ -47,6 +48,15 @@ for (let l = 0; l < c.n_layers; l++) {
   bytes.attn_out += tb(p + 'attn_output.weight');
   bytes.ffn += tb(p + 'ffn_gate.weight') + tb(p + 'ffn_up.weight') + tb(p + 'ffn_down.weight');
 }
+// weights (parameters) per op class, for the prefill's GMAC/s
+const tn = (n) => { const i = e0.tensorInfo(n); return i ? i.shape.reduce((a, b) => a * b, 1) : 0; };
+const params = { qkv: 0, attn_out: 0, ffn: 0 };
+for (let l = 0; l < c.n_layers; l++) {
+  const p = `blk.${l}.`;
+  params.qkv += tn(p + 'attn_qkv.weight') + tn(p + 'attn_q.weight') + tn(p + 'attn_k.weight') + tn(p + 'attn_v.weight');
+  params.attn_out += tn(p + 'attn_output.weight');
+  params.ffn += tn(p + 'ffn_gate.weight') + tn(p + 'ffn_up.weight') + tn(p + 'ffn_down.weight');
+}
 const dtypes = [...new Set(['attn_qkv', 'attn_q', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'].map((n) => e0.tensorInfo(`blk.0.${n}.weight`)?.dtype).filter(Boolean))];
 const outType = (e0.tensorInfo('output.weight') ?? e0.tensorInfo('token_embd.weight')).dtype;
 
@@ -56,10 +66,15 @@ function measure(model) {
   if (P > 0) {   // one P-token prompt forward from position 0 (the prefill GEMM path), CPU and wall time
     const ids = Array.from({ length: P }, (_, i) => 100 + ((i * 7919) % 20000));
     model.reset();
+    e.setTiming(true);
     const c = process.cpuUsage(), t = performance.now();
     e.forward(ids, 0);
     const w = performance.now() - t, cu = process.cpuUsage(c);
-    pre = { cpu: (cu.user + cu.system) / 1000, wall: w };
+    const pt = e.opTimes();
+    e.setTiming(false);
+    const ops = {};
+    pt.ops.forEach((op, k) => { ops[op] = pt.layers.reduce((a, r) => a + r[k], 0) + pt.global[k]; });
+    pre = { cpu: (cu.user + cu.system) / 1000, wall: w, ops };
     model.reset();
   }
   const prompt = C > 8 ? Array.from({ length: C }, (_, i) => 100 + ((i * 7919) % 20000)) : [1, 450, 3681, 1044, 338, 263, 1243, 9508];
@@ -122,6 +137,13 @@ row('generate() per token', (x) => x.generate);
 if (P > 0) {
   row(`prefill: CPU ms of one ${P}-token prompt forward`, (x) => x.pre.cpu);
   row(`prefill: wall ms of one ${P}-token prompt forward`, (x) => x.pre.wall);
+  console.log(`\n| prefill of ${P} tokens: ms per op class (timing counters on) | ${variants.map((v) => v.name).join(' | ')} | GMAC/s (weights x tokens / op time) |`);
+  console.log(`|---|${variants.map(() => '---').join('|')}|---|`);
+  for (const op of Object.keys(variants[0].res[0].pre.ops)) {
+    const ms = median(variants[0].res.map((x) => x.pre.ops[op]));
+    const n = params[op] ?? 0;   // the matmul op classes; the output head runs for the last token only
+    row(op, (x) => x.pre.ops[op], n ? ((n * P) / (ms * 1e6)).toFixed(1) : '');
+  }
 }
 console.log(`\n| GB/s (weights streamed / op time) | ${variants.map((v) => v.name).join(' | ')} |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|`);
