@@ -17,7 +17,7 @@
 // Aether Chromium by the engine's own stats; wllama by llama-server's timings (prompt / predicted per second).
 //
 //   node bench/peers.mjs [--shapes s15m,phi3] [--dtypes f32,q8_0,q4_0] [--layers N] [--runtimes LIST]
-//        [--prompt-tokens 64] [--gen-tokens 32] [--reps 3] [--threads 1] [--ctx 512] [--out /work/gen/peers] [--json]
+//        [--prompt-tokens 64] [--prompt-seed 1] [--gen-tokens 32] [--reps 3] [--threads 1] [--ctx 512] [--out /work/gen/peers] [--json]
 //
 //   --runtimes  comma list of: aether-node, aether-node-plain, aether-chromium, aether-chromium-plain, llama-native,
 //               wllama, wllama-compat (default: all)
@@ -63,7 +63,7 @@ async function shapeFile(shape, dtype, { layers, out }) {
 export function parseOptions(argv) {
   const a = args(argv);
   const known = new Set(['--shapes', '--dtypes', '--layers', '--runtimes', '--prompt-tokens', '--gen-tokens', '--reps', '--threads',
-    '--ctx', '--out', '--file', '--fused-dot', '--json', '--md', '--help', '-h']);
+    '--ctx', '--out', '--file', '--fused-dot', '--prompt-seed', '--json', '--md', '--help', '-h']);
   for (const x of argv) if (x.startsWith('-') && !known.has(x)) throw new Error(`peers: unknown option ${x}`);
   const list = (flag, def) => a.opt(flag, def).split(',').filter(Boolean);
   const int = (flag, def, min = 1) => {
@@ -76,7 +76,7 @@ export function parseOptions(argv) {
     shapes: list('--shapes', 's15m,phi3'), dtypes: list('--dtypes', 'f32,q8_0,q4_0'), runtimes: list('--runtimes', RUNTIMES.join(',')),
     layers: a.opt('--layers') === undefined ? undefined : int('--layers', 0), P: int('--prompt-tokens', 64), G: int('--gen-tokens', 32, 2),
     reps: int('--reps', 3), threads: int('--threads', 1), ctx: int('--ctx', 512), out: a.opt('--out', '/work/gen/peers'),
-    file: a.opt('--file'), fusedDot: { auto: 'auto', on: true, off: false }[a.opt('--fused-dot', 'auto')],
+    file: a.opt('--file'), promptSeed: int('--prompt-seed', 1, 0), fusedDot: { auto: 'auto', on: true, off: false }[a.opt('--fused-dot', 'auto')],
   };
   if (o.fusedDot === undefined) throw new Error('peers: --fused-dot expects auto, on or off');
   for (const s of o.shapes) if (!SHAPE_NAMES.includes(s)) throw new Error(`peers: unknown shape ${s} (${SHAPE_NAMES.join(', ')})`);
@@ -253,7 +253,14 @@ async function openWllama(file, o, compat) {
     info,
     async run(ids, text) {
       return page.evaluate(async ({ P, text, G }) => {
-        const r = await window.peerWllama.createCompletion({ prompt: text, max_tokens: G, temperature: 0, top_k: 1, ignore_eos: true, cache_prompt: false, stream: false });
+        let r;
+        try {
+          r = await window.peerWllama.createCompletion({ prompt: text, max_tokens: G, temperature: 0, top_k: 1, ignore_eos: true, cache_prompt: false, stream: false });
+        } catch (e) {
+          // wllama's llama-server serialises the completion's text as JSON and throws on invalid UTF-8, which a random-weight
+          // model's continuation can hold (a byte token's lead byte before an ASCII piece): another --prompt-seed avoids it
+          throw new Error(`wllama's completion failed (${e.message}); with the page's log (PEERS_DEBUG=1) showing "invalid UTF-8", the greedy continuation of this prompt is not UTF-8: try another --prompt-seed`);
+        }
         const t = r.timings;
         if (!t || t.prompt_n !== P || t.predicted_n !== G) throw new Error(`wllama timings: ${JSON.stringify(t)} (prompt ${P}, G ${G})`);
         return { prefillTps: t.prompt_per_second, decodeTps: ((t.predicted_n - 1) / t.predicted_ms) * 1000, text: r.choices[0].text, tokens: null };
@@ -341,7 +348,7 @@ async function main() {
       const types = ggufGet(g, 'tokenizer.ggml.token_type', 'array', true);
       const normal = [];
       types.forEach((t, i) => { if (Number(t) === 1) normal.push(i); });
-      const prompt = await makePrompt(file, o.P, normal);
+      const prompt = await makePrompt(file, o.P, normal, o.promptSeed);
       const ids = prompt.ids;
       const sessions = {};
       for (const rt of o.runtimes) sessions[rt] = await open(rt, file, rknot, o);

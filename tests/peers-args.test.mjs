@@ -10,7 +10,9 @@ test('peers.mjs: defaults, options, bad values refused', () => {
   assert.deepEqual(d.shapes, ['s15m', 'phi3']);
   assert.deepEqual(d.dtypes, ['f32', 'q8_0', 'q4_0']);
   assert.deepEqual(d.runtimes, RUNTIMES);
-  assert.deepEqual([d.P, d.G, d.reps, d.threads, d.ctx, d.layers], [64, 32, 3, 1, 512, undefined]);
+  assert.deepEqual([d.P, d.G, d.reps, d.threads, d.ctx, d.layers, d.promptSeed], [64, 32, 3, 1, 512, undefined, 1]);
+  assert.equal(parseOptions(['--prompt-seed', '7']).promptSeed, 7);
+  assert.throws(() => parseOptions(['--prompt-seed', 'x']), /--prompt-seed expects an integer >= 0/);
   const o = parseOptions(['--shapes', 'phi3', '--layers', '2', '--dtypes', 'q4_0', '--runtimes', 'aether-node,llama-native', '--reps', '5', '--json']);
   assert.deepEqual([o.shapes, o.layers, o.dtypes, o.runtimes, o.reps, o.json], [['phi3'], 2, ['q4_0'], ['aether-node', 'llama-native'], 5, true]);
   assert.ok(RUNTIMES.includes('wllama') && RUNTIMES.includes('wllama-compat') && RUNTIMES.includes('llama-native'));
