@@ -239,6 +239,7 @@ AE_INLINE v128 group_k5(const uint8_t *rec, int n, const ae_block_q8_K *x, const
   const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
   for (int b = 0; b < n; b++, rec += AE_RK5_REC) {
     const int8_t *q = x[b].qs;
+    __asm__("" : "+r"(q));   /* opaque: the splats fold their constant offsets (1.06x, docs/PERFORMANCE.md "Session 19") */
     const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
     v128 sq = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
@@ -267,6 +268,7 @@ AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *
     rk4_rec4(r, (size_t)b * AE_RK5_REC, p, sc, sq);
     const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
     const int8_t *q = x[b].qs;
+    __asm__("" : "+r"(q));   /* opaque: the splats fold their constant offsets (1.06x, docs/PERFORMANCE.md "Session 19") */
 #pragma clang loop unroll(full)
     for (int j = 0; j < 8; j++) {
 #pragma clang loop unroll(full)
