@@ -189,16 +189,21 @@ static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float
  * at dim 288 the 16-row minimum made decode steps of 15-18 chunks of ~1 us of work, and s15m 2-thread decode ran
  * 4-13% slower than with these (prefill keeps its chunks: one A/B at SmolLM2-135M's shape gave the larger ones
  * 4-6% slower, within this VM's noise; docs/PERFORMANCE.md "Session 8"). With 2 threads decode chunks are the
- * same from 1024 rows up. Rows are a multiple of `align` (4: the 4-row matvec groups; or an activation block size
- * when the chunk's output is converted). */
-static int chunk_rows(int rows, int n, int nth, int align) {
+ * same from 1024 rows up. Session 19: a decode chunk also holds at least AE_DECODE_CHUNK_MACS multiply-adds (rows x
+ * cols; cols 0: no such minimum), which changes only matrices under 1024 columns: at s15m's dim 288 a step had 12-13
+ * chunks of ~0.5 us, now 2-6 (2-thread decode 1.05x; docs/PERFORMANCE.md "Session 19"). Rows are a multiple of
+ * `align` (4: the 4-row matvec groups; or an activation block size when the chunk's output is converted). */
+#define AE_DECODE_CHUNK_MACS 65536
+static int chunk_rows(int rows, int cols, int n, int nth, int align) {
   if (nth <= 1) return rows > 0 ? rows : 1;
   int c;
   if (n > 1) {
     c = (rows + 8 * nth - 1) / (8 * nth);
     if (c < 16) c = 16;
   } else {
-    int nch = rows / 64;                       /* chunks of at least ~64 rows */
+    int mr = cols > 0 ? AE_DECODE_CHUNK_MACS / cols : 0;
+    if (mr < 64) mr = 64;
+    int nch = rows / mr;                       /* chunks of at least ~64 rows and ~64K multiply-adds */
     if (nch > 8 * nth) nch = 8 * nth;          /* at most 8 per thread */
     nch = nch / nth * nth;                     /* a multiple of the thread count */
     if (nch < nth) nch = nth;
@@ -343,8 +348,8 @@ static void ffn_dense(ae_model *m, ae_layer *L, int n, int ith, int nth, ae_pool
   }
   const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
   const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
-  const int cr = chunk_rows(H, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
-  const int cr_down = chunk_rows(D, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+  const int cr = chunk_rows(H, D, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+  const int cr_down = chunk_rows(D, H, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
   for (int c; (c = ae_dyn_claim(d, nch)) >= 0;) gate_up_chunk(m, L, n, c * cr, c * cr + cr < H ? c * cr + cr : H);
   if (ith == 0) L->ffn_active = n * H;
   ae_barrier(pool);
@@ -487,7 +492,7 @@ static mm_plan mm_plan_of(const mm_item *it, int nit, int n, int nth) {
   mm_plan p;
   p.total = 0;
   for (int i = 0; i < nit; i++) {
-    p.cr[i] = chunk_rows(it[i].w->ne1, n, nth, 4);
+    p.cr[i] = chunk_rows(it[i].w->ne1, it[i].w->ne0, n, nth, 4);
     p.nc[i] = it[i].w->data ? (it[i].w->ne1 + p.cr[i] - 1) / p.cr[i] : 0;
     p.total += p.nc[i];
   }
@@ -742,8 +747,8 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
     if (dense) {   /* gate / up rows in chunks aligned to down's activation block, act and conversion per chunk */
       const ae_type dt = (ae_type)L->w_down.type, dvt = ae_traits(dt)->vec_dot_type;
       const int blk = dvt == AE_F32 ? 4 : ae_traits(dvt)->blck_size;
-      const int cr = chunk_rows(H, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
-      const int cr_down = chunk_rows(D, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
+      const int cr = chunk_rows(H, D, n, nth, blk % 4 ? 4 * blk : blk), nch = (H + cr - 1) / cr;
+      const int cr_down = chunk_rows(D, H, n, nth, 4), nch_down = (D + cr_down - 1) / cr_down;
       FLOW_CHUNKS(nch, ch) {
         gate_up_chunk(m, L, n, ch * cr, ch * cr + cr < H ? ch * cr + cr : H);
         FLOW_LAST(nch) { L->ffn_active = n * H; ae_flow_complete(&fl); }
@@ -780,7 +785,7 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
       FLOW_LAST(ntc) ae_flow_complete(&fl);
     }
     FLOW_WAIT(ntc);
-    const int dc = chunk_rows(D, n, nth, 4), ndc = (D + dc - 1) / dc;
+    const int dc = chunk_rows(D, 0, n, nth, 4), ndc = (D + dc - 1) / dc;
     FLOW_CHUNKS(ndc, ch) {   /* split by dimension, rows summed in order: the same sums on any thread count */
       const int i0 = ch * dc, i1 = i0 + dc < D ? i0 + dc : D;
       for (int i = i0; i < i1; i++) {
