@@ -69,26 +69,7 @@ AE_INLINE void q2k_block4(const ae_block_q2_K *const wb[4], const ae_block_q8_K 
   __asm__("" : "+r"(sc) : : "memory");
   v128 acc[4] = {wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0)};
   volatile v128 sink[4];   /* stored after each sub-block: keeps the compilers from hoisting every load (spills) */
-#pragma clang loop unroll(full)
-  for (int nn = 0; nn < 2; nn++)
-#pragma clang loop unroll(full)
-    for (int j = 0; j < 4; j++)
-#pragma clang loop unroll(full)
-      for (int half = 0; half < 2; half++) {
-        const int s = 8 * nn + 2 * j + half;
-        const v128 xv = ae_load(x->qs + 16 * s);
-#if AE_RELAXED
-        const v128 xe = xv, xo = xv;   /* unused */
-#else
-        const v128 xe = ae_i8_even(xv), xo = ae_i8_odd(xv);
-#endif
-#pragma clang loop unroll(full)
-        for (int k = 0; k < 4; k++) {
-          const v128 u = q2k_q(ae_load(w[k]->qs + 32 * nn + 16 * half), j, m3);
-          acc[k] = q3k_sc16(acc[k], xv, xe, xo, u, sc[k] + s);
-        }
-        sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
-      }
+  Q3K_SUBBLOCKS4(x, sc, acc, sink, q2k_q(ae_load(w[k]->qs + 32 * nn + 16 * half), j, m3));
   *q = ae_reduce4_i32(acc[0], acc[1], acc[2], acc[3]);
 }
 

@@ -73,4 +73,28 @@ AE_INLINE v128 q3k_sc16(v128 acc, v128 xv, v128 xe, v128 xo, v128 u, const int16
 #endif
 }
 
+/* The 4 rows' sub-block loop of the q2_K / q3_K matvecs (row k's unsigned values of 16-value sub-block s = 8 nn + 2 j +
+ * half are VALUE, an expression of k, nn, j and half): per sub-block the activation vector loaded once (plain: split
+ * into even / odd i16 once) for the 4 rows, acc[k] = q3k_sc16(.., sc[k] + s), the 4 sums stored to the volatile sink
+ * after each sub-block (keeps the compilers from hoisting every load: spills). */
+#if AE_RELAXED
+#define Q3K_XSPLIT(xv, xe, xo) const v128 xe = xv, xo = xv   /* unused */
+#else
+#define Q3K_XSPLIT(xv, xe, xo) const v128 xe = ae_i8_even(xv), xo = ae_i8_odd(xv)
+#endif
+#define Q3K_SUBBLOCKS4(x, sc, acc, sink, VALUE)                                                                   \
+  _Pragma("clang loop unroll(full)")                                                                              \
+  for (int nn = 0; nn < 2; nn++)                                                                                  \
+    _Pragma("clang loop unroll(full)")                                                                            \
+    for (int j = 0; j < 4; j++)                                                                                   \
+      _Pragma("clang loop unroll(full)")                                                                          \
+      for (int half = 0; half < 2; half++) {                                                                      \
+        const int s = 8 * nn + 2 * j + half;                                                                      \
+        const v128 xv = ae_load((x)->qs + 16 * s);                                                                \
+        Q3K_XSPLIT(xv, xe, xo);                                                                                   \
+        _Pragma("clang loop unroll(full)")                                                                        \
+        for (int k = 0; k < 4; k++) (acc)[k] = q3k_sc16((acc)[k], xv, xe, xo, (VALUE), (sc)[k] + s);              \
+        (sink)[0] = (acc)[0]; (sink)[1] = (acc)[1]; (sink)[2] = (acc)[2]; (sink)[3] = (acc)[3];                   \
+      }
+
 #endif
