@@ -182,6 +182,17 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile
 R8_TILE(tile8, 1)
 R8_TILE(tile8g, R8_TG)
 
+/* The tile accumulators of G groups (rows r + 4 g) x the R8_TT tokens t0 + t: loaded from y (the column chunks before
+ * c0; zero at the first), stored back for the nt real tokens. Shared by the q8_0, iq4_nl and iq4_xs drivers below. */
+AE_INLINE void r8_acc_load(volatile v128 *acc, int G, const float *y, int y_stride, int t0, int nt, int r, int c0) {
+  for (int g = 0; g < G; g++)
+    for (int t = 0; t < R8_TT; t++) acc[R8_TT * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+}
+AE_INLINE void r8_acc_store(const volatile v128 *acc, int G, float *y, int y_stride, int t0, int nt, int r) {
+  for (int g = 0; g < G; g++)
+    for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[R8_TT * g + t]);
+}
+
 AE_INLINE void gemm8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride, int a0,
                      int a1, const int f) {
   const int nb = ncols / AE_QK8_0;
@@ -200,17 +211,14 @@ AE_INLINE void gemm8(const void *W, int ncols, const void *xq, size_t xq_stride,
         }
         int r = rc;
         for (; r + 4 * R8_TG <= re; r += 4 * R8_TG) {
-          for (int g = 0; g < R8_TG; g++)
-            for (int t = 0; t < R8_TT; t++) acc[R8_TT * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-          const uint8_t *w0 = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
-          tile8g(w0, 4 * rs, n, xs, acc, f);
-          for (int g = 0; g < R8_TG; g++)
-            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[R8_TT * g + t]);
+          r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
+          tile8g((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f);
+          r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
         }
         for (; r < re; r += 4) {
-          for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
           tile8((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f);
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+          r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
         }
       }
     }
@@ -273,17 +281,15 @@ AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stri
       int g = 0;
       for (; g + R8_TG <= ng; g += R8_TG) {
         const int r = rc + 4 * g;
-        for (int gg = 0; gg < R8_TG; gg++)
-          for (int t = 0; t < R8_TT; t++) acc[R8_TT * gg + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * gg) : wasm_f32x4_splat(0.0f);
+        r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
         tile8g(recs + (size_t)g * gs, gs, n, xs, acc, f);
-        for (int gg = 0; gg < R8_TG; gg++)
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * gg, acc[R8_TT * gg + t]);
+        r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
       }
       for (; g < ng; g++) {
         const int r = rc + 4 * g;
-        for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+        r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
         tile8(recs + (size_t)g * gs, gs, n, xs, acc, f);
-        for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
       }
     }
   }
@@ -402,17 +408,15 @@ void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t x
       int g = 0;
       for (; g + 2 <= ng; g += 2) {
         const int r = rc + 4 * g;
-        for (int gg = 0; gg < 2; gg++)
-          for (int t = 0; t < R8_TT; t++) acc[R8_TT * gg + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * gg) : wasm_f32x4_splat(0.0f);
+        r8_acc_load(acc, 2, y, y_stride, t0, nt, r, c0);
         tile_xs8g(recs + (size_t)g * gs, gs, n, xs, dx, acc);
-        for (int gg = 0; gg < 2; gg++)
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * gg, acc[R8_TT * gg + t]);
+        r8_acc_store(acc, 2, y, y_stride, t0, nt, r);
       }
       for (; g < ng; g++) {
         const int r = rc + 4 * g;
-        for (int t = 0; t < R8_TT; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+        r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
         tile_xs8(recs + (size_t)g * gs, gs, n, xs, dx, acc);
-        for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+        r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
       }
     }
   }
