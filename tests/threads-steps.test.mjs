@@ -75,3 +75,22 @@ test('single-thread decode rule: decodeBytes, no job published below the thresho
     } finally { model.dispose(); }
   }
 });
+
+test('a pool of more threads than the model was laid out for is refused before any thread runs, and the engine stays usable', async () => {
+  const { file } = await generateModel('llama', 'q8_0', 12);
+  const model = await load(file, { threads: 2, maxBatch: 4, singleThreadBelow: 0 });
+  try {
+    const e = model.engine;
+    const want = run(model);
+    model.reset();
+    // the per-thread scratch (attention scores, converted queries) is laid out for cfg.max_threads = 2: a pool whose
+    // nth (ae_pool: gen, n_pending, nth, ...) says 3 must not start the forward
+    const nth = new Int32Array(e.heap.memory.buffer, e['pool'], 3);
+    assert.equal(nth[2], 2);
+    nth[2] = 3;
+    assert.throws(() => e.forward(PROMPT, 0), (err) => err.code === 'invalid_argument');
+    nth[2] = 2;
+    model.reset();
+    assert.ok(same(want, run(model)), 'the same logits after the refusal');
+  } finally { model.dispose(); }
+});

@@ -29,6 +29,8 @@ static int all_dense(const ae_model *m) {
  * overflow) -> AE_ERR_NONFINITE instead of a sampler picking garbage. @return ae_status */
 AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
   const ae_model *mm = a->model;
+  /* the per-thread scratch (att, qconv) is laid out for cfg.max_threads threads: a larger pool would write past it */
+  if (mm->initialised && pool->nth > mm->cfg.max_threads) return a->status = AE_ERR_INVALID_ARG;
   if (a->n_tokens == 1 && mm->initialised && mm->decode_bytes < mm->single_below && all_dense(mm)) {
     /* a small decode step: on this thread alone (the same bits; docs/DESIGN.md "Forward pass and threads") */
     if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED;
