@@ -83,7 +83,7 @@ const out = { machine: machine(), mib: MIB, passes: PASSES, rounds: ROUNDS, resu
 for (const { ws } of pools.values()) for (const w of ws) await w.terminate();
 if (has('--json')) console.log(JSON.stringify(out, null, 1));
 else {
-  console.log(`streaming read, wasm SIMD128, ${MIB} MiB per thread x ${PASSES} passes, ${ROUNDS} interleaved rounds; load ${out.machine.loadavg.map((x) => x.toFixed(1)).join(' / ')}`);
+  console.log(`streaming read, wasm SIMD128, ${MIB} MiB per thread x ${PASSES} passes, ${ROUNDS} interleaved rounds; load ${out.machine.loadavg.map((x) => x.toFixed(1)).join(' / ')}; THP ${out.machine.thp ?? 'n/a'}`);
   const base = out.results[0];
   for (const r of out.results) console.log(`  ${r.threads} thread(s): best ${r.best_gbs.toFixed(1)} GB/s, median ${r.median_gbs.toFixed(1)} GB/s (x${(r.median_gbs / base.median_gbs).toFixed(2)} of ${base.threads} thread median)`);
 }

@@ -11,7 +11,7 @@
 // --prefill P: also one P-token prompt forward per round and build (no logits but the last token's, as a prompt;
 // CPU ms per prompt token and prompt tokens per CPU second), before the decode part.
 import path from 'node:path';
-import { args, machine, median, wasmFlags } from './lib/common.mjs';
+import { args, hugePagesMB, machine, median, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -52,7 +52,7 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
   v.model.reset();
 }
 const m1 = machine();
-console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}`);
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
 console.log(`\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) | min |\n|---|---|---|---|---|`);
 for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(3)} | ${Math.min(...v.cpu).toFixed(3)} | ${median(v.wall).toFixed(3)} | ${Math.min(...v.wall).toFixed(3)} |`);
 if (P > 0) {

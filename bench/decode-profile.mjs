@@ -13,7 +13,7 @@
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
 // process CPU time per forward + sample (with 1 thread the compute itself: other processes add wall time, not this).
-import { args, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
+import { args, hugePagesMB, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -120,7 +120,7 @@ const m1 = machine();
 const f = (x) => x.toFixed(3);
 console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; matrices ${dtypes.join('/')}, output ${outType}`);
 if (C > 8) console.log(`decode after a prompt of ${C} tokens (positions ${C}..${C + 4 + N})`);
-console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}`);
+console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
 const opNames = Object.keys(variants[0].res[0].ops);
 console.log(`\n| ms per token | ${variants.map((v) => v.name).join(' | ')} | MB per token |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|---|`);

@@ -27,7 +27,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
-import { args, repoRoot } from './lib/common.mjs';
+import { args, repoRoot, thpMode } from './lib/common.mjs';
 
 v8.setFlagsFromString('--no-liftoff');
 v8.setFlagsFromString('--experimental-wasm-relaxed-simd');
@@ -229,7 +229,7 @@ if (has('--browser')) {
     host = `Chromium (${CHROMIUM}: ${await page.evaluate(() => navigator.userAgent.match(/Chrome\/[\d.]+/)?.[0])}), wall time`;
   } finally { await close(); }
 } else best = new Map(await runAB(bytes, cfg));
-console.log(`${types.join(', ')} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, ${host}; load ${os.loadavg()[0].toFixed(1)}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
+console.log(`${types.join(', ')} ${rows}x${cols}${NV > 1 ? ` GEMM x ${NV} tokens` : ''} ${mode}, ${relaxed ? 'relaxed' : 'plain'} build (${cc}), 1 thread, best of ${rounds} interleaved rounds, ${host}; load ${os.loadavg()[0].toFixed(1)}, THP ${thpMode() ?? 'n/a'}; every revision bit-identical to the ${QK === 1 ? `${revs[0]} matvec per token` : 'reference'}`);
 const matBytes = rows * (cols / QK) * bs, NT = Math.max(1, NV);
 for (const [name, ms] of best) {
   console.log(`  ${name.padEnd(12)} ${ms.toFixed(3)} ms  ${(matBytes / ms / 1e6).toFixed(1)} GB/s${name !== 'read probe' ? `  ${(rows * cols * NT / ms / 1e6).toFixed(2)} GMAC/s` : ''}`);

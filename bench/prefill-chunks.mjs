@@ -66,7 +66,7 @@ for (let r = 0; r < rounds; r++) {
 const m1 = machine();
 const c = model.config;
 console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; ${simd} build, 1 thread, ${P}-token prompt, ${rounds} interleaved rounds`);
-console.log(`${m0.cpu}, Node ${m0.node}, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}; the prompt's logits bit-identical in every case`);
+console.log(`${m0.cpu}, Node ${m0.node}, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'}; the prompt's logits bit-identical in every case`);
 const opNames = Object.keys(res[Object.keys(res)[0]][0]).filter((k) => k !== 'cpu');
 console.log(`\n| case | CPU ms median | min | tok/s (median) | ${opNames.map((o) => `${o} ms`).join(' | ')} |`);
 console.log(`|---|---|---|---|${opNames.map(() => '---').join('|')}|`);

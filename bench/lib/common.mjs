@@ -26,9 +26,25 @@ export function cpuName() {
   return os.cpus()[0]?.model;
 }
 
-/** What a report records about the run: date, Node, cores, CPU, load average now. */
+/** Linux transparent huge pages mode ('always', 'madvise' or 'never'; null elsewhere). V8 never madvises a wasm memory,
+ *  so only 'always' gives it 2 MB pages (hugePagesMB shows it): a property of the machine that changes TLB behaviour,
+ *  so every report names it (on the project's VM it did not explain the swings of memory speed between processes:
+ *  docs/PERFORMANCE.md "Session 20"). */
+export function thpMode() {
+  try { return fs.readFileSync('/sys/kernel/mm/transparent_hugepage/enabled', 'utf8').match(/\[(\w+)\]/)?.[1] ?? null; } catch { return null; }
+}
+
+/** MB of this process's memory in transparent huge pages now (Linux; null elsewhere). */
+export function hugePagesMB() {
+  try {
+    const m = fs.readFileSync('/proc/self/smaps_rollup', 'utf8').match(/AnonHugePages:\s+(\d+) kB/);
+    return m ? Math.round(Number(m[1]) / 1024) : null;
+  } catch { return null; }
+}
+
+/** What a report records about the run: date, Node, cores, CPU, load average now, the huge pages mode. */
 export function machine() {
-  return { date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu: cpuName(), loadavg: os.loadavg() };
+  return { date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu: cpuName(), loadavg: os.loadavg(), thp: thpMode() };
 }
 
 export function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; }
