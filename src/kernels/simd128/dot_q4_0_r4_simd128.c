@@ -467,17 +467,17 @@ AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int k
 }
 _Static_assert(sizeof(xt4) == 160, "xt4 layout");
 
-/* q4_0's i16 tile: G groups (gs bytes apart) x 3 tokens (prep_tk's records with k = 3: q[3][32], nsum[3], dxs[3],
- * 120 B). Per record the chunks are loaded and their nibbles unpacked once for the 3 tokens, each token's 8 splats per
+/* q4_0's i16 tile: G groups (gs bytes apart) x K tokens (prep_tk's records with k = K: q[K][32], nsum[K], dxs[K],
+ * 40 K B). Per record the chunks are loaded and their nibbles unpacked once for the K tokens, each token's 8 splats per
  * block serve the G groups; the i16 lanes start at the block's offsets (r4_off16, in nsum), so the float step needs no
  * -8 sum(x) term; the sums go to a volatile slot after each chunk (see above). */
-#define R4_G3(NAME, G)                                                                                               \
+#define R4_GK(NAME, G, K)                                                                                               \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, volatile v128 *acc) {                    \
-  volatile v128 sink[3 * G];                                                                                         \
+  volatile v128 sink[K * G];                                                                                         \
   const v128 m = wasm_i8x16_splat(0x0f);                                                                             \
-  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 120) {                                                          \
-    v128 s[3 * G];                                                                                                   \
-    for (int t = 0; t < 3; t++) { const v128 o = wasm_v128_load32_splat(x + 96 + 4 * t); for (int g = 0; g < G; g++) s[3 * g + t] = o; } \
+  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 40 * K) {                                                          \
+    v128 s[K * G];                                                                                                   \
+    for (int t = 0; t < K; t++) { const v128 o = wasm_v128_load32_splat(x + 32 * K + 4 * t); for (int g = 0; g < G; g++) s[K * g + t] = o; } \
     _Pragma("clang loop unroll(full)")                                                                               \
     for (int j = 0; j < 4; j++) {                                                                                    \
       v128 lo[G], hi[G];                                                                                             \
@@ -486,24 +486,26 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, vola
         lo[g] = wasm_v128_and(v, m); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), m);                                 \
       }                                                                                                              \
       _Pragma("clang loop unroll(full)")                                                                             \
-      for (int t = 0; t < 3; t++) {                                                                                  \
+      for (int t = 0; t < K; t++) {                                                                                  \
         const v128 xl = wasm_v128_load32_splat(x + 32 * t + 8 * j), xh = wasm_v128_load32_splat(x + 32 * t + 8 * j + 4); \
         for (int g = 0; g < G; g++) {                                                                                \
-          s[3 * g + t] = wasm_i16x8_add(s[3 * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));    \
-          sink[3 * g + t] = s[3 * g + t];                                                                            \
+          s[K * g + t] = wasm_i16x8_add(s[K * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));    \
+          sink[K * g + t] = s[K * g + t];                                                                            \
         }                                                                                                            \
       }                                                                                                              \
     }                                                                                                                \
     for (int g = 0; g < G; g++) {                                                                                    \
       const v128 dw = rec_scales(rec + g * gs);                                                                      \
-      for (int t = 0; t < 3; t++)                                                                                    \
-        acc[3 * g + t] = wasm_f32x4_add(acc[3 * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(                     \
-            wasm_i32x4_extadd_pairwise_i16x8(s[3 * g + t])), wasm_f32x4_mul(dw, wasm_v128_load32_splat(x + 108 + 4 * t)))); \
+      for (int t = 0; t < K; t++)                                                                                    \
+        acc[K * g + t] = wasm_f32x4_add(acc[K * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(                     \
+            wasm_i32x4_extadd_pairwise_i16x8(s[K * g + t])), wasm_f32x4_mul(dw, wasm_v128_load32_splat(x + 36 * K + 4 * t)))); \
     }                                                                                                                \
   }                                                                                                                  \
 }
-R4_G3(gemm_tile3g1, 1)
-R4_G3(gemm_tile3g2, 2)
+R4_GK(gemm_tile3g1, 1, 3)
+R4_GK(gemm_tile3g2, 2, 3)
+R4_GK(gemm_tile4g1, 1, 4)
+R4_GK(gemm_tile4g2, 2, 4)
 
 #define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
 
@@ -571,9 +573,35 @@ AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile 
   }
 }
 
-/* The tiles' driver (k = 3: q4_0's i16 tile over 2 groups, k = 4: the q5 i16 tiles, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k
- * (a last group of fewer tokens repeats its last token and stores only the real ones), column chunks whose k tokens'
- * activations are prepared on the stack (10 KiB either way; partial sums cross chunks through y, exactly). */
+/* The tiles' driver (k = 3: q4_0's i16 tiles over 2 groups, of 4 and 3 tokens (q4_tile_tokens); k = 4: the q5 i16 tiles,
+ * k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k (a last group of fewer tokens repeats its
+ * last token and stores only the real ones), column chunks whose k tokens' activations are prepared on the stack (10
+ * KiB either way; partial sums cross chunks through y, exactly). */
+/* q4_0's rows [rc, re) of one column chunk (n records from c0) for the kk tokens t0.. (nt real) prepared in xs: tiles of
+ * 2 groups x kk tokens, then a last odd group. */
+AE_INLINE void q4_rows(const void *W, size_t rs, int c0, int n, const uint8_t *xs, float *y, int y_stride, int t0, int nt,
+                       int rc, int re, volatile v128 *acc, const int kk) {
+  int r = rc;
+  for (; r + 8 <= re; r += 8) {
+    for (int g = 0; g < 2; g++)
+      for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+    const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
+    if (kk == 4) gemm_tile4g2(rec, 4 * rs, n, xs, acc);
+    else gemm_tile3g2(rec, 4 * rs, n, xs, acc);
+    for (int g = 0; g < 2; g++)
+      for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
+  }
+  for (; r < re; r += 4) {
+    for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+    const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
+    if (kk == 4) gemm_tile4g1(rec, 4 * rs, n, xs, acc);
+    else gemm_tile3g1(rec, 4 * rs, n, xs, acc);
+    for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+  }
+}
+/* Tokens of q4_0's next i16 tile from `rem` left: 4 while the rest still splits into tiles of 3 and 4 with no partial one
+ * (every count but 1, 2 and 5 does), else 3 (a partial last tile repeats its last token). */
+AE_INLINE int q4_tile_tokens(int rem) { const int x = rem - 4; return rem >= 4 && x != 1 && x != 2 && x != 5 ? 4 : 3; }
 #define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
 _Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack buffer for both tiles");
 AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
@@ -585,27 +613,18 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
   volatile v128 acc[8];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += k) {
-      const int nt = nvec - t0 < k ? nvec - t0 : k;
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      kk = k == 3 ? q4_tile_tokens(nvec - t0) : k;
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += cb) {
         const int n = nb - c0 < cb ? nb - c0 : cb;
         const uint8_t *xb[8];
-        for (int t = 0; t < k; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, k, (uint8_t *)xs, k == 3 ? 3 : q5);
+        for (int t = 0; t < kk; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
+        prep_tk(xb, n, kk, (uint8_t *)xs, k == 3 ? 3 : q5);
         int r = rc;
-        if (k == 3) {   /* q4_0, the i16 tile: 2 groups x 3 tokens, then a last odd group */
-          for (; r + 8 <= re; r += 8) {
-            for (int g = 0; g < 2; g++)
-              for (int t = 0; t < 3; t++) acc[3 * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-            gemm_tile3g2((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz, 4 * rs, n, (const uint8_t *)xs, acc);
-            for (int g = 0; g < 2; g++)
-              for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[3 * g + t]);
-          }
-          for (; r < re; r += 4) {
-            for (int t = 0; t < 3; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-            gemm_tile3g1((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz, 4 * rs, n, (const uint8_t *)xs, acc);
-            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
-          }
+        if (k == 3) {   /* q4_0, the i16 tiles (kk a constant in each copy) */
+          if (kk == 4) q4_rows(W, rs, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 4);
+          else q4_rows(W, rs, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 3);
           continue;
         }
         for (; r < re; r += 4) {
