@@ -10,7 +10,9 @@
 // ignoreEos, native by raw evaluation: end-of-generation tokens do not stop a run), runs interleaved (rep by rep, runtime by
 // runtime, every model loaded once), medians. Prints prefill / decode tok/s, ratios to native and greedy-token
 // agreement with native: the generated ids equal up to the first difference / all ids; for wllama (whose completion
-// API returns text) the number of native tokens whose pieces form a prefix of wllama's generated text.
+// API returns text) the number of native tokens whose pieces form a prefix of wllama's generated text. Where an Aether
+// Node run parts from native, the log-probabilities of both picks at that token from Aether's logits (after the prompt
+// and native's tokens so far): random-weight logits are nearly flat, and a gap of a few hundredths of a nat is a near-tie.
 // Timing: Aether Node and llama-native by the wall clock around the generation (first token = end of prefill);
 // for these two the process's CPU time during prefill is reported too (cpu/wall: 1.0 = one busy thread; llama-native
 // gets --threads for both n_threads and n_threads_batch, node-llama-cpp's context `threads`);
@@ -130,6 +132,12 @@ async function openAetherNode(file, o, simd) {
       for await (const p of model.generate(ids, { maxTokens: o.G, greedy: true, ignoreEos: true })) { if (!t1) { t1 = performance.now(); c1 = process.cpuUsage(c0); } tokens.push(p.token); }
       const t2 = performance.now();
       return { prefillTps: o.P / (t1 - t0) * 1000, decodeTps: (tokens.length - 1) / (t2 - t1) * 1000, tokens, prefillCpu: cpuMs(c1) / (t1 - t0) };
+    },
+    /** The logits after the prompt and native's first k tokens: where this runtime's greedy run parted from native's */
+    async gap(ids, ours, nat, k) {
+      model.reset();
+      model.engine.forward([...ids, ...nat.slice(0, k)], 0);
+      return logprobGap(model.engine.logits(), ours[k], nat[k]);
     },
     async close() { model.dispose(); },
   };
@@ -304,6 +312,19 @@ export function markdownTable(report) {
   return out.join('\n');
 }
 
+/** Where two greedy runs part: the log-probabilities (natural log, log-softmax of `logits`) of the token `ours` and of
+ *  `theirs` at that position, and the gap between them (>= 0 when `ours` is the argmax). On random weights the logits
+ *  are nearly flat, so a small gap says the runtimes part on a near-tie, not on a wrong computation. */
+export function logprobGap(logits, ours, theirs) {
+  let mx = -Infinity;
+  for (let i = 0; i < logits.length; i++) if (logits[i] > mx) mx = logits[i];
+  let s = 0;
+  for (let i = 0; i < logits.length; i++) s += Math.exp(logits[i] - mx);
+  const lse = mx + Math.log(s);
+  const a = logits[ours] - lse, b = logits[theirs] - lse;
+  return { ours, theirs, ours_logprob: +a.toFixed(4), theirs_logprob: +b.toFixed(4), gap_nats: +(a - b).toFixed(4) };
+}
+
 /** Greedy agreement of run `r` with the native run `nat`: ids (prefix and same positions) or, for text, the number
  *  of native tokens whose pieces are a prefix of r's text. */
 export function agreement(r, nat) {
@@ -354,8 +375,16 @@ async function main() {
       for (const rt of o.runtimes) sessions[rt] = await open(rt, file, rknot, o);
       const infos = Object.fromEntries(Object.entries(sessions).map(([k, v]) => [k, v.info ?? null]));
       const res = Object.fromEntries(o.runtimes.map((r) => [r, []]));
+      const gaps = {};
       try {
         for (let rep = 0; rep < o.reps; rep++) for (const rt of o.runtimes) res[rt].push(await sessions[rt].run(ids, prompt.text));
+        const nat0 = res['llama-native']?.[0];
+        for (const rt of o.runtimes) {   /* where an Aether Node run parts from native: by how much (a near-tie?) */
+          const r0 = res[rt][0];
+          if (!nat0 || !sessions[rt].gap || !r0.tokens) continue;
+          const k = agreement(r0, nat0).prefix;
+          if (k < Math.min(r0.tokens.length, nat0.tokens.length)) gaps[rt] = { at: k, ...await sessions[rt].gap(ids, r0.tokens, nat0.tokens, k) };
+        }
       } finally {
         for (const s of Object.values(sessions)) await s.close();
       }
@@ -371,6 +400,7 @@ async function main() {
           model: job.label, file, runtime: rt, prefill_tps: +p.toFixed(1), decode_tps: +d.toFixed(1),
           prefill_vs_native: nat ? +(p / nat.p).toFixed(2) : null, decode_vs_native: nat ? +(d / nat.d).toFixed(2) : null,
           agree_prefix: agree?.prefix ?? null, agree_same: agree?.same ?? null, gen_tokens: o.G, same_tokens_every_rep: stable,
+          first_difference: gaps[rt] ?? null,
           info: infos[rt],
           // process CPU time / wall time during prefill (Node runtimes): ~1 per busy thread, less when descheduled
           prefill_cpu_per_wall: res[rt][0].prefillCpu === undefined ? null : +median(res[rt].map((r) => r.prefillCpu)).toFixed(2),
@@ -380,6 +410,7 @@ async function main() {
           process.stdout.write(`${r.model.padEnd(14)} ${rt.padEnd(22)} prefill ${String(r.prefill_tps).padStart(8)} tok/s` +
             `${nat ? ` (${r.prefill_vs_native}x)` : ''}  decode ${String(r.decode_tps).padStart(7)} tok/s${nat ? ` (${r.decode_vs_native}x)` : ''}` +
             `${agree ? `  agree ${agree.prefix}/${o.G} prefix${agree.same === null ? ' (text)' : `, ${agree.same}/${o.G} ids`}` : ''}` +
+            `${r.first_difference ? ` (at token ${r.first_difference.at} native's pick is ${r.first_difference.gap_nats} nats below ours)` : ''}` +
             `${stable ? '' : '  (output differs between reps)'}` +
             `${res[rt].some((x) => x.tokens && x.tokens.length < o.G) ? `  (only ${Math.min(...res[rt].map((x) => x.tokens?.length ?? o.G))} tokens generated)` : ''}` +
             `${r.prefill_cpu_per_wall === null ? '' : `  prefill cpu/wall ${r.prefill_cpu_per_wall}`}\n`);

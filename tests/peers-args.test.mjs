@@ -3,7 +3,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { parseOptions, agreement, RUNTIMES } from '../bench/peers.mjs';
+import { parseOptions, agreement, logprobGap, RUNTIMES } from '../bench/peers.mjs';
 
 test('peers.mjs: defaults, options, bad values refused', () => {
   const d = parseOptions([]);
@@ -40,4 +40,15 @@ test('peers.mjs agreement: ids (prefix and same positions), or native pieces tha
   assert.deepEqual(agreement({ tokens: null, text: ' ab cd' }, nat), { prefix: 4, same: null, n: 4 });
   assert.deepEqual(agreement({ tokens: null, text: ' ab x' }, nat), { prefix: 2, same: null, n: 4 });
   assert.deepEqual(agreement({ tokens: null, text: 'ab' }, nat), { prefix: 0, same: null, n: 4 });
+});
+
+test('peers.mjs logprobGap: log-softmax of both picks and their gap', () => {
+  const logits = new Float32Array([1, 3, 2.9, -1]);
+  const g = logprobGap(logits, 1, 2);
+  const lse = Math.log([1, 3, 2.9, -1].reduce((a, x) => a + Math.exp(x), 0));
+  assert.equal(g.ours, 1);
+  assert.equal(g.theirs, 2);
+  assert.ok(Math.abs(g.ours_logprob - (3 - lse)) < 1e-4 && Math.abs(g.theirs_logprob - (2.9 - lse)) < 1e-4);
+  assert.ok(Math.abs(g.gap_nats - 0.1) < 1e-4, String(g.gap_nats));
+  assert.ok(logprobGap(logits, 2, 1).gap_nats < 0, 'a pick below the other gives a negative gap');
 });
