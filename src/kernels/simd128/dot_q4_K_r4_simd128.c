@@ -352,19 +352,19 @@ void ae_matvec_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
 
 /* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
-#define RK4_TILE(NAME, G, FIVE)                                                                                       \
+#define RK4_TILE(NAME, G, FIVE, T)                                                                                    \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
-  volatile v128 sink[G * RK4_T], sq[G * RK4_T], sc[G][2];                                                             \
+  volatile v128 sink[G * T], sq[G * T], sc[G][2];                                                             \
   v128 M[4];                                                                                                          \
   rk4_masks(M);                                                                                                       \
   const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);                                              \
   for (int b = 0; b < n; b++, rec += FIVE ? AE_RK5_REC : AE_RK4_REC, x++) {                                           \
     for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
-    for (int i = 0; i < G * RK4_T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
+    for (int i = 0; i < G * T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
     _Pragma("clang loop unroll(full)")                                                                                \
     for (int j = 0; j < 8; j++) {                                                                                     \
-      v128 s[G * RK4_T];                                                                                              \
-      for (int i = 0; i < G * RK4_T; i++) s[i] = wasm_i32x4_splat(0);                                                 \
+      v128 s[G * T];                                                                                              \
+      for (int i = 0; i < G * T; i++) s[i] = wasm_i32x4_splat(0);                                                 \
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int c = 0; c < 4; c++) {   /* q4_K: chunk c; q5_K: chunk pair c */                                         \
         v128 lo[G], hi[G];                                                                                            \
@@ -375,36 +375,61 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
           lo[g] = wasm_v128_and(v, f); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);                                \
         }                                                                                                             \
         _Pragma("clang loop unroll(full)")                                                                            \
-        for (int t = 0; t < RK4_T; t++) {                                                                             \
+        for (int t = 0; t < T; t++) {                                                                             \
           const int8_t *q = x->q[t] + 32 * j;                                                                         \
           const v128 xl = wasm_v128_load32_splat(q + (FIVE ? 4 * c : 8 * c)), xh = wasm_v128_load32_splat(q + (FIVE ? 16 + 4 * c : 8 * c + 4)); \
           for (int g = 0; g < G; g++) {                                                                               \
-            s[RK4_T * g + t] = wasm_i16x8_add(s[RK4_T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
-            sink[RK4_T * g + t] = s[RK4_T * g + t];                                                                   \
+            s[T * g + t] = wasm_i16x8_add(s[T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
+            sink[T * g + t] = s[T * g + t];                                                                   \
           }                                                                                                           \
         }                                                                                                             \
         if (FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */                      \
           for (int g = 0; g < G; g++) {                                                                               \
             const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                       \
-            for (int t = 0; t < RK4_T; t++) {                                                                         \
-              sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P));       \
-              s[RK4_T * g + t] = wasm_i32x4_splat(0);                                                                 \
+            for (int t = 0; t < T; t++) {                                                                         \
+              sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P));       \
+              s[T * g + t] = wasm_i32x4_splat(0);                                                                 \
             }                                                                                                         \
           }                                                                                                           \
       }                                                                                                               \
       for (int g = 0; g < G; g++) {                                                                                   \
         const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                           \
-        for (int t = 0; t < RK4_T; t++) sq[RK4_T * g + t] = wasm_i32x4_add(sq[RK4_T * g + t], wasm_i32x4_dot_i16x8(s[RK4_T * g + t], P)); \
+        for (int t = 0; t < T; t++) sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \
     for (int g = 0; g < G; g++)                                                                                       \
-      for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = rk4_fma(acc[RK4_T * g + t], sq[RK4_T * g + t], rec + g * gs, &x->a[t]); \
+      for (int t = 0; t < T; t++) acc[T * g + t] = rk4_fma(acc[T * g + t], sq[T * g + t], rec + g * gs, &x->a[t]); \
   }                                                                                                                   \
 }
-RK4_TILE(tile_k4, 1, 0)
-RK4_TILE(tile_k4g, RK4_G, 0)
-RK4_TILE(tile_k5, 1, 1)
-RK4_TILE(tile_k5g, RK4_G, 1)
+RK4_TILE(tile_k4, 1, 0, 3)
+RK4_TILE(tile_k4g, RK4_G, 0, 3)
+RK4_TILE(tile_k5, 1, 1, 3)
+RK4_TILE(tile_k5g, RK4_G, 1, 3)
+RK4_TILE(tile_k4_2, 1, 0, 2)
+RK4_TILE(tile_k4g_2, RK4_G, 0, 2)
+
+/* Rows [rc, re) of one column chunk (n super-blocks from c0) for the kk tokens t0.. (nt real) in xs: tiles of RK4_G
+ * groups x kk tokens (kk 3, or 2 for q4_K only: a constant in each copy), then a last odd group. */
+AE_INLINE void k_rows(const void *W, size_t rs, size_t rec, int c0, int n, const rk4t *xs, float *y, int y_stride, int t0,
+                      int nt, int rc, int re, volatile v128 *acc, const int five, const int kk) {
+  int r = rc;
+  for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
+    for (int g = 0; g < RK4_G; g++)
+      for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+    const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
+    if (kk == 3) { if (five) tile_k5g(w, 4 * rs, n, xs, acc); else tile_k4g(w, 4 * rs, n, xs, acc); }
+    else tile_k4g_2(w, 4 * rs, n, xs, acc);
+    for (int g = 0; g < RK4_G; g++)
+      for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
+  }
+  for (; r < re; r += 4) {
+    for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+    const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
+    if (kk == 3) { if (five) tile_k5(w, 4 * rs, n, xs, acc); else tile_k4(w, 4 * rs, n, xs, acc); }
+    else tile_k4_2(w, 4 * rs, n, xs, acc);
+    for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
+  }
+}
 
 AE_INLINE void gemm_k(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
                       int a0, int a1, const int five) {
@@ -414,31 +439,19 @@ AE_INLINE void gemm_k(const void *W, int ncols, const void *xq, size_t xq_stride
   volatile v128 acc[RK4_G * RK4_T];
   for (int rc = a0; rc < a1; rc += RK4_GEMM_ROWS) {
     const int re = rc + RK4_GEMM_ROWS < a1 ? rc + RK4_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += RK4_T) {
-      const int nt = nvec - t0 < RK4_T ? nvec - t0 : RK4_T;
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      /* q4_K: tiles of 2 tokens until the rest is a multiple of 3, so no tile is partial but for 1 token (2-token tiles
+       * for q5_K too made its 3-token tile 0.74x at 64 tokens: not for q5_K) */
+      kk = !five && (nvec - t0) % 3 ? 2 : 3;
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += RK4_GEMM_CB) {
         const int n = nb - c0 < RK4_GEMM_CB ? nb - c0 : RK4_GEMM_CB;
-        for (int t = 0; t < RK4_T; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) { __builtin_memcpy(xs[b].q[t], xb[b].qs, 256); prepk(xb + b, &xs[b].a[t]); }
         }
-        int r = rc;
-        for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
-          for (int g = 0; g < RK4_G; g++)
-            for (int t = 0; t < RK4_T; t++) acc[RK4_T * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
-          if (five) tile_k5g(w, 4 * rs, n, xs, acc);
-          else tile_k4g(w, 4 * rs, n, xs, acc);
-          for (int g = 0; g < RK4_G; g++)
-            for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[RK4_T * g + t]);
-        }
-        for (; r < re; r += 4) {
-          for (int t = 0; t < RK4_T; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
-          if (five) tile_k5(w, 4 * rs, n, xs, acc);
-          else tile_k4(w, 4 * rs, n, xs, acc);
-          for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
-        }
+        if (kk == 3) k_rows(W, rs, rec, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 3);
+        else k_rows(W, rs, rec, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 2);
       }
     }
   }
