@@ -151,7 +151,7 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
   }
 }
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens. Per column chunk the 4 tokens' quants, bsums and d are
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens (x 3 where the token count needs it: q6_tile_tokens). Per column chunk the 4 tokens' quants, bsums and d are
  * copied to one stack array (every splat a load at a constant offset from one pointer); per record each sub-block is
  * decoded once for the 4 tokens, per token four splats, four relaxed dots and two scale dots; the tokens' sums go to
  * volatile slots after each sub-block (as the matvec). Per (row, token) the matvec's integer sums and float sequence:
@@ -160,16 +160,16 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define RK6_GEMM_CB 8      /* super-blocks per column chunk: 8 x 4 x (256 + 32 + 16) B = 9.5 KiB */
 typedef struct { int8_t q[4][256]; int16_t bs[4][16]; float d[4]; int32_t pad[4]; } rk6t;
 
-AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *acc) {
+AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *acc, const int T) {
   volatile v128 sq[4], off[4];
   for (int b = 0; b < n; b++, rec += AE_RK6_REC, x++) {
-    sq[0] = sq[1] = sq[2] = sq[3] = wasm_i32x4_splat(0);
-    off[0] = off[1] = off[2] = off[3] = wasm_i32x4_splat(0);
+    for (int t = 0; t < T; t++) sq[t] = wasm_i32x4_splat(0);
+    for (int t = 0; t < T; t++) off[t] = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
     for (int p = 0; p < 8; p++) {
       const v128 E = wasm_i16x8_load8x8(rec + 8 + 8 * p);
 #pragma clang loop unroll(full)
-      for (int t = 0; t < 4; t++) off[t] = wasm_i32x4_add(off[t], wasm_i32x4_dot_i16x8(E, wasm_v128_load32_splat(x->bs[t] + 2 * p)));
+      for (int t = 0; t < T; t++) off[t] = wasm_i32x4_add(off[t], wasm_i32x4_dot_i16x8(E, wasm_v128_load32_splat(x->bs[t] + 2 * p)));
 #pragma clang loop unroll(full)
       for (int rr = 0; rr < 2; rr++) {
         const int j = 2 * p + rr;
@@ -177,7 +177,7 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
         v128 u[4];
         ae_q6x_decode(rec + 72 + 48 * j, u);
 #pragma clang loop unroll(full)
-        for (int t = 0; t < 4; t++) {
+        for (int t = 0; t < T; t++) {
           const int8_t *q = x->q[t];
           const v128 s01 = wasm_i16x8_add(ae_rdot16(RK6_X(q, j, 0), u[0]), ae_rdot16(RK6_X(q, j, 1), u[1]));
           const v128 s23 = wasm_i16x8_add(ae_rdot16(RK6_X(q, j, 2), u[2]), ae_rdot16(RK6_X(q, j, 3), u[3]));
@@ -185,9 +185,13 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
         }
       }
     }
-    for (int t = 0; t < 4; t++) acc[t] = rk6_fma(acc[t], sq[t], off[t], rec, x->d[t]);
+    for (int t = 0; t < T; t++) acc[t] = rk6_fma(acc[t], sq[t], off[t], rec, x->d[t]);
   }
 }
+
+/* Tokens of the next tile from `rem` left: 4 while the rest still splits into tiles of 3 and 4 with no partial one
+ * (every count but 1, 2 and 5 does), else 3 (a partial last tile repeats its last token). */
+AE_INLINE int q6_tile_tokens(int rem) { const int x = rem - 4; return rem >= 4 && x != 1 && x != 2 && x != 5 ? 4 : 3; }
 
 void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
@@ -199,11 +203,12 @@ void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, si
   volatile v128 acc[4];
   for (int rc = a0; rc < a1; rc += RK6_GEMM_ROWS) {
     const int re = rc + RK6_GEMM_ROWS < a1 ? rc + RK6_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += 4) {
-      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      kk = q6_tile_tokens(nvec - t0);
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += RK6_GEMM_CB) {
         const int n = nb - c0 < RK6_GEMM_CB ? nb - c0 : RK6_GEMM_CB;
-        for (int t = 0; t < 4; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) {
             __builtin_memcpy(xs[b].q[t], xb[b].qs, 256);
@@ -212,8 +217,10 @@ void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, si
           }
         }
         for (int r = rc; r < re; r += 4) {
-          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          tile_k6((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK6_REC, n, xs, acc);
+          for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK6_REC;
+          if (kk == 4) tile_k6(w, n, xs, acc, 4);   /* kk a constant in each copy */
+          else tile_k6(w, n, xs, acc, 3);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
