@@ -573,10 +573,6 @@ AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile 
   }
 }
 
-/* The tiles' driver (k = 3: q4_0's i16 tiles over 2 groups, of 4 and 3 tokens (q4_tile_tokens); k = 4: the q5 i16 tiles,
- * k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k (a last group of fewer tokens repeats its
- * last token and stores only the real ones), column chunks whose k tokens' activations are prepared on the stack (10
- * KiB either way; partial sums cross chunks through y, exactly). */
 /* q4_0's rows [rc, re) of one column chunk (n records from c0) for the kk tokens t0.. (nt real) prepared in xs: tiles of
  * 2 groups x kk tokens, then a last odd group. */
 AE_INLINE void q4_rows(const void *W, size_t rs, int c0, int n, const uint8_t *xs, float *y, int y_stride, int t0, int nt,
@@ -599,9 +595,10 @@ AE_INLINE void q4_rows(const void *W, size_t rs, int c0, int n, const uint8_t *x
     for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
   }
 }
-/* Tokens of q4_0's next i16 tile from `rem` left: 4 while the rest still splits into tiles of 3 and 4 with no partial one
- * (every count but 1, 2 and 5 does), else 3 (a partial last tile repeats its last token). */
-AE_INLINE int q4_tile_tokens(int rem) { const int x = rem - 4; return rem >= 4 && x != 1 && x != 2 && x != 5 ? 4 : 3; }
+/* The tiles' driver (k = 3: q4_0's i16 tiles over 2 groups, of 4 and 3 tokens (ae_tile_tokens_43); k = 4: the q5 i16
+ * tiles, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k (a last group of fewer tokens repeats
+ * its last token and stores only the real ones), column chunks whose k tokens' activations are prepared on the stack
+ * (10 KiB either way; partial sums cross chunks through y, exactly). */
 #define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
 _Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack buffer for both tiles");
 AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
@@ -614,7 +611,7 @@ AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_strid
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
     for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
-      kk = k == 3 ? q4_tile_tokens(nvec - t0) : k;
+      kk = k == 3 ? ae_tile_tokens_43(nvec - t0) : k;
       const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += cb) {
         const int n = nb - c0 < cb ? nb - c0 : cb;

@@ -151,9 +151,10 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
   }
 }
 
-/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens (x 3 where the token count needs it: q6_tile_tokens). Per column chunk the 4 tokens' quants, bsums and d are
- * copied to one stack array (every splat a load at a constant offset from one pointer); per record each sub-block is
- * decoded once for the 4 tokens, per token four splats, four relaxed dots and two scale dots; the tokens' sums go to
+/* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens (x 3 where the token count needs it: ae_tile_tokens_43).
+ * Per column chunk the tokens' quants, bsums and d are copied to one stack array (every splat a load at a constant
+ * offset from one pointer); per record each sub-block is decoded once for the tile's tokens, per token four splats,
+ * four relaxed dots and two scale dots; the tokens' sums go to
  * volatile slots after each sub-block (as the matvec). Per (row, token) the matvec's integer sums and float sequence:
  * bit-identical. ---- */
 #define RK6_GEMM_ROWS 64   /* rows per chunk (16 groups) */
@@ -189,9 +190,6 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
   }
 }
 
-/* Tokens of the next tile from `rem` left: 4 while the rest still splits into tiles of 3 and 4 with no partial one
- * (every count but 1, 2 and 5 does), else 3 (a partial last tile repeats its last token). */
-AE_INLINE int q6_tile_tokens(int rem) { const int x = rem - 4; return rem >= 4 && x != 1 && x != 2 && x != 5 ? 4 : 3; }
 
 void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
@@ -204,7 +202,7 @@ void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, si
   for (int rc = a0; rc < a1; rc += RK6_GEMM_ROWS) {
     const int re = rc + RK6_GEMM_ROWS < a1 ? rc + RK6_GEMM_ROWS : a1;
     for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
-      kk = q6_tile_tokens(nvec - t0);
+      kk = ae_tile_tokens_43(nvec - t0);
       const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += RK6_GEMM_CB) {
         const int n = nb - c0 < RK6_GEMM_CB ? nb - c0 : RK6_GEMM_CB;

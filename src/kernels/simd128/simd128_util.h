@@ -93,6 +93,11 @@ AE_INLINE int ae_group_repack(void *W, int nrows, int nb, size_t bs, size_t rec,
   return 0;
 }
 
+/* Tokens of a GEMM's next tile of 4 or 3 tokens from `rem` left: 4 while the rest still splits into tiles of 3 and 4
+ * with no partial one (every count but 1, 2 and 5 does), else 3 (a partial last tile repeats its last token). The
+ * q4_0 and q6_K R4 tiles (per (row, token) the same results whichever tile a token falls in). */
+AE_INLINE int ae_tile_tokens_43(int rem) { const int x = rem - 4; return rem >= 4 && x != 1 && x != 2 && x != 5 ? 4 : 3; }
+
 /* A row-group layout's GEMM (AE_Q4_0_R4 ... AE_Q4_K_R4): the rows of r0..r1 outside whole 4-row groups go through
  * the layout's matvec per token (it handles partial groups); sets the whole groups' range [*a0p, *a1p) and returns 0
  * when there is none (everything done). */
