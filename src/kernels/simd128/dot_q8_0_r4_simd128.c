@@ -143,7 +143,8 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
   else matvec8(W, ncols, xq, y, r0, r1, 0);
 }
 
-/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 4 tokens (R8_TG x R8_TT), one group x 4 tokens for a last odd group.
+/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 4 tokens (R8_TG x R8_TT; x 3 where the token count needs it:
+ * ae_tile_tokens_43, the records keeping R8_TT slots per block), one group x 4 tokens for a last odd group.
  * Per column chunk the 4 tokens' prepared blocks sit in one stack array (per block the 4 tokens' r8x), so every splat
  * is a load at a constant offset from one pointer. Per record chunk: one load per group; per token two splats shared
  * by the 2 groups; per group and token a xor and ae_rdot_w. The sums go to a volatile slot after each chunk (as the
@@ -156,31 +157,33 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define R8_TT 4            /* tokens per tile */
 #define R8_TG 2            /* groups per tile */
 /* G groups x R8_TT tokens: each token's splats serve the G groups */
-#define R8_TILE(NAME, G)                                                                                              \
+#define R8_TILE(NAME, G, T)                                                                                            \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {                    \
   volatile v128 sink[G * R8_TT];                                                                                      \
   const v128 ones = ae_i16_ones();                                                                                        \
   for (int b = 0; b < n; b++, rec += AE_R8_REC, x += R8_TT) {                                                         \
     v128 s[G * R8_TT];                                                                                                \
     _Pragma("clang loop unroll(full)")                                                                                \
-    for (int t = 0; t < R8_TT; t++) { const v128 c = wasm_v128_load32_splat(&x[t].c); for (int g = 0; g < G; g++) s[R8_TT * g + t] = c; } \
+    for (int t = 0; t < T; t++) { const v128 c = wasm_v128_load32_splat(&x[t].c); for (int g = 0; g < G; g++) s[R8_TT * g + t] = c; } \
     _Pragma("clang loop unroll(full)")                                                                                \
     for (int j = 0; j < 8; j++) {                                                                                     \
       v128 v[G];                                                                                                      \
       for (int g = 0; g < G; g++) v[g] = ae_load(rec + g * gs + 8 + 16 * j);                                          \
       _Pragma("clang loop unroll(full)")                                                                              \
-      for (int t = 0; t < R8_TT; t++) {                                                                               \
+      for (int t = 0; t < T; t++) {                                                                                   \
         const v128 xm = wasm_v128_load32_splat(x[t].mx + 4 * j), xa = wasm_v128_load32_splat(x[t].ax + 4 * j);       \
         for (int g = 0; g < G; g++) { s[R8_TT * g + t] = r8_step(s[R8_TT * g + t], v[g], xm, xa, ones, f); sink[R8_TT * g + t] = s[R8_TT * g + t]; } \
       }                                                                                                               \
     }                                                                                                                 \
     _Pragma("clang loop unroll(full)")                                                                                \
-    for (int t = 0; t < R8_TT; t++)                                                                                   \
+    for (int t = 0; t < T; t++)                                                                                       \
       for (int g = 0; g < G; g++) acc[R8_TT * g + t] = fma8(acc[R8_TT * g + t], s[R8_TT * g + t], x + t, rec + g * gs); \
   }                                                                                                                   \
 }
-R8_TILE(tile8, 1)
-R8_TILE(tile8g, R8_TG)
+R8_TILE(tile8, 1, R8_TT)
+R8_TILE(tile8g, R8_TG, R8_TT)
+R8_TILE(tile8_3, 1, 3)
+R8_TILE(tile8g_3, R8_TG, 3)
 
 /* The tile accumulators of G groups (rows r + 4 g) x the R8_TT tokens t0 + t: loaded from y (the column chunks before
  * c0; zero at the first), stored back for the nt real tokens. Shared by the q8_0, iq4_nl and iq4_xs drivers below. */
@@ -201,23 +204,28 @@ AE_INLINE void gemm8(const void *W, int ncols, const void *xq, size_t xq_stride,
   volatile v128 acc[R8_TG * R8_TT];
   for (int rc = a0; rc < a1; rc += R8_GEMM_ROWS) {
     const int re = rc + R8_GEMM_ROWS < a1 ? rc + R8_GEMM_ROWS : a1;
-    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
-      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      kk = ae_tile_tokens_43(nvec - t0);   /* tokens of this tile (4 or 3; the records keep R8_TT slots per block) */
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
       for (int c0 = 0; c0 < nb; c0 += R8_GEMM_CB) {
         const int n = nb - c0 < R8_GEMM_CB ? nb - c0 : R8_GEMM_CB;
-        for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+        for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_0 *xb = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) prep8(xb + b, xs + R8_TT * b + t);
         }
         int r = rc;
         for (; r + 4 * R8_TG <= re; r += 4 * R8_TG) {
           r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
-          tile8g((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f);
+          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
+          if (kk == 4) tile8g(w, 4 * rs, n, xs, acc, f);
+          else tile8g_3(w, 4 * rs, n, xs, acc, f);
           r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
         }
         for (; r < re; r += 4) {
           r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
-          tile8((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f);
+          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
+          if (kk == 4) tile8(w, 4 * rs, n, xs, acc, f);
+          else tile8_3(w, 4 * rs, n, xs, acc, f);
           r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
         }
       }
