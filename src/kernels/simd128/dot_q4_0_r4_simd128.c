@@ -471,11 +471,11 @@ _Static_assert(sizeof(xt4) == 160, "xt4 layout");
  * 40 K B). Per record the chunks are loaded and their nibbles unpacked once for the K tokens, each token's 8 splats per
  * block serve the G groups; the i16 lanes start at the block's offsets (r4_off16, in nsum), so the float step needs no
  * -8 sum(x) term; the sums go to a volatile slot after each chunk (see above). */
-#define R4_GK(NAME, G, K)                                                                                               \
+#define R4_GK(NAME, G, K)                                                                                            \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, volatile v128 *acc) {                    \
   volatile v128 sink[K * G];                                                                                         \
   const v128 m = wasm_i8x16_splat(0x0f);                                                                             \
-  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 40 * K) {                                                          \
+  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 40 * K) {                                                       \
     v128 s[K * G];                                                                                                   \
     for (int t = 0; t < K; t++) { const v128 o = wasm_v128_load32_splat(x + 32 * K + 4 * t); for (int g = 0; g < G; g++) s[K * g + t] = o; } \
     _Pragma("clang loop unroll(full)")                                                                               \
@@ -489,7 +489,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, vola
       for (int t = 0; t < K; t++) {                                                                                  \
         const v128 xl = wasm_v128_load32_splat(x + 32 * t + 8 * j), xh = wasm_v128_load32_splat(x + 32 * t + 8 * j + 4); \
         for (int g = 0; g < G; g++) {                                                                                \
-          s[K * g + t] = wasm_i16x8_add(s[K * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));    \
+          s[K * g + t] = wasm_i16x8_add(s[K * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));   \
           sink[K * g + t] = s[K * g + t];                                                                            \
         }                                                                                                            \
       }                                                                                                              \

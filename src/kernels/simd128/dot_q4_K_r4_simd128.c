@@ -354,51 +354,51 @@ typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
 /* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
 #define RK4_TILE(NAME, G, FIVE, T)                                                                                    \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
-  volatile v128 sink[G * T], sq[G * T], sc[G][2];                                                             \
+  volatile v128 sink[G * T], sq[G * T], sc[G][2];                                                                     \
   v128 M[4];                                                                                                          \
   rk4_masks(M);                                                                                                       \
   const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);                                              \
   for (int b = 0; b < n; b++, rec += FIVE ? AE_RK5_REC : AE_RK4_REC, x++) {                                           \
     for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
-    for (int i = 0; i < G * T; i++) sq[i] = wasm_i32x4_splat(0);                                                  \
+    for (int i = 0; i < G * T; i++) sq[i] = wasm_i32x4_splat(0);                                                      \
     _Pragma("clang loop unroll(full)")                                                                                \
     for (int j = 0; j < 8; j++) {                                                                                     \
-      v128 s[G * T];                                                                                              \
-      for (int i = 0; i < G * T; i++) s[i] = wasm_i32x4_splat(0);                                                 \
+      v128 s[G * T];                                                                                                  \
+      for (int i = 0; i < G * T; i++) s[i] = wasm_i32x4_splat(0);                                                     \
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int c = 0; c < 4; c++) {   /* q4_K: chunk c; q5_K: chunk pair c */                                         \
         v128 lo[G], hi[G];                                                                                            \
         const v128 f = wasm_i8x16_splat(0x0f);                                                                        \
         for (int g = 0; g < G; g++) {                                                                                 \
-          if (FIVE) { rk5_vals(rec + g * gs, j, c, m1f, m18, &lo[g], &hi[g]); continue; }                            \
+          if (FIVE) { rk5_vals(rec + g * gs, j, c, m1f, m18, &lo[g], &hi[g]); continue; }                             \
           const v128 v = ae_load(rec + g * gs + 64 + 16 * (4 * j + c));                                               \
           lo[g] = wasm_v128_and(v, f); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);                                \
         }                                                                                                             \
         _Pragma("clang loop unroll(full)")                                                                            \
-        for (int t = 0; t < T; t++) {                                                                             \
+        for (int t = 0; t < T; t++) {                                                                                 \
           const int8_t *q = x->q[t] + 32 * j;                                                                         \
           const v128 xl = wasm_v128_load32_splat(q + (FIVE ? 4 * c : 8 * c)), xh = wasm_v128_load32_splat(q + (FIVE ? 16 + 4 * c : 8 * c + 4)); \
           for (int g = 0; g < G; g++) {                                                                               \
-            s[T * g + t] = wasm_i16x8_add(s[T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
-            sink[T * g + t] = s[T * g + t];                                                                   \
+            s[T * g + t] = wasm_i16x8_add(s[T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));  \
+            sink[T * g + t] = s[T * g + t];                                                                           \
           }                                                                                                           \
         }                                                                                                             \
         if (FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */                      \
           for (int g = 0; g < G; g++) {                                                                               \
-            const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                       \
-            for (int t = 0; t < T; t++) {                                                                         \
-              sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P));       \
-              s[T * g + t] = wasm_i32x4_splat(0);                                                                 \
+            const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                        \
+            for (int t = 0; t < T; t++) {                                                                             \
+              sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P));                   \
+              s[T * g + t] = wasm_i32x4_splat(0);                                                                     \
             }                                                                                                         \
           }                                                                                                           \
       }                                                                                                               \
       for (int g = 0; g < G; g++) {                                                                                   \
-        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                           \
+        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                            \
         for (int t = 0; t < T; t++) sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \
     for (int g = 0; g < G; g++)                                                                                       \
-      for (int t = 0; t < T; t++) acc[T * g + t] = rk4_fma(acc[T * g + t], sq[T * g + t], rec + g * gs, &x->a[t]); \
+      for (int t = 0; t < T; t++) acc[T * g + t] = rk4_fma(acc[T * g + t], sq[T * g + t], rec + g * gs, &x->a[t]);    \
   }                                                                                                                   \
 }
 RK4_TILE(tile_k4, 1, 0, 3)

@@ -157,10 +157,10 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define R8_TT 4            /* tokens per tile */
 #define R8_TG 2            /* groups per tile */
 /* G groups x R8_TT tokens: each token's splats serve the G groups */
-#define R8_TILE(NAME, G, T)                                                                                            \
-AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {                    \
+#define R8_TILE(NAME, G, T)                                                                                           \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {            \
   volatile v128 sink[G * R8_TT];                                                                                      \
-  const v128 ones = ae_i16_ones();                                                                                        \
+  const v128 ones = ae_i16_ones();                                                                                    \
   for (int b = 0; b < n; b++, rec += AE_R8_REC, x += R8_TT) {                                                         \
     v128 s[G * R8_TT];                                                                                                \
     _Pragma("clang loop unroll(full)")                                                                                \
@@ -171,7 +171,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile
       for (int g = 0; g < G; g++) v[g] = ae_load(rec + g * gs + 8 + 16 * j);                                          \
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int t = 0; t < T; t++) {                                                                                   \
-        const v128 xm = wasm_v128_load32_splat(x[t].mx + 4 * j), xa = wasm_v128_load32_splat(x[t].ax + 4 * j);       \
+        const v128 xm = wasm_v128_load32_splat(x[t].mx + 4 * j), xa = wasm_v128_load32_splat(x[t].ax + 4 * j);        \
         for (int g = 0; g < G; g++) { s[R8_TT * g + t] = r8_step(s[R8_TT * g + t], v[g], xm, xa, ones, f); sink[R8_TT * g + t] = s[R8_TT * g + t]; } \
       }                                                                                                               \
     }                                                                                                                 \
