@@ -280,9 +280,10 @@ AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stri
   for (int c0 = 0; c0 < nb; c0 += R8_GEMM_CB) {
     const int n = nb - c0 < R8_GEMM_CB ? nb - c0 : R8_GEMM_CB;
     for (int g = 0; g < ng; g++) nl8_records((const uint8_t *)W, rs, rc + 4 * g, c0, n, recs + (size_t)g * gs, lut, m);
-    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
-      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
-      for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      kk = ae_tile_tokens_43(nvec - t0);   /* as gemm8 */
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
+      for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
         const ae_block_q8_0 *xb = (const ae_block_q8_0 *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
         for (int b = 0; b < n; b++) prep8(xb + b, xs + R8_TT * b + t);
       }
@@ -290,13 +291,15 @@ AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stri
       for (; g + R8_TG <= ng; g += R8_TG) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
-        tile8g(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        if (kk == 4) tile8g(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        else tile8g_3(recs + (size_t)g * gs, gs, n, xs, acc, f);
         r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
       }
       for (; g < ng; g++) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
-        tile8(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        if (kk == 4) tile8(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        else tile8_3(recs + (size_t)g * gs, gs, n, xs, acc, f);
         r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
       }
     }
