@@ -344,31 +344,31 @@ AE_INLINE void xs8_records(const uint8_t *W, size_t rs, int r, int c0, int n, ui
     }
   }
 }
-/* G groups (records gs bytes apart) x R8_TT tokens, super-blocks [0, n): x[(8 b + ib) R8_TT + t] token t's sub-block ib,
+/* G groups (records gs bytes apart) x T tokens (T <= R8_TT), super-blocks [0, n): x[(8 b + ib) R8_TT + t] token t's sub-block ib,
  * dx[R8_TT b + t]; each token's splats serve the G groups (as R8_TILE) */
-#define XS8_TILE(NAME, G)                                                                                             \
-AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, const float *dx, volatile v128 *acc) {       \
+#define XS8_TILE(NAME, G, T)                                                                                          \
+AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, const float *dx, volatile v128 *acc) {        \
   volatile v128 sink[G * R8_TT];                                                                                      \
   for (int b = 0; b < n; b++, rec += XS8_REC, x += 8 * R8_TT) {                                                       \
     v128 si[G * R8_TT];                                                                                               \
     _Pragma("clang loop unroll(full)")                                                                                \
-    for (int i = 0; i < G * R8_TT; i++) {   /* sum_ib ls_k c_ib: the sign moves' offsets */                           \
+    for (int i = 0; i < G * T; i++) {   /* sum_ib ls_k c_ib: the sign moves' offsets (i = T g + t) */                 \
       v128 c = wasm_i32x4_splat(0);                                                                                   \
       for (int ib = 0; ib < 8; ib++)                                                                                  \
-        c = wasm_i32x4_add(c, wasm_i32x4_mul(ae_load(rec + (i / R8_TT) * gs + XS8_LS32 + 16 * ib), wasm_v128_load32_splat(&x[R8_TT * ib + i % R8_TT].c))); \
-      si[i] = c;                                                                                                      \
+        c = wasm_i32x4_add(c, wasm_i32x4_mul(ae_load(rec + (i / T) * gs + XS8_LS32 + 16 * ib), wasm_v128_load32_splat(&x[R8_TT * ib + i % T].c))); \
+      si[R8_TT * (i / T) + i % T] = c;                                                                                \
     }                                                                                                                 \
     for (int ib = 0; ib < 8; ib++) {                                                                                  \
       v128 LS[G];                                                                                                     \
-      for (int g = 0; g < G; g++) LS[g] = ae_load(rec + g * gs + XS8_LS16 + 16 * ib);                                \
+      for (int g = 0; g < G; g++) LS[g] = ae_load(rec + g * gs + XS8_LS16 + 16 * ib);                                 \
       const r8x *xi = x + R8_TT * ib;                                                                                 \
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int j = 0; j < 8; j++) {                                                                                   \
         v128 v[G];                                                                                                    \
         for (int g = 0; g < G; g++) v[g] = ae_load(rec + g * gs + XS8_VAL + 128 * ib + 16 * j);                       \
         _Pragma("clang loop unroll(full)")                                                                            \
-        for (int t = 0; t < R8_TT; t++) {                                                                             \
-          const v128 xm = wasm_v128_load32_splat(xi[t].mx + 4 * j), xa = wasm_v128_load32_splat(xi[t].ax + 4 * j);   \
+        for (int t = 0; t < T; t++) {                                                                                 \
+          const v128 xm = wasm_v128_load32_splat(xi[t].mx + 4 * j), xa = wasm_v128_load32_splat(xi[t].ax + 4 * j);    \
           for (int g = 0; g < G; g++) {                                                                               \
             si[R8_TT * g + t] = wasm_i32x4_add(si[R8_TT * g + t], wasm_i32x4_dot_i16x8(ae_rdot16(wasm_v128_xor(v[g], xm), xa), LS[g])); \
             sink[R8_TT * g + t] = si[R8_TT * g + t];                                                                  \
@@ -377,20 +377,22 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, const fl
       }                                                                                                               \
     }                                                                                                                 \
     for (int g = 0; g < G; g++) {                                                                                     \
-      const uint8_t *d = rec + g * gs;   /* the 4 d as (h << 16) in i32 lanes, converted exactly */                    \
+      const uint8_t *d = rec + g * gs;   /* the 4 d as (h << 16) in i32 lanes, converted exactly */                   \
       v128 h = wasm_i32x4_splat(0);                                                                                   \
       h = wasm_v128_load16_lane(d, h, 1); h = wasm_v128_load16_lane(d + 2, h, 3);                                     \
       h = wasm_v128_load16_lane(d + 4, h, 5); h = wasm_v128_load16_lane(d + 6, h, 7);                                 \
       const v128 dw = ae_h2f_exact(h);                                                                                \
       _Pragma("clang loop unroll(full)")                                                                              \
-      for (int t = 0; t < R8_TT; t++)                                                                                 \
+      for (int t = 0; t < T; t++)                                                                                     \
         acc[R8_TT * g + t] = wasm_f32x4_add(acc[R8_TT * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(si[R8_TT * g + t]), \
                                                                                wasm_f32x4_mul(dw, wasm_v128_load32_splat(dx + R8_TT * b + t)))); \
     }                                                                                                                 \
   }                                                                                                                   \
 }
-XS8_TILE(tile_xs8, 1)
-XS8_TILE(tile_xs8g, 2)
+XS8_TILE(tile_xs8, 1, R8_TT)
+XS8_TILE(tile_xs8g, 2, R8_TT)
+XS8_TILE(tile_xs8_3, 1, 3)
+XS8_TILE(tile_xs8g_3, 2, 3)
 
 /* rows [rc, re) (re - rc a multiple of 4, at most XS8_ROWS), nvec >= 2 tokens */
 void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
@@ -407,9 +409,10 @@ void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t x
   for (int c0 = 0; c0 < nb; c0 += XS8_CB) {
     const int n = nb - c0 < XS8_CB ? nb - c0 : XS8_CB;
     for (int g = 0; g < ng; g++) xs8_records((const uint8_t *)W, rs, rc + 4 * g, c0, n, recs + (size_t)g * gs, lut, m);
-    for (int t0 = 0; t0 < nvec; t0 += R8_TT) {
-      const int nt = nvec - t0 < R8_TT ? nvec - t0 : R8_TT;
-      for (int t = 0; t < R8_TT; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
+    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+      kk = ae_tile_tokens_43(nvec - t0);   /* as gemm8 */
+      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
+      for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
         const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
         for (int b = 0; b < n; b++) {
           dx[R8_TT * b + t] = xb[b].d;
@@ -420,13 +423,15 @@ void ae_matmul_rows_iq4_xs_r8(const void *W, int ncols, const void *xq, size_t x
       for (; g + 2 <= ng; g += 2) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, 2, y, y_stride, t0, nt, r, c0);
-        tile_xs8g(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        if (kk == 4) tile_xs8g(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        else tile_xs8g_3(recs + (size_t)g * gs, gs, n, xs, dx, acc);
         r8_acc_store(acc, 2, y, y_stride, t0, nt, r);
       }
       for (; g < ng; g++) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
-        tile_xs8(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        if (kk == 4) tile_xs8(recs + (size_t)g * gs, gs, n, xs, dx, acc);
+        else tile_xs8_3(recs + (size_t)g * gs, gs, n, xs, dx, acc);
         r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
       }
     }
