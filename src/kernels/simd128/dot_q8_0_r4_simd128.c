@@ -344,8 +344,8 @@ AE_INLINE void xs8_records(const uint8_t *W, size_t rs, int r, int c0, int n, ui
     }
   }
 }
-/* G groups (records gs bytes apart) x T tokens (T <= R8_TT), super-blocks [0, n): x[(8 b + ib) R8_TT + t] token t's sub-block ib,
- * dx[R8_TT b + t]; each token's splats serve the G groups (as R8_TILE) */
+/* G groups (records gs bytes apart) x T tokens (T <= R8_TT), super-blocks [0, n): x[(8 b + ib) R8_TT + t] token t's
+ * sub-block ib, dx[R8_TT b + t]; each token's splats serve the G groups (as R8_TILE) */
 #define XS8_TILE(NAME, G, T)                                                                                          \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, const float *dx, volatile v128 *acc) {        \
   volatile v128 sink[G * R8_TT];                                                                                      \
