@@ -154,9 +154,8 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 /* ---- prefill GEMM: tiles of 4 rows (one group) x 4 tokens (x 3 where the token count needs it: ae_tile_tokens_43).
  * Per column chunk the tokens' quants, bsums and d are copied to one stack array (every splat a load at a constant
  * offset from one pointer); per record each sub-block is decoded once for the tile's tokens, per token four splats,
- * four relaxed dots and two scale dots; the tokens' sums go to
- * volatile slots after each sub-block (as the matvec). Per (row, token) the matvec's integer sums and float sequence:
- * bit-identical. ---- */
+ * four relaxed dots and two scale dots; the tokens' sums go to volatile slots after each sub-block (as the matvec).
+ * Per (row, token) the matvec's integer sums and float sequence: bit-identical. ---- */
 #define RK6_GEMM_ROWS 64   /* rows per chunk (16 groups) */
 #define RK6_GEMM_CB 8      /* super-blocks per column chunk: 8 x 4 x (256 + 32 + 16) B = 9.5 KiB */
 typedef struct { int8_t q[4][256]; int16_t bs[4][16]; float d[4]; int32_t pad[4]; } rk6t;
@@ -189,7 +188,6 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
     for (int t = 0; t < T; t++) acc[t] = rk6_fma(acc[t], sq[t], off[t], rec, x->d[t]);
   }
 }
-
 
 void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {

@@ -156,7 +156,7 @@ void ae_matvec_rows_q8_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 
 #define R8_TT 4            /* tokens per tile */
 #define R8_TG 2            /* groups per tile */
-/* G groups x R8_TT tokens: each token's splats serve the G groups */
+/* G groups x T tokens (T <= R8_TT: the records keep R8_TT slots per block): each token's splats serve the G groups */
 #define R8_TILE(NAME, G, T)                                                                                           \
 AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f) {            \
   volatile v128 sink[G * R8_TT];                                                                                      \
@@ -184,6 +184,13 @@ R8_TILE(tile8, 1, R8_TT)
 R8_TILE(tile8g, R8_TG, R8_TT)
 R8_TILE(tile8_3, 1, 3)
 R8_TILE(tile8g_3, R8_TG, 3)
+/* The tile of `two` ? R8_TG groups : one group, x kk (4 or 3) tokens; both constants after inlining. */
+AE_INLINE void tile8k(const uint8_t *rec, size_t gs, int n, const r8x *x, volatile v128 *acc, const int f, const int two,
+                      const int kk) {
+  if (two) { if (kk == 4) tile8g(rec, gs, n, x, acc, f); else tile8g_3(rec, gs, n, x, acc, f); }
+  else if (kk == 4) tile8(rec, gs, n, x, acc, f);
+  else tile8_3(rec, gs, n, x, acc, f);
+}
 
 /* The tile accumulators of G groups (rows r + 4 g) x the R8_TT tokens t0 + t: loaded from y (the column chunks before
  * c0; zero at the first), stored back for the nt real tokens. Shared by the q8_0, iq4_nl and iq4_xs drivers below. */
@@ -216,16 +223,12 @@ AE_INLINE void gemm8(const void *W, int ncols, const void *xq, size_t xq_stride,
         int r = rc;
         for (; r + 4 * R8_TG <= re; r += 4 * R8_TG) {
           r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
-          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
-          if (kk == 4) tile8g(w, 4 * rs, n, xs, acc, f);
-          else tile8g_3(w, 4 * rs, n, xs, acc, f);
+          tile8k((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f, 1, kk);
           r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
         }
         for (; r < re; r += 4) {
           r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
-          const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC;
-          if (kk == 4) tile8(w, 4 * rs, n, xs, acc, f);
-          else tile8_3(w, 4 * rs, n, xs, acc, f);
+          tile8k((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R8_REC, 4 * rs, n, xs, acc, f, 0, kk);
           r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
         }
       }
@@ -291,15 +294,13 @@ AE_INLINE void gemm_nl8(const void *W, int ncols, const void *xq, size_t xq_stri
       for (; g + R8_TG <= ng; g += R8_TG) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, R8_TG, y, y_stride, t0, nt, r, c0);
-        if (kk == 4) tile8g(recs + (size_t)g * gs, gs, n, xs, acc, f);
-        else tile8g_3(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        tile8k(recs + (size_t)g * gs, gs, n, xs, acc, f, 1, kk);
         r8_acc_store(acc, R8_TG, y, y_stride, t0, nt, r);
       }
       for (; g < ng; g++) {
         const int r = rc + 4 * g;
         r8_acc_load(acc, 1, y, y_stride, t0, nt, r, c0);
-        if (kk == 4) tile8(recs + (size_t)g * gs, gs, n, xs, acc, f);
-        else tile8_3(recs + (size_t)g * gs, gs, n, xs, acc, f);
+        tile8k(recs + (size_t)g * gs, gs, n, xs, acc, f, 0, kk);
         r8_acc_store(acc, 1, y, y_stride, t0, nt, r);
       }
     }
