@@ -5,7 +5,9 @@
 // independent xor chains); the threads start together (Atomics on a shared counter) and the wall time until the
 // last one finishes gives the aggregate GB/s. Configurations are interleaved round by round; best and median per
 // configuration. Answers "does 2-thread decode double, or is the memory bus the limit?" (issue 15 item 3).
-//   node bench/bandwidth.mjs [--threads 1,2] [--mib 256] [--passes 4] [--rounds 7] [--json]
+//   node bench/bandwidth.mjs [--threads 1,2] [--mib 256] [--passes 4] [--rounds 7] [--split] [--json]
+// --split: --mib is the working set of all threads together, each reading MIB / threads of it (what a decode does
+//   with one model's weights: 1 thread reads them all, 2 threads half each); without it every thread reads --mib.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -51,9 +53,11 @@ parentPort.on('message', (round) => {
 parentPort.postMessage('ready');
 `;
 
-const bytes = MIB * 2 ** 20;
+const SPLIT = has('--split');
+const bytesOf = (T) => Math.floor((SPLIT ? MIB / T : MIB) * 2 ** 20 / 1024) * 1024;
 const pools = new Map();
 for (const T of threadsList) {
+  const bytes = bytesOf(T);
   const sync = new SharedArrayBuffer(8);
   const ws = [];
   for (let i = 0; i < T; i++) {
@@ -76,14 +80,14 @@ for (let r = 0; r < ROUNDS; r++) {
     Atomics.store(s, 1, round);
     await Promise.all(done);
     const ms = performance.now() - t0;
-    pools.get(T).gbs.push((T * PASSES * bytes) / ms / 1e6);
+    pools.get(T).gbs.push((T * PASSES * bytesOf(T)) / ms / 1e6);
   }
 }
-const out = { machine: machine(), mib: MIB, passes: PASSES, rounds: ROUNDS, results: threadsList.map((T) => ({ threads: T, best_gbs: Math.max(...pools.get(T).gbs), median_gbs: median(pools.get(T).gbs), all: pools.get(T).gbs })) };
+const out = { machine: machine(), mib: MIB, split: SPLIT, passes: PASSES, rounds: ROUNDS, results: threadsList.map((T) => ({ threads: T, best_gbs: Math.max(...pools.get(T).gbs), median_gbs: median(pools.get(T).gbs), all: pools.get(T).gbs })) };
 for (const { ws } of pools.values()) for (const w of ws) await w.terminate();
 if (has('--json')) console.log(JSON.stringify(out, null, 1));
 else {
-  console.log(`streaming read, wasm SIMD128, ${MIB} MiB per thread x ${PASSES} passes, ${ROUNDS} interleaved rounds; load ${out.machine.loadavg.map((x) => x.toFixed(1)).join(' / ')}; THP ${out.machine.thp ?? 'n/a'}`);
+  console.log(`streaming read, wasm SIMD128, ${MIB} MiB ${SPLIT ? 'split over the threads' : 'per thread'} x ${PASSES} passes, ${ROUNDS} interleaved rounds; load ${out.machine.loadavg.map((x) => x.toFixed(1)).join(' / ')}; THP ${out.machine.thp ?? 'n/a'}`);
   const base = out.results[0];
   for (const r of out.results) console.log(`  ${r.threads} thread(s): best ${r.best_gbs.toFixed(1)} GB/s, median ${r.median_gbs.toFixed(1)} GB/s (x${(r.median_gbs / base.median_gbs).toFixed(2)} of ${base.threads} thread median)`);
 }

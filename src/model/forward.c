@@ -183,17 +183,16 @@ static int prep_all(ae_model *m, const ae_tensor *const *ws, int nw, const float
 
 /* Rows of one thread's chunk: how many rows a chunk of a matmul section of `n` tokens has (whole range on 1 thread).
  * Prefill (n > 1): about 8 chunks per thread (a descheduled or slower thread's share is taken over in small pieces:
- * a chunk is long there), at least 16 rows. Decode (n == 1): up to 8 per thread but at least ~64 rows each, their
- * count a multiple of the thread count (balanced halves when both threads run). Every chunk costs a claim and a done
- * count on counters both threads touch (a cross-core round trip is ~300 ns on the session-8 VM) and a kernel call:
- * at dim 288 the 16-row minimum made decode steps of 15-18 chunks of ~1 us of work, and s15m 2-thread decode ran
- * 4-13% slower than with these (prefill keeps its chunks: one A/B at SmolLM2-135M's shape gave the larger ones
- * 4-6% slower, within this VM's noise; docs/PERFORMANCE.md "Session 8"). With 2 threads decode chunks are the
- * same from 1024 rows up. Session 19: a decode chunk also holds at least AE_DECODE_CHUNK_MACS multiply-adds (rows x
- * cols; cols 0: no such minimum), which changes only matrices under 1024 columns: at s15m's dim 288 a step had 12-13
- * chunks of ~0.5 us, now 2-6 (2-thread decode 1.05x; docs/PERFORMANCE.md "Session 19"). Rows are a multiple of
- * `align` (4: the 4-row matvec groups; or an activation block size when the chunk's output is converted). */
-#define AE_DECODE_CHUNK_MACS 65536
+ * a chunk is long there), at least 16 rows. Decode (n == 1): at least AE_DECODE_CHUNK_MACS multiply-adds (rows x
+ * cols; cols 0: no such minimum) and 64 rows each, at most 8 per thread, their count a multiple of the thread count
+ * (balanced halves when both threads run). A decode chunk is one matvec call from DRAM: each call starts its 4 row
+ * streams cold (~1 us before the prefetchers run, session 21) and costs a claim and a done count on counters both
+ * threads touch. With 64K multiply-adds (sessions 19-20) SmolLM2-135M's 2-thread decode ran no faster than 1 thread
+ * (gate / up in 12 chunks of 128 rows: each thread's half took as long as the whole on 1 thread); with 4M it runs
+ * 1.3x faster, Qwen2.5-0.5B 1.16x, Llama-3.2-1B 1.05x, Phi-3 1.04x, and also with a busy process on the other core
+ * (docs/PERFORMANCE.md "Session 21"). Rows are a multiple of `align` (4: the 4-row matvec groups; or an activation
+ * block size when the chunk's output is converted). */
+#define AE_DECODE_CHUNK_MACS (1 << 22)
 static int chunk_rows(int rows, int cols, int n, int nth, int align) {
   if (nth <= 1) return rows > 0 ? rows : 1;
   int c;
@@ -203,7 +202,7 @@ static int chunk_rows(int rows, int cols, int n, int nth, int align) {
   } else {
     int mr = cols > 0 ? AE_DECODE_CHUNK_MACS / cols : 0;
     if (mr < 64) mr = 64;
-    int nch = rows / mr;                       /* chunks of at least ~64 rows and ~64K multiply-adds */
+    int nch = rows / mr;                       /* chunks of at least 64 rows and ~4M multiply-adds */
     if (nch > 8 * nth) nch = 8 * nth;          /* at most 8 per thread */
     nch = nch / nth * nth;                     /* a multiple of the thread count */
     if (nch < nth) nch = nth;
