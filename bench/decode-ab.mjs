@@ -10,6 +10,7 @@
 // Per round and build: a prompt of 8 ids, 2 warm-up tokens, then --tokens Engine.forward calls; medians over rounds.
 // --prefill P: also one P-token prompt forward per round and build (no logits but the last token's, as a prompt;
 // CPU ms per prompt token and prompt tokens per CPU second), before the decode part.
+// --context C: the decode tokens follow a prompt of C tokens instead of 8 (attention over a longer context).
 import path from 'node:path';
 import { args, hugePagesMB, machine, median, wasmFlags } from './lib/common.mjs';
 
@@ -20,12 +21,12 @@ const [file, ...roots] = pos;
 if (!file || roots.length < 1) throw new Error('usage: node bench/decode-ab.mjs MODEL CHECKOUT_A [CHECKOUT_B ...] [--simd relaxed,plain] [--tokens 16] [--rounds 7]');
 const simds = String(opt('--simd', 'relaxed,plain')).split(','), N = Number(opt('--tokens', 16)), rounds = Number(opt('--rounds', 7));
 const threads = Number(opt('--threads', 1));
-const P = Number(opt('--prefill', 0));
+const P = Number(opt('--prefill', 0)), C = Number(opt('--context', 8));
 const vs = [];
 for (const root of roots) {
   const { Aether } = await import(path.resolve(root, 'dist/src/index.js'));
   for (const simd of simds) {
-    const model = await Aether.load(file, { threads, simd, nCtx: 512 });
+    const model = await Aether.load(file, { threads, simd, nCtx: Math.max(512, C + N + 16) });
     vs.push({ name: `${root} ${model.simd}`, model, cpu: [], wall: [], pcpu: [], pwall: [] });
   }
 }
@@ -41,8 +42,8 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
     v.pwall.push((performance.now() - t0) / P);
     v.model.reset();
   }
-  e.forward([1, 450, 3681, 1044, 338, 263, 1243, 9508], 0);
-  let p = 8;
+  e.forward(C === 8 ? [1, 450, 3681, 1044, 338, 263, 1243, 9508] : Array.from({ length: C }, (_, i) => 100 + ((i * 7919) % 20000)), 0);
+  let p = C;
   for (let i = 0; i < 2; i++) e.forward([100 + i], p++);
   const c0 = process.cpuUsage(), t0 = performance.now();
   for (let i = 0; i < N; i++) e.forward([200 + i], p++);
@@ -52,7 +53,7 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
   v.model.reset();
 }
 const m1 = machine();
-console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens after ${C} x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
 console.log(`\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) | min |\n|---|---|---|---|---|`);
 for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(3)} | ${Math.min(...v.cpu).toFixed(3)} | ${median(v.wall).toFixed(3)} | ${Math.min(...v.wall).toFixed(3)} |`);
 if (P > 0) {
