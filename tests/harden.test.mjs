@@ -313,20 +313,29 @@ test('NaN weights with a valid checksum are refused at load, naming the tensor a
   await assertAetherError(() => load(file), 'format_error', ['blk.0.attn_q.weight', 'element 1234', 'NaN']);
 });
 
-test('NaN / Inf logits are reported as non_finite, not sampled', async () => {
+test('NaN / Inf logits are reported as non_finite, not sampled (every logit, or one in the last output chunk, 1 and 2 threads)', async () => {
   const meta = tinySyntheticMeta({ quant: 'f32' });
-  const file = path.join(tmp, 'inf-logits.rknot');
-  await writeRknot(file, meta, (spec, i) => {
-    const d = syntheticData(spec, i + 1);
-    // finite weights whose product overflows: x * 1e30 (output norm) times 3e38
-    if (spec.name === 'output.weight') new Float32Array(d.buffer, d.byteOffset, d.byteLength / 4).fill(3e38);
-    if (spec.name === 'output_norm.weight') new Float32Array(d.buffer, d.byteOffset, d.byteLength / 4).fill(1e30);
-    return d;
-  });
-  const m = await load(file);
-  try {
-    await assertAetherError(() => m.complete([1, 5], { maxTokens: 2 }), 'non_finite', ['forward']);
-  } finally { m.dispose(); }
+  // the output head's last row only: on 2 threads the second of its two decode chunks (forward.c out_part_of) holds it
+  for (const rows of ['all', 'last']) {
+    const file = path.join(tmp, `inf-logits-${rows}.rknot`);
+    await writeRknot(file, meta, (spec, i) => {
+      const d = syntheticData(spec, i + 1);
+      // finite weights whose product overflows: x * 1e30 (output norm) times 3e38
+      const f = new Float32Array(d.buffer, d.byteOffset, d.byteLength / 4);
+      if (spec.name === 'output.weight') (rows === 'all' ? f : f.subarray(f.length - meta.config.dim)).fill(3e38);
+      if (spec.name === 'output_norm.weight') f.fill(1e30);
+      return d;
+    });
+    for (const threads of [1, 2]) {
+      const m = await load(file, { threads });
+      try {
+        await assertAetherError(() => m.complete([1, 5], { maxTokens: 2 }), 'non_finite', ['forward']);
+        // a decode step too (the prompt's forward ran the same output head)
+        const e = m.engine;
+        assert.throws(() => e.forward([3], 0), (err) => err.code === 'non_finite', `${rows} rows, ${threads} threads`);
+      } finally { m.dispose(); }
+    }
+  }
 });
 
 test('add_eos_token / add_bos_token must be booleans ("0" is not false and not true)', async () => {

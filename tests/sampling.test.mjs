@@ -88,3 +88,31 @@ test('temperature sampling follows softmax(logits / T); top-p, min-p and top-k c
     assert.deepEqual([...rep.keys()], [1]);
   } finally { m.dispose(); }
 });
+
+test('greedy picks from the output head\'s chunk summaries equal the argmax of the logits (1 and 2 threads; after the sampler changed them)', async () => {
+  const argmax = (l) => { let b = 0; for (let i = 1; i < l.length; i++) if (l[i] > l[b]) b = i; return b; };
+  for (const threads of [1, 2]) {
+    const m = await load(MODEL, { threads });
+    try {
+      const e = m.engine, V = m.config.vocab_size;
+      const prompt = m.tokenize(PROMPT);
+      e.forward(prompt, 0);
+      let pos = prompt.length, rng = e.seedRng(3);
+      for (let i = 0; i < 12; i++) {
+        const want = argmax(e.logits());
+        // src/model/model.c ae_model_greedy: from the summaries (one per decode chunk of the output head)
+        assert.equal(e.coreExports.ae_model_greedy(e.modelPtr, V), want);
+        const r = e.sample({ temperature: 0 }, rng, []);
+        assert.equal(r.token, want, `${threads} threads, token ${i}`);
+        assert.equal(r.rng, rng, 'greedy leaves the RNG alone');
+        e.forward([r.token], pos++);
+      }
+      // the repetition penalty writes the logits: a greedy pick after it reads the written ones
+      const before = argmax(e.logits());
+      e.sample({ temperature: 0, repeatPenalty: 1e6 }, rng, [before]);
+      const after = e.logits();
+      assert.notEqual(argmax(after), before);
+      assert.equal(e.sample({ temperature: 0 }, rng, []).token, argmax(after));
+    } finally { m.dispose(); }
+  }
+});

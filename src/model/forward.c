@@ -594,6 +594,15 @@ static void attn_item(ae_model *m, ae_layer *L, const attn_cfg *ac, int l, int n
         head_stats_add(m, ith, l, g * group + j, pos + b0 + q, t0s[q], att + (size_t)(q * group + j) * c->n_ctx);
 }
 
+/* Summary of logits x[0..n) (rows base..): NaN / inf among them, the first index of their maximum and the maximum. */
+static void out_part_of(const float *x, int n, int base, struct ae_out_part *p) {
+  const uint32_t *u = (const uint32_t *)x;
+  uint32_t bad = 0;
+  for (int i = 0; i < n; i++) bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
+  const int i = ae_argmax(x, n);
+  p->max = x[i]; p->idx = base + i; p->bad = bad != 0; p->pad = 0;
+}
+
 /* Run one step: chunks of the body, the epilogue by the thread that finished the last chunk, then wait for the
  * step to be complete; leave the job (return from the enclosing function) when it is over for this thread. */
 #define FLOW_CHUNKS(nc, c) for (int c; (c = ae_flow_claim(&fl, (nc))) >= 0;)
@@ -818,16 +827,17 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
     }
     FLOW_WAIT(ntc);
   }
-  {   /* logits rows; Gemma 2's final soft-capping on each chunk's rows */
+  {   /* logits rows; Gemma 2's final soft-capping on each chunk's rows; one row: the chunk's summary (out_part) */
     const mm_item it[] = {{out, m->logits, c->vocab}};
     const mm_plan pl = mm_plan_of(it, 1, nout, nth);
+    const int parts = nout == 1 && pl.total <= AE_OUT_PARTS(c);
     FLOW_CHUNKS(pl.total, ch) {
       mm_chunk(m, it, &pl, ch, m->xb, D, nout);
-      if (c->final_softcap > 0.0f) {
-        const int r0 = ch * pl.cr[0], r1 = r0 + pl.cr[0] < c->vocab ? r0 + pl.cr[0] : c->vocab;
+      const int r0 = ch * pl.cr[0], r1 = r0 + pl.cr[0] < c->vocab ? r0 + pl.cr[0] : c->vocab;
+      if (c->final_softcap > 0.0f)
         for (int b = 0; b < nout; b++) ae_softcap(m->logits + (size_t)b * c->vocab + r0, r1 - r0, c->final_softcap);
-      }
-      FLOW_LAST(pl.total) ae_flow_complete(&fl);
+      if (parts && r0 < r1) out_part_of(m->logits + r0, r1 - r0, r0, m->out_part + ch);
+      FLOW_LAST(pl.total) { m->out_nparts = parts ? pl.total : 0; ae_flow_complete(&fl); }
     }
     FLOW_WAIT(pl.total);
   }

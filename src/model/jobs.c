@@ -31,6 +31,8 @@ AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
   const ae_model *mm = a->model;
   /* the per-thread scratch (att, qconv) is laid out for cfg.max_threads threads: a larger pool would write past it */
   if (mm->initialised && pool->nth > mm->cfg.max_threads) return a->status = AE_ERR_INVALID_ARG;
+  /* the output head's chunk summaries describe the logits of the forward that wrote them: none until this one has */
+  if (mm->initialised && a->want_all >= 0 && !a->hidden_sum) ((ae_model *)mm)->out_nparts = 0;
   if (a->n_tokens == 1 && mm->initialised && mm->decode_bytes < mm->single_below && all_dense(mm)) {
     /* a small decode step: on this thread alone (the same bits; docs/DESIGN.md "Forward pass and threads") */
     if (ae_pool_dead(pool)) return a->status = AE_ERR_WORKER_DIED;
@@ -42,7 +44,11 @@ AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
   if (a->status == AE_OK && a->want_all >= 0) {   /* (want_all < 0: no logits, nothing to check) */
     const ae_model *m = a->model;
     const size_t rows = a->want_all > 0 && m->cfg.logits_all ? (size_t)a->n_tokens : 1;
-    if (any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab)) a->status = AE_ERR_NONFINITE;
+    int bad = 0;
+    if (m->out_nparts > 0 && rows == 1)   /* the output head's chunk summaries (forward.c out_part_of) */
+      for (int i = 0; i < m->out_nparts; i++) bad |= m->out_part[i].bad;
+    else bad = any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab);
+    if (bad) a->status = AE_ERR_NONFINITE;
   }
   return a->status;
 }

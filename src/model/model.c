@@ -518,6 +518,7 @@ static uint64_t layout(ae_model *m, uintptr_t base, uint64_t *kv_start) {
   TAKE(att, (uint64_t)c->max_threads * qrows * c->n_ctx * 4);
   TAKE(qconv, (uint64_t)c->max_threads * (qrows + 1) * AE_KV_PAD(c->head_dim) * 4);
   TAKE(logits, (c->logits_all ? B : 1) * (uint64_t)c->vocab * 4);
+  TAKE(out_part, (uint64_t)AE_OUT_PARTS(c) * sizeof(struct ae_out_part));
   TAKE(flow, (uint64_t)ae_forward_max_steps(c) * 16u);   /* step counters (pool.h ae_flow) */
   /* KV cache last (the bulk): per layer K then V, each n_kv_heads * n_ctx rows of head_dim values; a layer with
    * a KV policy has its segments and ring instead */
@@ -741,5 +742,23 @@ AE_EXPORT double ae_model_set_single_below(ae_model *m, double bytes) {
 
 /* Pointer to the logits (row `row` when logits_all). */
 AE_EXPORT float *ae_model_logits(ae_model *m) { return m->logits; }
+
+/* The host changed the logits (the sampler's penalty and bias write them): the chunk summaries no longer hold. */
+AE_EXPORT void ae_model_logits_changed(ae_model *m) { m->out_nparts = 0; }
+
+/* Greedy pick over the first n logits: ae_argmax's answer (the first index of the maximum), from the output head's
+ * chunk summaries when they hold (every logit finite, n the whole vocabulary; chunks in row order, so the first chunk
+ * with the largest maximum holds the first index of it), else from the logits. */
+AE_EXPORT int ae_model_greedy(const ae_model *m, int n) {
+  const int np = m->out_nparts;
+  if (np <= 0 || n != m->cfg.vocab) return ae_argmax(m->logits, n);
+  const struct ae_out_part *p = m->out_part;
+  int best = 0;
+  for (int i = 0; i < np; i++) {
+    if (p[i].bad) return ae_argmax(m->logits, n);
+    if (p[i].max > p[best].max) best = i;
+  }
+  return p[best].idx;
+}
 /* Start of the KV cache (all layers). */
 AE_EXPORT uint8_t *ae_model_kv(ae_model *m) { return m->kv; }

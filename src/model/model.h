@@ -280,6 +280,13 @@ typedef struct {
                    * vec_dot_type; padded rows */
   uint8_t *kv;     /* the KV cache of every layer (ae_layer.k / .v point into it) */
   float *logits;   /* (logits_all ? max_batch : 1, vocab) */
+  /* The output head's row chunks of the last forward that gave one row of logits (decode, a prompt's last token):
+   * per chunk its maximum, the first index of it and whether a logit is NaN / inf, computed by the thread that wrote
+   * the rows while they are in its cache (forward.c), so that the check and a greedy pick need not read every logit on
+   * the calling thread (whose copies of the worker's lines the worker's next writes would wait for). out_nparts 0: not
+   * computed (every token's logits, or the logits changed since: ae_model_logits_changed). */
+  struct ae_out_part { float max; int32_t idx, bad, pad; } *out_part;
+  int32_t out_nparts;
   int32_t n_past;  /* positions in the KV cache (maintained by the host through ae_forward's pos) */
   int32_t kv_dirty;  /* a KV policy changed after init: ae_model_relayout before the next forward */
   double *op_time; /* NULL: timing off; else (n_layers + 1, AE_OP_COUNT) milliseconds, host-allocated */
@@ -324,6 +331,9 @@ typedef struct {
 #define AE_JOB_FORWARD 1
 
 void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t tag);
+/* Capacity of ae_model.out_part: decode chunks of the output head (forward.c chunk_rows: at most 8 per thread). */
+#define AE_OUT_PARTS(c) (8 * ((c)->max_threads > 0 ? (c)->max_threads : 1))
+
 /* Steps of one forward pass at most (the size of ae_model.flow in counter pairs). */
 int ae_forward_max_steps(const ae_config *c);
 

@@ -751,7 +751,9 @@ export class Engine {
 
   /**
    * Sample from the last logits (modifies them: penalty and bias). `recent` feeds the repetition penalty.
-   * Throws invalid_argument when the logit bias bans every token.
+   * Throws invalid_argument when the logit bias bans every token. A greedy pick without penalty, bias or
+   * log-probabilities comes from the output head's chunk summaries (src/model/model.c ae_model_greedy): code that
+   * writes the logits buffer itself calls `ae_model_logits_changed` first.
    */
   sample(p: SamplerParams, rngState: bigint, recent: number[]): SampleResult {
     this.check();
@@ -777,7 +779,12 @@ export class Engine {
     const n = this.sampleLimit > 0 ? Math.min(this.sampleLimit, this.config.vocab_size) : this.config.vocab_size;
     dv.setInt32(s + SMP.N_BIAS, bias.length, true);
     dv.setInt32(s + SMP.N_TOP, nTop, true);
-    const token = this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, n);
+    // greedy without penalty, bias or log-probabilities: the output head's chunk summaries (src/model/model.c
+    // ae_model_greedy: the same pick as the sampler's argmax, without reading every logit on this thread)
+    const penalty = Math.fround(p.repeatPenalty ?? 1);
+    const greedy = !(Math.fround(p.temperature ?? 0) > 0) && (penalty === 1 || !(penalty > 0)) && bias.length === 0 && nTop < 0;
+    const token = greedy ? this.core.ae_model_greedy(this.model, n) : this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, n);
+    if (!greedy && ((penalty !== 1 && penalty > 0) || bias.length)) this.core.ae_model_logits_changed(this.model);   // the sampler wrote them
     if (token < 0) throw new AetherError('invalid_argument', 'the logit bias bans every token of the vocabulary');
     const out: SampleResult = { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
     if (nTop >= 0) {
