@@ -596,11 +596,8 @@ static void attn_item(ae_model *m, ae_layer *L, const attn_cfg *ac, int l, int n
 
 /* Summary of logits x[0..n) (rows base..): NaN / inf among them, the first index of their maximum and the maximum. */
 static void out_part_of(const float *x, int n, int base, struct ae_out_part *p) {
-  const uint32_t *u = (const uint32_t *)x;
-  uint32_t bad = 0;
-  for (int i = 0; i < n; i++) bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
   const int i = ae_argmax(x, n);
-  p->max = x[i]; p->idx = base + i; p->bad = bad != 0; p->pad = 0;
+  p->max = x[i]; p->idx = base + i; p->bad = ae_any_nonfinite(x, (size_t)n); p->pad = 0;
 }
 
 /* Run one step: chunks of the body, the epilogue by the thread that finished the last chunk, then wait for the

@@ -10,14 +10,6 @@ void ae_job_run(int32_t job, uint32_t arg, int ith, int nth, ae_pool *pool, int3
   }
 }
 
-/* 1 if any of x[0..n) is NaN or +-Inf (exponent bits all ones); integer ops, so the compiler vectorises it. */
-static int any_nonfinite(const float *x, size_t n) {
-  const uint32_t *u = (const uint32_t *)x;
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; i++) bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
-  return bad != 0;
-}
-
 /* Every layer runs the core's dense FFN (the FFN modules and compressed variants meet at barriers of all threads). */
 static int all_dense(const ae_model *m) {
   for (int l = 0; l < m->cfg.n_layers; l++)
@@ -47,7 +39,7 @@ AE_EXPORT int ae_forward(ae_pool *pool, ae_forward_args *a) {
     int bad = 0;
     if (m->out_nparts > 0 && rows == 1)   /* the output head's chunk summaries (forward.c out_part_of) */
       for (int i = 0; i < m->out_nparts; i++) bad |= m->out_part[i].bad;
-    else bad = any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab);
+    else bad = ae_any_nonfinite(m->logits, rows * (size_t)m->cfg.vocab);
     if (bad) a->status = AE_ERR_NONFINITE;
   }
   return a->status;

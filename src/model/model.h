@@ -331,6 +331,14 @@ typedef struct {
 #define AE_JOB_FORWARD 1
 
 void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t tag);
+/* 1 if any of x[0..n) is NaN or +-Inf (exponent bits all ones); integer ops, so the compiler vectorises it. */
+AE_INLINE int ae_any_nonfinite(const float *x, size_t n) {
+  const uint32_t *u = (const uint32_t *)x;
+  uint32_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad |= (uint32_t)((u[i] & 0x7f800000u) == 0x7f800000u);
+  return bad != 0;
+}
+
 /* Capacity of ae_model.out_part: decode chunks of the output head (forward.c chunk_rows: at most 8 per thread). */
 #define AE_OUT_PARTS(c) (8 * ((c)->max_threads > 0 ? (c)->max_threads : 1))
 
