@@ -4,6 +4,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { load } from '../dist/src/index.js';
+import { SMP } from '../dist/src/generated/abi.js';
 import { repoRoot } from './helpers/paths.mjs';
 
 const MODEL = path.join(repoRoot, 'models/tiny-llama-a-q8_0.rknot');
@@ -115,4 +116,54 @@ test('greedy picks from the output head\'s chunk summaries equal the argmax of t
       assert.equal(e.sample({ temperature: 0 }, rng, []).token, argmax(after));
     } finally { m.dispose(); }
   }
+});
+
+test('top-k off: the lazy best-first walk (ae_sample) draws the token of the fully sorted specification (ae_sample_sorted), bit for bit', async () => {
+  const m = await load(MODEL);
+  try {
+    const e = m.engine, x = e.coreExports, V = m.config.vocab_size;
+    const ptr = x.ae_model_logits(e.modelPtr) >>> 0;
+    let seed = 99;
+    const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+    // logit shapes: flat (random weights), peaked (a trained model), ties, bans (-inf), a few tokens only
+    const shapes = {
+      flat: (i) => rnd() * 2,
+      peaked: (i) => (i % 97 === 5 ? 8 + rnd() * 4 : rnd() * 6 - 3),
+      ties: (i) => Math.floor(rnd() * 4),
+      bans: (i) => (rnd() < 0.5 ? -Infinity : rnd() * 3),
+      few: (i) => (i < 7 ? i * 0.5 : -1e9),
+    };
+    const params = [
+      { temperature: 1, topK: 0, topP: 1, minP: 0 },
+      { temperature: 0.7, topK: 0, topP: 0.9, minP: 0 },
+      { temperature: 1.3, topK: 0, topP: 0.5, minP: 0.05 },
+      { temperature: 0.8, topK: 0, topP: 1, minP: 0.3 },
+      { temperature: 2, topK: V + 5, topP: 0.999, minP: 0 },
+      { temperature: 1, topK: 0, topP: 0.01, minP: 0 },
+    ];
+    let n = 0, distinct = new Set();
+    for (const [name, f] of Object.entries(shapes)) {
+      const L = Float32Array.from({ length: V }, (_, i) => f(i));
+      for (const p of params) {
+        let rng = e.seedRng(n + 1);
+        for (let k = 0; k < 6; k++, n++) {
+          e.heap.f32(ptr, V).set(L);
+          const got = e.sample(p, rng, []);
+          // the same sampler block (engine.sample filled it), the same RNG state and logits: the sorted draw
+          e.heap.f32(ptr, V).set(L);
+          const dv = e.heap.view();
+          dv.setBigUint64(e.sampler + SMP.RNG, rng, true);
+          const want = x.ae_sample_sorted(e.sampler, ptr, V);
+          assert.equal(got.token, want, `${name} ${JSON.stringify(p)} draw ${k}`);
+          assert.equal(got.rng, dv.getBigUint64(e.sampler + SMP.RNG, true));
+          assert.ok(L[got.token] > -Infinity, 'a banned token was drawn');
+          if (name === 'few') assert.ok(got.token < 7);
+          distinct.add(got.token);
+          rng = got.rng;
+        }
+      }
+    }
+    assert.ok(distinct.size > 20, `draws should spread (${distinct.size} distinct tokens)`);
+    x.ae_model_logits_changed(e.modelPtr);
+  } finally { m.dispose(); }
 });

@@ -1,5 +1,8 @@
 #include "model/sampler.h"
 #include "kernels/kernels.h"
+#ifdef __wasm_simd128__
+#include "kernels/simd128/simd128_util.h"
+#endif
 
 
 AE_EXPORT size_t ae_sampler_sizeof(void) { return sizeof(ae_sampler); }
@@ -39,7 +42,17 @@ static int select_top(const float *l, int n_vocab, int k, int32_t *idx) {
   if (k <= 0 || k > n_vocab) k = n_vocab;
   for (int i = 0; i < k; i++) idx[i] = i;
   for (int i = k / 2 - 1; i >= 0; i--) sift_down_min(idx, k, i, l);
-  for (int i = k; i < n_vocab; i++)
+  /* the rest against the worst kept logit, 4 at a time: only a lane above it can enter (a later id that ties
+   * the worst is not better), and the threshold only rises */
+  int i = k;
+#ifdef __wasm_simd128__
+  for (; i + 4 <= n_vocab; i += 4) {
+    if (!wasm_v128_any_true(wasm_f32x4_gt(wasm_v128_load(l + i), wasm_f32x4_splat(l[idx[0]])))) continue;
+    for (int j = i; j < i + 4; j++)
+      if (better(l, j, idx[0])) { idx[0] = j; sift_down_min(idx, k, 0, l); }
+  }
+#endif
+  for (; i < n_vocab; i++)
     if (better(l, i, idx[0])) { idx[0] = i; sift_down_min(idx, k, 0, l); }
   /* heap sort: repeatedly move the worst to the end -> descending order */
   for (int e = k - 1; e > 0; e--) {
@@ -49,7 +62,26 @@ static int select_top(const float *l, int n_vocab, int k, int32_t *idx) {
   return k;
 }
 
-static int draw(ae_sampler *s, const float *logits, int n_vocab);
+/* max-heap by `better` (root: the best candidate): the full-vocabulary draw pops candidates in descending order
+ * only as far as it needs them */
+static void sift_down_max(int32_t *h, int n, int i, const float *l) {
+  for (;;) {
+    int w = i, a = 2 * i + 1, b = a + 1;
+    if (a < n && better(l, h[a], h[w])) w = a;
+    if (b < n && better(l, h[b], h[w])) w = b;
+    if (w == i) return;
+    int32_t t = h[i]; h[i] = h[w]; h[w] = t; i = w;
+  }
+}
+/* the best of heap h[0..*n) moved to h[*n - 1]; returns it */
+static int32_t pop_max(int32_t *h, int *n, const float *l) {
+  const int32_t t = h[0];
+  h[0] = h[--*n]; h[*n] = t;
+  sift_down_max(h, *n, 0, l);
+  return t;
+}
+
+static int draw(ae_sampler *s, const float *logits, int n_vocab, int sorted);
 
 /* log(sum(exp(l))) over the vocabulary, shifted by the max (-inf when every logit is -inf) */
 static float log_sum_exp(const float *l, int n) {
@@ -62,7 +94,7 @@ static float log_sum_exp(const float *l, int n) {
 }
 
 /* Sample one token id. logits are modified (penalty, bias; not temperature). @return token id, -1 on bad args */
-AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
+static int sample(ae_sampler *s, float *logits, int n_vocab, int sorted) {
   if (n_vocab <= 0) return -1;
   int banned = 0;
   if (s->repeat_penalty != 1.0f && s->repeat_penalty > 0.0f) {
@@ -91,15 +123,18 @@ AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) {
     const int k = select_top(logits, n_vocab, s->n_top < n_vocab ? s->n_top : n_vocab, s->idx);
     for (int i = 0; i < k; i++) { s->top_ids[i] = s->idx[i]; s->top_logprobs[i] = logits[s->idx[i]] - lse; }
   }
-  const int tok = draw(s, logits, n_vocab);
+  const int tok = draw(s, logits, n_vocab, sorted);
   if (s->n_top >= 0) s->logprob = logits[tok] - lse;
   return tok;
 }
 
-/* The draw itself: temperature, truncations, RNG (logits already penalised and biased). */
-static int draw(ae_sampler *s, const float *logits, int n_vocab) {
-  if (!(s->temperature > 0.0f)) return ae_argmax(logits, n_vocab);
+AE_EXPORT int ae_sample(ae_sampler *s, float *logits, int n_vocab) { return sample(s, logits, n_vocab, 0); }
+/* The same draw with every candidate of the full-vocabulary draw sorted first (the specification of draw_full's
+ * lazy walk; the tests compare the two) */
+AE_EXPORT int ae_sample_sorted(ae_sampler *s, float *logits, int n_vocab) { return sample(s, logits, n_vocab, 1); }
 
+/* The draw with top-k on (k < n_vocab): the k best sorted, softmax over them in that order, then min-p, top-p. */
+static int draw_top_k(ae_sampler *s, const float *logits, int n_vocab) {
   int n = select_top(logits, n_vocab, s->top_k, s->idx);
   /* softmax over the candidates at temperature T (max first, in sorted order) */
   const float inv_t = 1.0f / s->temperature;
@@ -134,4 +169,118 @@ static int draw(ae_sampler *s, const float *logits, int n_vocab) {
     if (r < acc) return s->idx[i];
   }
   return s->idx[n - 1];
+}
+
+/* prob[i] = exp((l[i] - mx) * inv_t) for i < n (SIMD: simd128_util.h ae_v_exp, the softmax kernel's; portable C:
+ * ae_expf); returns their sum in double: 4 partial sums of the ids = 0, 1, 2, 3 mod 4, then added in that order. */
+static double exp_pass(const float *l, int n, float mx, float inv_t, float *prob) {
+  int i = 0;
+  double s4[4] = {0.0, 0.0, 0.0, 0.0};
+#ifdef __wasm_simd128__
+  const v128 vm = wasm_f32x4_splat(mx), vt = wasm_f32x4_splat(inv_t);
+  v128 a = wasm_f64x2_splat(0.0), b = a;
+  for (; i + 4 <= n; i += 4) {
+    const v128 e = ae_v_exp(wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(l + i), vm), vt));
+    wasm_v128_store(prob + i, e);
+    a = wasm_f64x2_add(a, wasm_f64x2_promote_low_f32x4(e));
+    b = wasm_f64x2_add(b, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(e, e, 2, 3, 0, 1)));
+  }
+  s4[0] = wasm_f64x2_extract_lane(a, 0); s4[1] = wasm_f64x2_extract_lane(a, 1);
+  s4[2] = wasm_f64x2_extract_lane(b, 0); s4[3] = wasm_f64x2_extract_lane(b, 1);
+  if (i < n) {   /* the tail through a buffer padded with -inf (exp -> 0), as the softmax kernel */
+    float t[4] = {-__builtin_inff(), -__builtin_inff(), -__builtin_inff(), -__builtin_inff()};
+    for (int j = 0; j < n - i; j++) t[j] = l[i + j];
+    float e[4];
+    wasm_v128_store(e, ae_v_exp(wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(t), vm), vt)));
+    for (int j = 0; j < n - i; j++) { prob[i + j] = e[j]; s4[j] += e[j]; }
+    i = n;
+  }
+#endif
+  for (; i < n; i++) { prob[i] = ae_expf((l[i] - mx) * inv_t); s4[i & 3] += prob[i]; }
+  return ((s4[0] + s4[1]) + s4[2]) + s4[3];
+}
+
+/* p[i] = (float)(p[i] / sum) */
+static void norm_pass(float *p, int n, double sum) {
+  int i = 0;
+#ifdef __wasm_simd128__
+  const v128 vs = wasm_f64x2_splat(sum);
+  for (; i + 4 <= n; i += 4) {
+    const v128 e = wasm_v128_load(p + i);
+    const v128 lo = wasm_f32x4_demote_f64x2_zero(wasm_f64x2_div(wasm_f64x2_promote_low_f32x4(e), vs));
+    const v128 hi = wasm_f32x4_demote_f64x2_zero(wasm_f64x2_div(wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(e, e, 2, 3, 0, 1)), vs));
+    wasm_v128_store(p + i, wasm_i32x4_shuffle(lo, hi, 0, 1, 4, 5));
+  }
+#endif
+  for (; i < n; i++) p[i] = (float)(p[i] / sum);
+}
+
+/* The draw over the whole vocabulary (top-k off) without sorting it: prob[t] = softmax(logits / T) by token id
+ * (the sum in id order); the candidates are the tokens with p > 0, a logit above -inf (a ban) and (min-p) p >= min_p * p_max. Without top-p
+ * the draw walks them in id order (O(vocabulary)); with it, top-p and the draw walk them best first (logit
+ * descending, ties: lower id), popped from a max-heap only as far as the top_p mass reaches, which for a trained
+ * model is a few candidates (a full sort of Qwen2.5's 152K vocabulary took 40 ms a token). `sorted` 1: every
+ * candidate sorted first (ae_sample_sorted, the specification the tests compare against): the same candidates in
+ * the same order and the same sums, so the same token. */
+static int draw_full(ae_sampler *s, const float *logits, int n_vocab, int sorted) {
+  const int am = ae_argmax(logits, n_vocab);   /* the first index of the maximum: the best candidate */
+  const float mx = logits[am];
+  if (!(mx > -__builtin_inff() && mx < __builtin_inff())) return am;
+  const float inv_t = 1.0f / s->temperature;
+  float *prob = s->prob;
+  const double sum = exp_pass(logits, n_vocab, mx, inv_t, prob);
+  const float cut = s->min_p > 0.0f ? s->min_p * (float)(prob[am] / sum) : 0.0f;
+  int32_t *h = s->idx;
+  int m = 0;
+  double total = 0.0;   /* of the candidates, in id order */
+  norm_pass(prob, n_vocab, sum);
+  for (int i = 0; i < n_vocab; i++) {
+    const float p = prob[i];
+    if (p > 0.0f && p >= cut && logits[i] > -__builtin_inff()) { h[m++] = i; total += p; }   /* banned: never */
+  }
+  if (m == 0) return am;
+  if (!(s->top_p < 1.0f && s->top_p > 0.0f)) {   /* no top-p: the draw walks the candidates in id order */
+    const double r = (double)rng_f32(&s->rng) * total;
+    double acc = 0.0;
+    for (int i = 0; i < m; i++) {
+      acc += prob[h[i]];
+      if (r < acc) return h[i];
+    }
+    return h[m - 1];
+  }
+  if (sorted) {   /* the candidates best first at h[m - 1], h[m - 2], ..., as the pops leave them */
+    for (int i = m / 2 - 1; i >= 0; i--) sift_down_min(h, m, i, logits);
+    for (int e = m - 1; e > 0; e--) {
+      int32_t t = h[0]; h[0] = h[e]; h[e] = t;
+      sift_down_min(h, e, 0, logits);
+    }
+    for (int a = 0, b = m - 1; a < b; a++, b--) { int32_t t = h[a]; h[a] = h[b]; h[b] = t; }
+  } else {
+    for (int i = m / 2 - 1; i >= 0; i--) sift_down_max(h, m, i, logits);
+  }
+  /* top-p: the smallest best-first prefix whose sum (in that order) reaches top_p; the draw walks it best first.
+   * hn: candidates still in the heap h[0..hn); the popped ones are h[m - 1], h[m - 2], ..., h[hn]. */
+  int hn = sorted ? 0 : m, n = 0;
+  double cum = 0.0;
+  while (n < m) {
+    if (hn == m - n) pop_max(h, &hn, logits);
+    cum += prob[h[m - 1 - n]];
+    n++;
+    if (cum >= s->top_p) break;
+  }
+  const double r = (double)rng_f32(&s->rng) * cum;
+  double acc = 0.0;
+  for (int i = 0; i < n; i++) {
+    const int32_t t = h[m - 1 - i];
+    acc += prob[t];
+    if (r < acc) return t;
+  }
+  return h[m - n];
+}
+
+/* The draw itself: temperature, truncations, RNG (logits already penalised and biased). */
+static int draw(ae_sampler *s, const float *logits, int n_vocab, int sorted) {
+  if (!(s->temperature > 0.0f)) return ae_argmax(logits, n_vocab);
+  if (s->top_k > 0 && s->top_k < n_vocab) return draw_top_k(s, logits, n_vocab);
+  return draw_full(s, logits, n_vocab, sorted);
 }

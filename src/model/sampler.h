@@ -2,6 +2,9 @@
  * log-probabilities of the sampled token and of the most probable alternatives.
  * Order: penalty -> bias -> [log-probabilities] -> temperature -> top-k -> min-p -> top-p -> draw.
  * Greedy (temperature <= 0) is argmax of the penalised, biased logits. Deterministic for a given seed.
+ * With top-k on, softmax over the k best; with it off, over the whole vocabulary (summed in token id order), and
+ * min-p, top-p and the draw walk the candidates best first (logit descending, ties: lower id) only as far as
+ * they need (sampler.c draw_full): no sort of the vocabulary per token.
  * Log-probabilities are the log-softmax (temperature 1) of the logits after penalty and bias, before
  * temperature and truncation: the model's distribution as the caller steered it, as OpenAI reports them. */
 #ifndef AE_SAMPLER_H
@@ -35,5 +38,8 @@ typedef struct {
 
 /* @return the token id; -1 when n_vocab <= 0 or the bias bans every token */
 int ae_sample(ae_sampler *s, float *logits, int n_vocab);
+/* The same token as ae_sample, with top-k off every candidate sorted first (the specification of ae_sample's
+ * lazy best-first walk; tests compare the two) */
+int ae_sample_sorted(ae_sampler *s, float *logits, int n_vocab);
 
 #endif
