@@ -83,14 +83,13 @@ static int32_t pop_max(int32_t *h, int *n, const float *l) {
 
 static int draw(ae_sampler *s, const float *logits, int n_vocab, int sorted);
 
-/* log(sum(exp(l))) over the vocabulary, shifted by the max (-inf when every logit is -inf) */
-static float log_sum_exp(const float *l, int n) {
-  float mx = -__builtin_inff();
-  for (int i = 0; i < n; i++) if (l[i] > mx) mx = l[i];
+static double exp_pass(const float *l, int n, float mx, float inv_t, float *prob);
+
+/* log(sum(exp(l))) over the vocabulary, shifted by the max (-inf when every logit is -inf); scratch: n floats */
+static float log_sum_exp(const float *l, int n, float *scratch) {
+  const float mx = l[ae_argmax(l, n)];
   if (mx == -__builtin_inff()) return mx;
-  double sum = 0.0;
-  for (int i = 0; i < n; i++) sum += (double)ae_expf(l[i] - mx);
-  return mx + ae_logf((float)sum);
+  return mx + ae_logf((float)exp_pass(l, n, mx, 1.0f, scratch));
 }
 
 /* Sample one token id. logits are modified (penalty, bias; not temperature). @return token id, -1 on bad args */
@@ -116,7 +115,7 @@ static int sample(ae_sampler *s, float *logits, int n_vocab, int sorted) {
   }
   float lse = 0.0f;
   if (s->n_top >= 0 || banned) {
-    lse = log_sum_exp(logits, n_vocab);
+    lse = log_sum_exp(logits, n_vocab, s->prob);
     if (lse == -__builtin_inff()) return -1;  /* every token banned */
   }
   if (s->n_top > 0) {
