@@ -22,10 +22,10 @@ const MIB = Number(opt('--mib', 256)), PASSES = Number(opt('--passes', 4)), ROUN
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'aether-bw-'));
 const c = path.join(tmp, 'probe.c'), wasmFile = path.join(tmp, 'probe.wasm');
 fs.writeFileSync(c, `#include <wasm_simd128.h>
-__attribute__((visibility("default"))) int probe(const void *p, int bytes) {
+__attribute__((visibility("default"))) int probe(const void *p, unsigned bytes) {
   const v128_t *v = (const v128_t *)p;
   v128_t a = wasm_i32x4_splat(0), b = a, c = a, d = a;
-  for (int i = 0; i < bytes / 16; i += 4) { a = wasm_v128_xor(a, v[i]); b = wasm_v128_xor(b, v[i + 1]); c = wasm_v128_xor(c, v[i + 2]); d = wasm_v128_xor(d, v[i + 3]); }
+  for (unsigned i = 0; i < bytes / 16; i += 4) { a = wasm_v128_xor(a, v[i]); b = wasm_v128_xor(b, v[i + 1]); c = wasm_v128_xor(c, v[i + 2]); d = wasm_v128_xor(d, v[i + 3]); }
   return wasm_i32x4_extract_lane(wasm_v128_xor(wasm_v128_xor(a, b), wasm_v128_xor(c, d)), 0);
 }`);
 execFileSync('clang', ['--target=wasm32', '-O3', '-msimd128', '-nostdlib', '-Wl,--no-entry', '-Wl,--export=probe', '-Wl,--import-memory',
