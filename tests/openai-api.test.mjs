@@ -61,6 +61,11 @@ test('completion: shape, greedy (temperature 0) equals generate(), stop strings,
     assert.equal(r.usage.completion_tokens, 16);
     // default max_tokens is OpenAI's 16
     assert.equal((await m.createCompletion({ prompt: 'The Debian project is', temperature: 0 })).usage.completion_tokens, 16);
+    // presence / frequency penalties reach the sampler: the same greedy text as generate() with them
+    const pen = await m.complete('The Debian project is', { maxTokens: 16, greedy: true, presencePenalty: 1.5, frequencyPenalty: 2 });
+    const rp = await m.createCompletion({ prompt: 'The Debian project is', max_tokens: 16, temperature: 0, presence_penalty: 1.5, frequency_penalty: 2 });
+    assert.equal(rp.choices[0].text, pen.text);
+    assert.notEqual(pen.text, greedy.text, 'the penalties changed the greedy text');
     // a stop string cuts the text and finishes with 'stop'
     const word = greedy.text.trim().split(/\s+/)[2];
     const s = await m.createCompletion({ prompt: 'The Debian project is', max_tokens: 16, temperature: 0, stop: word });
@@ -118,7 +123,7 @@ test('bad requests: AetherError invalid_argument naming the field; the model sta
       [{ messages, top_p: '1' }, 'top_p'], [{ messages, stop: [1] }, 'stop'], [{ messages, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
       [{ messages, seed: 1.5 }, 'seed'], [{ messages, logit_bias: { abc: 1 } }, 'logit_bias'], [{ messages, logit_bias: { 5: 200 } }, 'logit_bias'],
       [{ messages, n: 2 }, 'n'], [{ messages, top_logprobs: 3 }, 'top_logprobs'], [{ messages, logprobs: true, top_logprobs: 21 }, 'top_logprobs'],
-      [{ messages, stream: 'yes' }, 'stream'], [{ messages, tools: [] }, 'tools'], [{ messages, presence_penalty: 1 }, 'presence_penalty'],
+      [{ messages, stream: 'yes' }, 'stream'], [{ messages, tools: [] }, 'tools'], [{ messages, presence_penalty: 2.5 }, 'presence_penalty'], [{ messages, frequency_penalty: '1' }, 'frequency_penalty'],
       [{ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 'messages[0].content[0]'],
     ];
     for (const [req, param] of cases) {

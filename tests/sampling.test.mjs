@@ -167,3 +167,36 @@ test('top-k off: the lazy best-first walk (ae_sample) draws the token of the ful
     x.ae_model_logits_changed(e.modelPtr);
   } finally { m.dispose(); }
 });
+
+test('frequency and presence penalties: logit -= count x frequency + presence per distinct recent token, after the repetition penalty (llama.cpp order)', async () => {
+  const m = await load(MODEL);
+  try {
+    const e = m.engine, V = m.config.vocab_size;
+    const ptr = e.coreExports.ae_model_logits(e.modelPtr) >>> 0;
+    const base = [2.0, 1.0, 0.5, 0.0, -1.0];
+    const f = Math.fround;
+    const run = (params, recent) => {
+      const buf = e.heap.f32(ptr, V);
+      buf.fill(-1e9);
+      base.forEach((v, j) => { buf[j] = v; });
+      const r = e.sample({ temperature: 0, ...params }, e.seedRng(1), recent);
+      return { token: r.token, l: Array.from(e.heap.f32(ptr, 5)) };
+    };
+    // token 0 twice, token 3 once, ids outside the vocabulary ignored
+    const recent = [0, 3, 0, -5, V + 7];
+    const a = run({ frequencyPenalty: 0.7, presencePenalty: 0.4 }, recent);
+    assert.deepEqual(a.l, [f(2 - f(f(2 * f(0.7)) + f(0.4))), 1, 0.5, f(0 - f(f(0.7) + f(0.4))), -1]);
+    assert.equal(a.token, 1, 'greedy picks the argmax after the penalties');
+    const b = run({ repeatPenalty: 2, frequencyPenalty: 0.25, presencePenalty: -0.5 }, recent);
+    assert.deepEqual(b.l, [f(f(2 / 2) - f(f(2 * 0.25) + f(-0.5))), 1, 0.5, f(f(0 * 2) - f(f(0.25) + f(-0.5))), -1]);
+    assert.equal(b.token, 0);
+    // off (0, 0): the logits are untouched and the greedy pick is the plain argmax
+    assert.deepEqual(run({ frequencyPenalty: 0, presencePenalty: 0 }, recent).l, base.map(f));
+    // in generation: a strong frequency penalty gives more distinct tokens
+    const plain = (await m.complete(PROMPT, { greedy: true, maxTokens: 48 })).tokens;
+    const pen = (await m.complete(PROMPT, { greedy: true, maxTokens: 48, frequencyPenalty: 1.5, repeatLastN: 64 })).tokens;
+    const distinct = (t) => new Set(t).size;
+    assert.ok(distinct(pen) > distinct(plain), `distinct tokens ${distinct(pen)} vs ${distinct(plain)}`);
+    await assert.rejects(m.complete(PROMPT, { frequencyPenalty: NaN }), (err) => err.code === 'invalid_argument');
+  } finally { m.dispose(); }
+});

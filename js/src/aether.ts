@@ -68,7 +68,7 @@ export interface GenerateOptions extends Omit<SamplerParams, 'logitBias' | 'topL
   greedy?: boolean;
   /** RNG seed (default: random). Same seed, same prompt, same options: same output. */
   seed?: number;
-  /** Tokens the repetition penalty looks back at (default 64). */
+  /** Tokens the repetition, frequency and presence penalties look back at (default 64). */
   repeatLastN?: number;
   /** Extra strings that end generation (not included in the output); at run time one string is taken as one stop sequence. */
   stop?: string[];
@@ -251,9 +251,10 @@ export class AetherModel extends openai.OpenAIMethods {
       stats.promptTokens = ids.length;
       const maxTokens = opts.maxTokens ?? 128;
       const greedy = opts.greedy || (opts.temperature !== undefined && opts.temperature <= 0);
-      const sp: SamplerParams = greedy ? { temperature: 0, repeatPenalty: opts.repeatPenalty ?? 1 } : {
+      const penalties = { repeatPenalty: opts.repeatPenalty ?? 1, frequencyPenalty: opts.frequencyPenalty ?? 0, presencePenalty: opts.presencePenalty ?? 0 };
+      const sp: SamplerParams = greedy ? { temperature: 0, ...penalties } : {
         temperature: opts.temperature ?? 0.8, topK: opts.topK ?? 40, topP: opts.topP ?? 0.95,
-        minP: opts.minP ?? 0.05, repeatPenalty: opts.repeatPenalty ?? 1,
+        minP: opts.minP ?? 0.05, ...penalties,
       };
       sp.logitBias = logitBiasMap(opts.logitBias, this.config.vocab_size);
       if (opts.topLogprobs !== undefined || opts.logprobs) sp.topLogprobs = opts.topLogprobs ?? 0;
@@ -673,6 +674,8 @@ function checkGenerateOptions(v: unknown): GenerateOptions {
   optNum('topP', o.topP, 0, 1);
   optNum('minP', o.minP, 0, 1);
   optNum('repeatPenalty', o.repeatPenalty, 0);
+  optNum('frequencyPenalty', o.frequencyPenalty);
+  optNum('presencePenalty', o.presencePenalty);
   return o;
 }
 

@@ -19,8 +19,10 @@
  *   top_p (the distribution the model gives, as steered by logit_bias; OpenAI's documented values are the
  *   model's token log-probabilities, which temperature does not change). Tokens are their text and UTF-8 bytes.
  * - finish_reason: 'stop' (end of turn, EOS or a stop string) or 'length' (max_tokens or the context is full).
- * - n must be 1; other fields OpenAI defines (presence / frequency penalty, tools, response_format, echo,
- *   suffix, best_of) are refused with a clear error when set to something other than their neutral value.
+ * - presence_penalty / frequency_penalty (-2..2): logit -= count * frequency_penalty + presence_penalty for each token
+ *   of the last 64 (prompt and completion; llama.cpp's window), as llama.cpp's server applies them.
+ * - n must be 1; other fields OpenAI defines (tools, response_format, echo, suffix, best_of) are refused with a
+ *   clear error when set to something other than their neutral value.
  * - Errors are AetherError('invalid_argument') whose details.param names the field (the server turns them
  *   into 400 responses with OpenAI's { error: { message, type, param, code } }).
  */
@@ -143,10 +145,8 @@ function samplingOptions(o: Record<string, unknown>, defaultMax: number): { opti
   field<string>(o, 'user', 'string');
   const n = field<number>(o, 'n', 'integer');
   if (n !== undefined && n !== 1) throw bad('n', 'only n = 1 is supported');
-  for (const p of ['presence_penalty', 'frequency_penalty']) {
-    const v = field<number>(o, p, 'number', [-2, 2]);
-    if (v) throw bad(p, 'is not supported (only 0)');
-  }
+  const presencePenalty = field<number>(o, 'presence_penalty', 'number', [-2, 2]) ?? 0;
+  const frequencyPenalty = field<number>(o, 'frequency_penalty', 'number', [-2, 2]) ?? 0;
   for (const p of ['tools', 'functions', 'response_format', 'suffix']) {
     if (o[p] !== undefined && o[p] !== null) throw bad(p, 'is not supported');
   }
@@ -169,7 +169,7 @@ function samplingOptions(o: Record<string, unknown>, defaultMax: number): { opti
     }
   }
   const options: GenerateOptions = {
-    maxTokens, temperature, topP, topK: 0, minP: 0, repeatPenalty: 1, stop,
+    maxTokens, temperature, topP, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty, frequencyPenalty, stop,
     seed: seed === undefined ? undefined : ((seed % 2 ** 32) + 2 ** 32) % 2 ** 32,
     logitBias: lb as Record<string, number> | undefined,
   };

@@ -92,21 +92,35 @@ static float log_sum_exp(const float *l, int n, float *scratch) {
   return mx + ae_logf((float)exp_pass(l, n, mx, 1.0f, scratch));
 }
 
+/* The penalties over the recent window, once per distinct token (at its first occurrence), with its count c there:
+ * repetition (logit > 0 ? logit / p : logit * p), then logit -= c * frequency_penalty + presence_penalty. The counts
+ * live in s->idx (scratch of vocab entries; only the window's tokens are touched): O(window). */
+static void apply_penalties(ae_sampler *s, float *logits, int n_vocab) {
+  const int rep = s->repeat_penalty != 1.0f && s->repeat_penalty > 0.0f;
+  const float fp = s->frequency_penalty, pp = s->presence_penalty;
+  if (!rep && fp == 0.0f && pp == 0.0f) return;
+  int32_t *cnt = s->idx;
+  const int32_t *r = s->recent;
+  const int n = s->n_recent;
+  for (int i = 0; i < n; i++) if (r[i] >= 0 && r[i] < n_vocab) cnt[r[i]] = 0;
+  for (int i = 0; i < n; i++) if (r[i] >= 0 && r[i] < n_vocab) cnt[r[i]]++;
+  for (int i = 0; i < n; i++) {
+    const int32_t t = r[i];
+    if (t < 0 || t >= n_vocab || cnt[t] == 0) continue;
+    const int c = cnt[t];
+    cnt[t] = 0;   /* done: later occurrences are skipped */
+    float l = logits[t];
+    if (rep) l = l > 0 ? l / s->repeat_penalty : l * s->repeat_penalty;
+    if (fp != 0.0f || pp != 0.0f) l -= (float)c * fp + pp;
+    logits[t] = l;
+  }
+}
+
 /* Sample one token id. logits are modified (penalty, bias; not temperature). @return token id, -1 on bad args */
 static int sample(ae_sampler *s, float *logits, int n_vocab, int sorted) {
   if (n_vocab <= 0) return -1;
   int banned = 0;
-  if (s->repeat_penalty != 1.0f && s->repeat_penalty > 0.0f) {
-    for (int i = 0; i < s->n_recent; i++) {
-      int32_t t = s->recent[i];
-      if (t < 0 || t >= n_vocab) continue;
-      /* apply once per distinct token: mark by checking earlier occurrences */
-      int seen = 0;
-      for (int j = 0; j < i; j++) if (s->recent[j] == t) { seen = 1; break; }
-      if (seen) continue;
-      logits[t] = logits[t] > 0 ? logits[t] / s->repeat_penalty : logits[t] * s->repeat_penalty;
-    }
-  }
+  apply_penalties(s, logits, n_vocab);
   for (int i = 0; i < s->n_bias; i++) {
     const int32_t t = s->bias_ids[i];
     if (t < 0 || t >= n_vocab) continue;

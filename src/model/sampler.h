@@ -1,6 +1,7 @@
 /* Token sampler: repetition penalty, logit bias, temperature, top-k, top-p, min-p, seeded RNG; optionally the
  * log-probabilities of the sampled token and of the most probable alternatives.
- * Order: penalty -> bias -> [log-probabilities] -> temperature -> top-k -> min-p -> top-p -> draw.
+ * Order: penalties (repetition, then frequency and presence, per distinct token of the recent window, as llama.cpp's
+ * penalties sampler) -> bias -> [log-probabilities] -> temperature -> top-k -> min-p -> top-p -> draw.
  * Greedy (temperature <= 0) is argmax of the penalised, biased logits. Deterministic for a given seed.
  * With top-k on, softmax over the k best; with it off, over the whole vocabulary (summed in token id order), and
  * min-p, top-p and the draw walk the candidates best first (logit descending, ties: lower id) only as far as
@@ -17,7 +18,9 @@ typedef struct {
   float top_p;           /* >= 1: off */
   float min_p;           /* <= 0: off */
   float repeat_penalty;  /* 1: off; llama.cpp semantics: logit > 0 ? logit / p : logit * p */
-  int32_t n_recent;      /* tokens in `recent` the penalty applies to */
+  float frequency_penalty; /* 0: off; OpenAI / llama.cpp: logit -= frequency_penalty * (count of the token in recent) */
+  float presence_penalty;  /* 0: off; logit -= presence_penalty once for a token that occurs in recent */
+  int32_t n_recent;      /* tokens in `recent` the penalties apply to */
   const int32_t *recent; /* last tokens (host-maintained window) */
   uint64_t rng;          /* RNG state (splitmix64/xorshift); updated on every draw */
   /* scratch of vocab entries each, host-allocated */

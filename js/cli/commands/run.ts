@@ -18,7 +18,9 @@ export const usage = `usage: aether run MODEL -p TEXT [options]
   --top-p P             top-p (default 0.95, 1 = off)
   --min-p P             min-p (default 0.05, 0 = off)
   --repeat-penalty R    repetition penalty (default 1.0 = off)
-  --repeat-last-n N     tokens the penalty looks at (default 64)
+  --frequency-penalty F logit -= F x the token's count in the window (default 0 = off)
+  --presence-penalty P  logit -= P for a token in the window (default 0 = off)
+  --repeat-last-n N     tokens the penalties look at (default 64)
   --seed S              RNG seed (default random)
   --ignore-eos          keep generating past end-of-generation tokens (exactly -n tokens)
   -t, --threads T       compute threads (default auto: the physical cores, at most 4)
@@ -38,7 +40,7 @@ export async function run(argv: string[]): Promise<number> {
   const { positionals, values: v } = parseArgs(argv, {
     options: {
       prompt: 'string', 'n-predict': 'number', greedy: 'boolean', 'ignore-eos': 'boolean', temp: 'number', 'top-k': 'number', 'top-p': 'number',
-      'min-p': 'number', 'repeat-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'string',
+      'min-p': 'number', 'repeat-penalty': 'number', 'frequency-penalty': 'number', 'presence-penalty': 'number', 'repeat-last-n': 'number', seed: 'number', threads: 'string',
       simd: 'string', 'fused-dot': 'string', repack: 'string', chat: 'boolean', json: 'boolean', 'max-batch': 'number', metrics: 'string', timing: 'boolean', ...FFN_OPTION_SPEC, ...MEM_OPTION_SPEC, ...KV_OPTION_SPEC,
     },
     aliases: { p: 'prompt', n: 'n-predict', t: 'threads' },
@@ -65,6 +67,7 @@ export async function run(argv: string[]): Promise<number> {
       maxTokens: (v['n-predict'] as number) ?? 128, greedy: !!v.greedy, temperature: v.temp as number | undefined,
       topK: v['top-k'] as number | undefined, topP: v['top-p'] as number | undefined, minP: v['min-p'] as number | undefined,
       repeatPenalty: v['repeat-penalty'] as number | undefined, repeatLastN: v['repeat-last-n'] as number | undefined,
+      frequencyPenalty: v['frequency-penalty'] as number | undefined, presencePenalty: v['presence-penalty'] as number | undefined,
       seed: v.seed as number | undefined, ignoreEos: !!v['ignore-eos'],
     };
     const gen = v.chat ? model.chat([{ role: 'user', content: prompt }], opts) : model.generate(prompt, opts);

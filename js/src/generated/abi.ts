@@ -82,7 +82,7 @@ export const AUX_MAGIC = 0x31464641;
 /** Byte offsets of ae_forward_args fields (src/model/model.h) and its size. */
 export const FWD = { MODEL: 0, TOKENS: 4, N_TOKENS: 8, POS: 12, WANT_ALL: 16, STATUS: 20, HIDDEN_SUM: 24, SIZE: 28 } as const;
 /** ae_sampler (src/model/sampler.h) */
-export const SMP = { TEMPERATURE: 0, TOP_K: 4, TOP_P: 8, MIN_P: 12, REPEAT_PENALTY: 16, N_RECENT: 20, RECENT: 24, RNG: 32, IDX: 40, PROB: 44, N_BIAS: 48, BIAS_IDS: 52, BIAS_VALS: 56, N_TOP: 60, LOGPROB: 64, TOP_IDS: 68, TOP_LOGPROBS: 72, SIZE: 80 } as const;
+export const SMP = { TEMPERATURE: 0, TOP_K: 4, TOP_P: 8, MIN_P: 12, REPEAT_PENALTY: 16, FREQUENCY_PENALTY: 20, PRESENCE_PENALTY: 24, N_RECENT: 28, RECENT: 32, RNG: 40, IDX: 48, PROB: 52, N_BIAS: 56, BIAS_IDS: 60, BIAS_VALS: 64, N_TOP: 68, LOGPROB: 72, TOP_IDS: 76, TOP_LOGPROBS: 80, SIZE: 88 } as const;
 /** ae_ffn_aux (src/kernels/ffn_aux.h) */
 export const AUX = { MAGIC: 0, GU_TYPE: 4, GU_ROWS: 8, GU_TILE: 12, GU_TILE_STRIDE: 16, GATE: 20, UP: 24, ACTIVE: 28, HFILL: 32, COMP: 36, DOWN_MODE: 40, DOWN_TYPE: 44, DOWN_NM: 48, THRESHOLD: 52, COUNTS: 56, STATS: 60, HIST: 64, SMALL_EPS: 68, NEURON_MAX: 72, PAD_: 76, SIZE: 80 } as const;
 /** ae_pool (src/core/pool.h) */

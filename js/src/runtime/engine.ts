@@ -214,6 +214,11 @@ const WARMUP_DECODE_MS = 8;
 export interface SamplerParams {
   temperature?: number; topK?: number; topP?: number; minP?: number; repeatPenalty?: number;
   /**
+   * OpenAI / llama.cpp frequency and presence penalties over the same recent window as repeatPenalty (applied after
+   * it, once per distinct token): logit -= count * frequencyPenalty + presencePenalty (default 0 = off).
+   */
+  frequencyPenalty?: number; presencePenalty?: number;
+  /**
    * Added to the logits (after the repetition penalty, before everything else) by token id; a bias <= -100
    * bans the token. At most MAX_LOGIT_BIAS entries.
    */
@@ -771,6 +776,8 @@ export class Engine {
     dv.setFloat32(s + SMP.TOP_P, p.topP ?? 1, true);
     dv.setFloat32(s + SMP.MIN_P, p.minP ?? 0, true);
     dv.setFloat32(s + SMP.REPEAT_PENALTY, p.repeatPenalty ?? 1, true);
+    dv.setFloat32(s + SMP.FREQUENCY_PENALTY, p.frequencyPenalty ?? 0, true);
+    dv.setFloat32(s + SMP.PRESENCE_PENALTY, p.presencePenalty ?? 0, true);
     const r = recent.slice(-MAX_RECENT);
     dv.setInt32(s + SMP.N_RECENT, r.length, true);
     const rv = this.heap.i32(this.recent, r.length);
@@ -782,9 +789,10 @@ export class Engine {
     // greedy without penalty, bias or log-probabilities: the output head's chunk summaries (src/model/model.c
     // ae_model_greedy: the same pick as the sampler's argmax, without reading every logit on this thread)
     const penalty = Math.fround(p.repeatPenalty ?? 1);
-    const greedy = !(Math.fround(p.temperature ?? 0) > 0) && (penalty === 1 || !(penalty > 0)) && bias.length === 0 && nTop < 0;
+    const penalised = (penalty !== 1 && penalty > 0) || Math.fround(p.frequencyPenalty ?? 0) !== 0 || Math.fround(p.presencePenalty ?? 0) !== 0;
+    const greedy = !(Math.fround(p.temperature ?? 0) > 0) && !penalised && bias.length === 0 && nTop < 0;
     const token = greedy ? this.core.ae_model_greedy(this.model, n) : this.core.ae_sample(s, this.core.ae_model_logits(this.model) >>> 0, n);
-    if (!greedy && ((penalty !== 1 && penalty > 0) || bias.length)) this.core.ae_model_logits_changed(this.model);   // the sampler wrote them
+    if (!greedy && (penalised || bias.length)) this.core.ae_model_logits_changed(this.model);   // the sampler wrote them
     if (token < 0) throw new AetherError('invalid_argument', 'the logit bias bans every token of the vocabulary');
     const out: SampleResult = { token, rng: dv.getBigUint64(s + SMP.RNG, true) };
     if (nTop >= 0) {
