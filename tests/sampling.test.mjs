@@ -200,3 +200,39 @@ test('frequency and presence penalties: logit -= count x frequency + presence pe
     await assert.rejects(m.complete(PROMPT, { frequencyPenalty: NaN }), (err) => err.code === 'invalid_argument');
   } finally { m.dispose(); }
 });
+
+test('top-k selection (its 4-wide skip of logits below the worst kept one): the k best ids, ties to the lower id, as a sort', async () => {
+  const m = await load(MODEL);
+  try {
+    const e = m.engine, V = m.config.vocab_size;
+    const ptr = e.coreExports.ae_model_logits(e.modelPtr) >>> 0;
+    let seed = 5;
+    const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+    const shapes = [
+      (i) => Math.floor(rnd() * 8),                              // many ties
+      (i) => i * 1e-3,                                           // rising: every block enters the heap
+      (i) => -i * 1e-3,                                          // falling: nothing after the first k enters
+      (i) => (rnd() < 0.3 ? -Infinity : rnd()),                  // bans
+      (i) => (i % 4 === 3 ? 5 + rnd() : rnd()),                   // the best in the last lane of each block
+    ];
+    for (const [si, f] of shapes.entries()) {
+      const L = Float32Array.from({ length: V }, (_, i) => f(i));
+      const order = Array.from({ length: V }, (_, i) => i).sort((a, b) => (L[b] - L[a]) || (a - b));
+      for (const k of [1, 3, 20]) {
+        e.heap.f32(ptr, V).set(L);
+        const r = e.sample({ temperature: 0, topLogprobs: k }, e.seedRng(1), []);
+        assert.deepEqual(r.top.map((t) => t.token), order.slice(0, k), `shape ${si}, k ${k}`);
+        e.heap.f32(ptr, V).set(L);
+        // top-k sampling keeps only those k: every draw is among them
+        let rng = e.seedRng(2);
+        for (let d = 0; d < 20; d++) {
+          e.heap.f32(ptr, V).set(L);
+          const s = e.sample({ temperature: 1.5, topK: k, topP: 1, minP: 0 }, rng, []);
+          rng = s.rng;
+          assert.ok(order.slice(0, k).includes(s.token), `shape ${si}, top-k ${k}: drew ${s.token}`);
+        }
+      }
+    }
+    e.coreExports.ae_model_logits_changed(e.modelPtr);
+  } finally { m.dispose(); }
+});
