@@ -132,6 +132,7 @@ test('top-k off: the lazy best-first walk (ae_sample) draws the token of the ful
       ties: (i) => Math.floor(rnd() * 4),
       bans: (i) => (rnd() < 0.5 ? -Infinity : rnd() * 3),
       few: (i) => (i < 7 ? i * 0.5 : -1e9),
+      signedZeros: (i) => (i % 7 === 0 ? -0.5 : i % 2 ? -0 : 0),   // -0 and +0 tie (sorted by id)
     };
     const params = [
       { temperature: 1, topK: 0, topP: 1, minP: 0 },

@@ -228,6 +228,57 @@ static void norm_pass(float *p, int n, double sum) {
   for (; i < n; i++) p[i] = (float)(p[i] / sum);
 }
 
+/* Pops of the top-p walk before the rest of the candidates is sorted at once (a pop costs ~log2(vocabulary) sifts) */
+#define AE_TOPP_POPS 512
+
+/* Radix key of a logit: ascending key = descending logit (finite or -inf; -0 as +0, which compare equal) */
+static uint32_t desc_key(float l) {
+  uint32_t u;
+  if (l == 0.0f) l = 0.0f;
+  __builtin_memcpy(&u, &l, 4);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return ~u;
+}
+
+/* The top-p walk after n pops (s->idx[m - n .. m) hold them, best last; cum their sum) when top_p was not reached:
+ * the popped ones are copied best first to ord = s->idx + n_vocab, the candidates not popped (worse than the last
+ * popped by `better`) appended in id order and sorted by an LSD radix sort on the logit (stable: ties stay in id
+ * order), s->idx as its buffer; then the walk and the draw go on through ord. s->idx holds 2 x vocab entries. */
+static int draw_sorted_rest(ae_sampler *s, const float *logits, int n_vocab, float cut, int n, int m, double cum) {
+  int32_t *h = s->idx, *ord = s->idx + n_vocab;
+  const float *prob = s->prob;
+  for (int j = 0; j < n; j++) ord[j] = h[m - 1 - j];
+  const int32_t last = ord[n - 1];
+  int r = n;
+  for (int i = 0; i < n_vocab; i++) {
+    const float p = prob[i];
+    if (p > 0.0f && p >= cut && logits[i] > -__builtin_inff() && better(logits, last, i)) ord[r++] = i;
+  }
+  int32_t *a = ord + n, *b = h;
+  const int cnt = r - n;
+  for (int shift = 0; shift < 32; shift += 8) {
+    int c[257] = {0};
+    for (int i = 0; i < cnt; i++) c[((desc_key(logits[a[i]]) >> shift) & 255) + 1]++;
+    for (int i = 0; i < 256; i++) c[i + 1] += c[i];
+    for (int i = 0; i < cnt; i++) b[c[(desc_key(logits[a[i]]) >> shift) & 255]++] = a[i];
+    int32_t *t = a; a = b; b = t;
+  }
+  /* 4 passes: the sorted rest is back in ord[n..r) */
+  int k = n;
+  while (k < r) {
+    cum += prob[ord[k]];
+    k++;
+    if (cum >= s->top_p) break;
+  }
+  const double x = (double)rng_f32(&s->rng) * cum;
+  double acc = 0.0;
+  for (int i = 0; i < k; i++) {
+    acc += prob[ord[i]];
+    if (x < acc) return ord[i];
+  }
+  return ord[k - 1];
+}
+
 /* The draw over the whole vocabulary (top-k off) without sorting it: prob[t] = softmax(logits / T) by token id
  * (the sum in id order); the candidates are the tokens with p > 0, a logit above -inf (a ban) and (min-p) p >= min_p * p_max. Without top-p
  * the draw walks them in id order (O(vocabulary)); with it, top-p and the draw walk them best first (logit
@@ -272,11 +323,16 @@ static int draw_full(ae_sampler *s, const float *logits, int n_vocab, int sorted
     for (int i = m / 2 - 1; i >= 0; i--) sift_down_max(h, m, i, logits);
   }
   /* top-p: the smallest best-first prefix whose sum (in that order) reaches top_p; the draw walks it best first.
-   * hn: candidates still in the heap h[0..hn); the popped ones are h[m - 1], h[m - 2], ..., h[hn]. */
+   * hn: candidates still in the heap h[0..hn); the popped ones are h[m - 1], h[m - 2], ..., h[hn]. After
+   * AE_TOPP_POPS pops short of top_p (flat logits: random weights, high temperatures) the rest is radix-sorted
+   * instead (sort_rest): the same order, so the same sums. */
   int hn = sorted ? 0 : m, n = 0;
   double cum = 0.0;
   while (n < m) {
-    if (hn == m - n) pop_max(h, &hn, logits);
+    if (hn == m - n) {
+      if (n >= AE_TOPP_POPS) return draw_sorted_rest(s, logits, n_vocab, cut, n, m, cum);
+      pop_max(h, &hn, logits);
+    }
     cum += prob[h[m - 1 - n]];
     n++;
     if (cum >= s->top_p) break;

@@ -23,7 +23,7 @@ typedef struct {
   int32_t n_recent;      /* tokens in `recent` the penalties apply to */
   const int32_t *recent; /* last tokens (host-maintained window) */
   uint64_t rng;          /* RNG state (splitmix64/xorshift); updated on every draw */
-  /* scratch of vocab entries each, host-allocated */
+  /* scratch, host-allocated: idx 2 x vocab entries, prob vocab entries */
   int32_t *idx;
   float *prob;
   /* logit bias: logits[bias_ids[i]] += bias_vals[i] (ids outside the vocabulary are skipped);

@@ -388,7 +388,7 @@ export class Engine {
     e.topLps = heap.alloc(4 * MAX_TOP_LOGPROBS, 4);
     e.hiddenBuf = heap.alloc(4 * config.dim, 16);
     const vocab = config.vocab_size;
-    const idx = heap.alloc(4 * vocab, 4), prob = heap.alloc(4 * vocab, 4);
+    const idx = heap.alloc(8 * vocab, 4), prob = heap.alloc(4 * vocab, 4);   // idx: 2 x vocab (src/model/sampler.h)
     c.ae_model_reset(e.model);
     e.setConfig(config, resolveKvDtype(opts.kvDtype));
     e.kvPolicies = Array(config.n_layers).fill(null);
