@@ -3,6 +3,7 @@
 // checkouts' builds, loaded into ONE process and measured in interleaved rounds: ms per generated token, medians.
 //   node bench/generate-ab.mjs MODEL CHECKOUT_A CHECKOUT_B ... [--threads 1] [--tokens 64] [--rounds 7]
 //        [--temperature T --top-k K --top-p P --min-p M --seed S] [--top-logprobs N]   (default: greedy)
+//        [--repeat-penalty R --repeat-last-n N --frequency-penalty F --presence-penalty P]   (a checkout without an option ignores it)
 // A checkout is a directory with a built dist/ and wasm/ (e.g. a second git worktree). The prompt is 8 fixed ids;
 // the end-of-sequence token is ignored so every round generates --tokens tokens.
 import path from 'node:path';
@@ -19,6 +20,9 @@ const sampling = temp > 0
   ? { temperature: temp, topK: Number(opt('--top-k', 0)), topP: Number(opt('--top-p', 1)), minP: Number(opt('--min-p', 0)), seed: Number(opt('--seed', 1)) }
   : { greedy: true };
 if (opt('--top-logprobs', null) !== null) sampling.topLogprobs = Number(opt('--top-logprobs', 0));
+for (const [flag, key] of [['--repeat-penalty', 'repeatPenalty'], ['--repeat-last-n', 'repeatLastN'], ['--frequency-penalty', 'frequencyPenalty'], ['--presence-penalty', 'presencePenalty']]) {
+  if (opt(flag, null) !== null) sampling[key] = Number(opt(flag, 0));
+}
 const vs = [];
 for (const root of roots) {
   const { Aether } = await import(path.resolve(root, 'dist/src/index.js'));
