@@ -45,6 +45,11 @@ test('repetition penalty lowers repeats in greedy text', async () => {
   } finally { m.dispose(); }
 });
 
+/** A seeded LCG: floats in [0, 1). */
+function lcg(seed) {
+  return () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+}
+
 /** Write crafted logits into the engine's logits buffer and draw `n` samples. */
 function draw(model, logits, params, n, seed = 7, recent = []) {
   const eng = model.engine;
@@ -123,8 +128,7 @@ test('top-k off: the lazy best-first walk (ae_sample) draws the token of the ful
   try {
     const e = m.engine, x = e.coreExports, V = m.config.vocab_size;
     const ptr = x.ae_model_logits(e.modelPtr) >>> 0;
-    let seed = 99;
-    const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+    const rnd = lcg(99);
     // logit shapes: flat (random weights), peaked (a trained model), ties, bans (-inf), a few tokens only
     const shapes = {
       flat: (i) => rnd() * 2,
@@ -207,8 +211,7 @@ test('top-k selection (its 4-wide skip of logits below the worst kept one): the 
   try {
     const e = m.engine, V = m.config.vocab_size;
     const ptr = e.coreExports.ae_model_logits(e.modelPtr) >>> 0;
-    let seed = 5;
-    const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+    const rnd = lcg(5);
     const shapes = [
       (i) => Math.floor(rnd() * 8),                              // many ties
       (i) => i * 1e-3,                                           // rising: every block enters the heap

@@ -27,16 +27,19 @@ AE_EXPORT uint64_t ae_seed_rng(uint32_t lo, uint32_t hi) {
 /* candidates idx[0..n) sorted by logit descending (ties: lower id first); heap-select the top k */
 static int better(const float *l, int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); }
 
-static void sift_down_min(int32_t *h, int n, int i, const float *l) {
-  /* min-heap by `better` reversed: root is the worst of the kept candidates */
+/* Sift h[i] down a heap of n candidates ordered by `better`: max 1, the best at the root (the full-vocabulary draw
+ * pops candidates best first, only as far as it needs them); max 0, the worst at the root (top-k's kept set). */
+static void sift_down(int32_t *h, int n, int i, const float *l, int max) {
   for (;;) {
     int w = i, a = 2 * i + 1, b = a + 1;
-    if (a < n && better(l, h[w], h[a])) w = a;
-    if (b < n && better(l, h[w], h[b])) w = b;
+    if (a < n && (max ? better(l, h[a], h[w]) : better(l, h[w], h[a]))) w = a;
+    if (b < n && (max ? better(l, h[b], h[w]) : better(l, h[w], h[b]))) w = b;
     if (w == i) return;
     int32_t t = h[i]; h[i] = h[w]; h[w] = t; i = w;
   }
 }
+#define sift_down_min(h, n, i, l) sift_down(h, n, i, l, 0)
+#define sift_down_max(h, n, i, l) sift_down(h, n, i, l, 1)
 
 static int select_top(const float *l, int n_vocab, int k, int32_t *idx) {
   if (k <= 0 || k > n_vocab) k = n_vocab;
@@ -62,17 +65,6 @@ static int select_top(const float *l, int n_vocab, int k, int32_t *idx) {
   return k;
 }
 
-/* max-heap by `better` (root: the best candidate): the full-vocabulary draw pops candidates in descending order
- * only as far as it needs them */
-static void sift_down_max(int32_t *h, int n, int i, const float *l) {
-  for (;;) {
-    int w = i, a = 2 * i + 1, b = a + 1;
-    if (a < n && better(l, h[a], h[w])) w = a;
-    if (b < n && better(l, h[b], h[w])) w = b;
-    if (w == i) return;
-    int32_t t = h[i]; h[i] = h[w]; h[w] = t; i = w;
-  }
-}
 /* the best of heap h[0..*n) moved to h[*n - 1]; returns it */
 static int32_t pop_max(int32_t *h, int *n, const float *l) {
   const int32_t t = h[0];
@@ -228,6 +220,19 @@ static void norm_pass(float *p, int n, double sum) {
   for (; i < n; i++) p[i] = (float)(p[i] / sum);
 }
 
+/* The draw from candidates list[0], list[step], ... (n of them; step 1 or -1) with weights prob[id] summing to total:
+ * the first whose running sum exceeds rng x total (the last one when rounding leaves the sum short). */
+static int32_t walk_draw(ae_sampler *s, const int32_t *list, int n, int step, const float *prob, double total) {
+  const double r = (double)rng_f32(&s->rng) * total;
+  double acc = 0.0;
+  for (int i = 0; i < n; i++) {
+    const int32_t t = list[i * step];
+    acc += prob[t];
+    if (r < acc) return t;
+  }
+  return list[(n - 1) * step];
+}
+
 /* Pops of the top-p walk before the rest of the candidates is sorted at once (a pop costs ~log2(vocabulary) sifts) */
 #define AE_TOPP_POPS 512
 
@@ -270,22 +275,16 @@ static int draw_sorted_rest(ae_sampler *s, const float *logits, int n_vocab, flo
     k++;
     if (cum >= s->top_p) break;
   }
-  const double x = (double)rng_f32(&s->rng) * cum;
-  double acc = 0.0;
-  for (int i = 0; i < k; i++) {
-    acc += prob[ord[i]];
-    if (x < acc) return ord[i];
-  }
-  return ord[k - 1];
+  return walk_draw(s, ord, k, 1, prob, cum);
 }
 
 /* The draw over the whole vocabulary (top-k off) without sorting it: prob[t] = softmax(logits / T) by token id
- * (the sum in id order); the candidates are the tokens with p > 0, a logit above -inf (a ban) and (min-p) p >= min_p * p_max. Without top-p
- * the draw walks them in id order (O(vocabulary)); with it, top-p and the draw walk them best first (logit
- * descending, ties: lower id), popped from a max-heap only as far as the top_p mass reaches, which for a trained
- * model is a few candidates (a full sort of Qwen2.5's 152K vocabulary took 40 ms a token). `sorted` 1: every
- * candidate sorted first (ae_sample_sorted, the specification the tests compare against): the same candidates in
- * the same order and the same sums, so the same token. */
+ * (the sum in id order); the candidates are the tokens with p > 0, a logit above -inf (a ban) and (min-p)
+ * p >= min_p * p_max. Without top-p the draw walks them in id order (O(vocabulary)); with it, top-p and the draw
+ * walk them best first (logit descending, ties: lower id), popped from a max-heap only as far as the top_p mass
+ * reaches, which for a trained model is a few candidates (a full sort of Qwen2.5's 152K vocabulary took 40 ms a
+ * token). `sorted` 1: the vocabulary sorted first by select_top (ae_sample_sorted, the specification the tests
+ * compare against): the same candidates in the same order and the same sums, so the same token. */
 static int draw_full(ae_sampler *s, const float *logits, int n_vocab, int sorted) {
   const int am = ae_argmax(logits, n_vocab);   /* the first index of the maximum: the best candidate */
   const float mx = logits[am];
@@ -303,30 +302,26 @@ static int draw_full(ae_sampler *s, const float *logits, int n_vocab, int sorted
     if (p > 0.0f && p >= cut && logits[i] > -__builtin_inff()) { h[m++] = i; total += p; }   /* banned: never */
   }
   if (m == 0) return am;
-  if (!(s->top_p < 1.0f && s->top_p > 0.0f)) {   /* no top-p: the draw walks the candidates in id order */
-    const double r = (double)rng_f32(&s->rng) * total;
-    double acc = 0.0;
-    for (int i = 0; i < m; i++) {
-      acc += prob[h[i]];
-      if (r < acc) return h[i];
+  if (!(s->top_p < 1.0f && s->top_p > 0.0f)) return walk_draw(s, h, m, 1, prob, total);   /* no top-p: in id order */
+  int hn = m;
+  if (sorted) {   /* the specification: the whole vocabulary sorted (select_top), its candidates best first at h[m - 1],
+                   * h[m - 2], ... as the pops would leave them */
+    select_top(logits, n_vocab, n_vocab, h);
+    int j = 0;
+    for (int i = 0; i < n_vocab; i++) {
+      const int32_t t = h[i];
+      if (prob[t] > 0.0f && prob[t] >= cut && logits[t] > -__builtin_inff()) h[j++] = t;
     }
-    return h[m - 1];
-  }
-  if (sorted) {   /* the candidates best first at h[m - 1], h[m - 2], ..., as the pops leave them */
-    for (int i = m / 2 - 1; i >= 0; i--) sift_down_min(h, m, i, logits);
-    for (int e = m - 1; e > 0; e--) {
-      int32_t t = h[0]; h[0] = h[e]; h[e] = t;
-      sift_down_min(h, e, 0, logits);
-    }
-    for (int a = 0, b = m - 1; a < b; a++, b--) { int32_t t = h[a]; h[a] = h[b]; h[b] = t; }
+    for (int a = 0, b = j - 1; a < b; a++, b--) { const int32_t t = h[a]; h[a] = h[b]; h[b] = t; }
+    hn = 0;
   } else {
     for (int i = m / 2 - 1; i >= 0; i--) sift_down_max(h, m, i, logits);
   }
   /* top-p: the smallest best-first prefix whose sum (in that order) reaches top_p; the draw walks it best first.
    * hn: candidates still in the heap h[0..hn); the popped ones are h[m - 1], h[m - 2], ..., h[hn]. After
    * AE_TOPP_POPS pops short of top_p (flat logits: random weights, high temperatures) the rest is radix-sorted
-   * instead (sort_rest): the same order, so the same sums. */
-  int hn = sorted ? 0 : m, n = 0;
+   * instead (draw_sorted_rest): the same order, so the same sums. */
+  int n = 0;
   double cum = 0.0;
   while (n < m) {
     if (hn == m - n) {
@@ -337,14 +332,7 @@ static int draw_full(ae_sampler *s, const float *logits, int n_vocab, int sorted
     n++;
     if (cum >= s->top_p) break;
   }
-  const double r = (double)rng_f32(&s->rng) * cum;
-  double acc = 0.0;
-  for (int i = 0; i < n; i++) {
-    const int32_t t = h[m - 1 - i];
-    acc += prob[t];
-    if (r < acc) return t;
-  }
-  return h[m - n];
+  return walk_draw(s, h + m - 1, n, -1, prob, cum);
 }
 
 /* The draw itself: temperature, truncations, RNG (logits already penalised and biased). */
