@@ -26,7 +26,7 @@ const vs = [];
 for (const root of roots) {
   const { Aether } = await import(path.resolve(root, 'dist/src/index.js'));
   for (const simd of simds) {
-    const model = await Aether.load(file, { threads, simd, nCtx: Math.max(512, C + N + 16) });
+    const model = await Aether.load(file, { threads, simd, nCtx: Math.max(512, C + N + 16, P + 16), ...(P > 512 ? { maxBatch: Math.min(4096, P) } : {}) });
     vs.push({ name: `${root} ${model.simd}`, model, cpu: [], wall: [], pcpu: [], pwall: [] });
   }
 }

@@ -698,9 +698,9 @@ void ae_forward_job(ae_forward_args *a, int ith, int nth, ae_pool *pool, int32_t
       }
       FLOW_WAIT(ntc);
       TICK(l, AE_OP_ROPE_KV);
-      const int tb = n > 1 && !L->kvp.n_seg ? AE_ATTN_TOKENS(c) : 1, nit = (n + tb - 1) / tb * nkv;
-      FLOW_CHUNKS(nit, i) {
-        attn_item(m, L, &ac, l, n, pos, tb, i, ith);
+      const int tb = n > 1 && !L->kvp.n_seg ? AE_ATTN_TOKENS(c) : 1, nblk = (n + tb - 1) / tb, nit = nblk * nkv;
+      FLOW_CHUNKS(nit, i) {   /* head-major: consecutive items read the same KV head's rows (in cache for the next) */
+        attn_item(m, L, &ac, l, n, pos, tb, (i % nblk) * nkv + i / nblk, ith);
         FLOW_LAST(nit) ae_flow_complete(&fl);
       }
       FLOW_WAIT(nit);
