@@ -1,14 +1,14 @@
 // Prefill attention, kernel level, one thread, CPU time: N query tokens of one KV head (f16 K and V, head_dim 96,
 // ng query heads per KV head, causal) token by token (ae_attention_kv, as decode and the old prefill) vs in blocks
 // of 4 tokens (ae_attention_kv_multi, the prefill path). Prints ms per (layer, KV head); each line twice.
-//   node bench/attn-prefill.mjs [N=64] [ng=1]
+//   node bench/attn-prefill.mjs [N=64] [ng=1] [head_dim=96]
 import v8 from 'node:v8';
 v8.setFlagsFromString('--no-liftoff');
 const { loadKernels, rng, T } = await import('./lib/kernels.mjs');
 const k = await loadKernels({ pages: 4096 });
 const X = k.x, REF = 1;
 const r = rng(3);
-const hd = 96, N = +(process.argv[2] ?? 64), ng = +(process.argv[3] ?? 1), kt = T.F16, vt = T.F16;
+const N = +(process.argv[2] ?? 64), ng = +(process.argv[3] ?? 1), hd = +(process.argv[4] ?? 96), kt = T.F16, vt = T.F16;
 const rs = X.kt_kv_row_size(kt, hd);
 const K = k.alloc(N * rs), V = k.alloc(N * rs);
 for (let i = 0; i < N; i++) { const row = k.putF32(Array.from({ length: hd }, () => r.normal())); X.kt_from_float(kt, REF, row, K + i * rs, hd); X.kt_from_float(vt, REF, row, V + i * rs, hd); }
@@ -34,5 +34,5 @@ function multi() {
 for (const [name, fn] of [['single', single], ['multi', multi], ['single', single], ['multi', multi]]) {
   let n = 0; const t0 = cpu(); let t;
   do { fn(); n++; t = cpu(); } while (t - t0 < 400);
-  console.log(name, N, 'tokens ng', ng, ((t - t0) / n).toFixed(3), 'ms per layer-head');
+  console.log(name, N, 'tokens ng', ng, 'hd', hd, ((t - t0) / n).toFixed(3), 'ms per layer-head');
 }

@@ -82,7 +82,7 @@ test('attn_accum f16: every kind of half (subnormal, zero, inf, NaN) in some V r
   const r = rng(82);
   const SPECIAL = [0x0000, 0x8000, 0x0001, 0x83ff, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfd01];
   let specials = 0;
-  for (const hd of [8, 13, 16, 24, 96, 128]) for (const n of [1, 5, 33]) for (const mode of ['finite', 'inf', 'nan', 'mixed']) withMark(() => {
+  for (const hd of [8, 13, 16, 24, 96, 128]) for (const n of [1, 5, 33, 150]) for (const mode of ['finite', 'inf', 'nan', 'mixed']) withMark(() => {
     const h = new Uint16Array(n * hd);
     for (let i = 0; i < h.length; i++) {
       h[i] = r.int(0, 0x7bff) | (r.next() < 0.5 ? 0x8000 : 0);   // finite halves, subnormals included
@@ -160,6 +160,33 @@ test('attention_kv: SIMD vs reference vs float64, GQA groups, padded heads, soft
       assert.ok(Math.abs(R[i] - want[j][d]) <= 2e-5 * maxV, `${what} [${j},${d}] ref ${R[i]} vs float64 ${want[j][d]}`);
     }
   });
+});
+
+test('attention_kv f16: a GQA group at once (K and V converted to floats in blocks, V 4 heads jointly) == head by head, bit for bit; finite, inf and NaN halves, runs of several blocks', () => {
+  const r = rng(93);
+  let specials = 0;
+  for (const hd of [13, 48, 64, 96, 128]) for (const ng of [2, 3, 4, 5, 7]) for (const n of [1, 70, 300]) for (const mode of ['finite', 'k-inf', 'k-nan', 'v-inf', 'v-nan']) withMark(() => {
+    const what = `hd=${hd} ng=${ng} n=${n} ${mode}`;
+    const K = cacheRows(r, T.F16, n, hd), V = cacheRows(r, T.F16, n, hd);
+    if (mode !== 'finite' && n > 1) {   // one special half somewhere after the first block of rows
+      const C = mode[0] === 'k' ? K : V, row = r.int(Math.min(n - 1, 65), n - 1), d = r.int(0, hd - 1);
+      new Uint16Array(k.memory.buffer, C.p + row * C.rs, hd)[d] = mode.endsWith('inf') ? 0xfc00 : 0x7e01;
+      specials++;
+    }
+    const qv = new Float32Array(ng * hd);
+    for (let i = 0; i < qv.length; i++) qv[i] = r.normal() * 0.5;
+    const q = k.putF32(qv), scale = 1 / Math.sqrt(hd), attStride = n + 3;
+    const cut = Math.floor(n / 2);
+    const runs = writeRuns([{ k: K.p, v: V.p, kt: T.F16, vt: T.F16, n: cut }, { k: K.p + cut * K.rs, v: V.p + cut * V.rs, kt: T.F16, vt: T.F16, n: n - cut }]);
+    const att = k.alloc(ng * attStride * 4), qbuf = k.alloc((ng + 1) * 256 * 4);
+    const og = k.alloc(ng * hd * 4), oh = k.alloc(ng * hd * 4);
+    X.kt_attention_kv(SIMD, og, hd, q, hd, ng, runs, 2, hd, scale, 0, att, attStride, qbuf);
+    for (let j = 0; j < ng; j++) X.kt_attention_kv(SIMD, oh + j * hd * 4, hd, q + j * hd * 4, hd, 1, runs, 2, hd, scale, 0, att, attStride, qbuf);
+    assertBitsEqual(k.f32(og, ng * hd), k.f32(oh, ng * hd), what);
+    // an inf key gives a score of +-inf (a NaN row, or a weight of 0); NaN, and inf values, reach the output
+    if (mode !== 'finite' && mode !== 'k-inf' && n > 1) assert.ok(k.f32(og, ng * hd).some((x) => !Number.isFinite(x)), `${what}: the special half reached the output`);
+  });
+  assert.ok(specials >= 200);
 });
 
 test('attention_kv over a local head\'s storage (sink rows + a wrapped ring in another buffer) == the same rows contiguous, bit for bit (SIMD and reference, every KV dtype)', () => {

@@ -123,8 +123,28 @@ static const ae_attn_accum_fn k_accum[AE_TYPE_COUNT] = {
   [AE_Q8_0] = ae_attn_accum_q8_0_simd128, [AE_Q4_0] = ae_attn_accum_q4_0_simd128,
 };
 int ae_attn_accum_supported(int t) { return t >= 0 && t < AE_TYPE_COUNT && k_accum[t] != 0; }
+
+size_t ae_kv_row_size(ae_type t, int head_dim) {
+  const int b = ae_traits(t)->blck_size;
+  return ae_row_size(t, (head_dim + b - 1) / b * b);
+}
+
+/* Positions per block of the V sums: the kernels sweep their rows once per group of columns (8-32 values of a
+ * head), so a long run is cut into blocks of ~16 KiB of rows that stay in L1 across the sweeps (1500 positions of a
+ * 96-value f16 head are 288 KiB: from L2, or from DRAM at decode, at every sweep). Consecutive blocks continue
+ * each element's sum in position order: the same operations, so the same bits. */
+static int accum_block(ae_type t, int hd, size_t *rsz) {
+  *rsz = ae_kv_row_size(t, hd);
+  const int b = (int)(16384 / *rsz);
+  return b < 16 ? 16 : b;
+}
+
 void ae_attn_accum(ae_type t, const void *v, int n, int head_dim, const float *att, float *out) {
-  if (ae_attn_accum_supported(t) && n > 0) k_accum[t](v, n, head_dim, att, out);
+  if (!ae_attn_accum_supported(t) || n <= 0) return;
+  size_t rsz;
+  const int tb = accum_block(t, head_dim, &rsz);
+  for (int t0 = 0; t0 < n; t0 += tb)
+    k_accum[t]((const uint8_t *)v + (size_t)t0 * rsz, n - t0 < tb ? n - t0 : tb, head_dim, att + t0, out);
 }
 
 int ae_kv_types_ok(int kt, int vt, int head_dim) {
@@ -132,9 +152,102 @@ int ae_kv_types_ok(int kt, int vt, int head_dim) {
   return ae_traits((ae_type)kt)->matvec != 0;
 }
 
-size_t ae_kv_row_size(ae_type t, int head_dim) {
-  const int b = ae_traits(t)->blck_size;
-  return ae_row_size(t, (head_dim + b - 1) / b * b);
+static void accum_rows(ae_type vt, const void *v, int n, int hd, const float **att, float **out, int nq);
+
+/* ---- f16 K / V rows shared by several query rows: converted once per block into f32 on the stack ----
+ * (a GQA group at decode, several tokens in prefill). The kernels above convert each half once per 4 query rows
+ * and sweep a long run from L2 once per group of columns; here a block of rows (16 KiB as f32) is converted once for
+ * every query row and stays in L1. Values: the fast conversion, or the exact one for a block with an inf / nan half
+ * (as the f16 kernels do per row or column group): the same floats, then per query row the same operations in the
+ * same order (the f16 GEMM's for the scores, ae_attn_accum's for V), so the same bits. */
+#define KV_F32_FLOATS 4096
+
+/* Positions per converted block (head_dim <= 1024: at least 4). */
+AE_INLINE int f32_block_rows(int hd) { return KV_F32_FLOATS / hd; }
+
+/* count halves -> floats, exactly */
+static void h2f_block(const ae_fp16 *h, int count, float *s) {
+  v128 m = wasm_i32x4_splat(0);
+  int i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const v128 v = ae_load(h + i);
+    m = ae_h16_infnan_acc(m, v);
+    ae_store(s + i, ae_h2f_fast(ae_h16_lo(v)));
+    ae_store(s + i + 4, ae_h2f_fast(ae_h16_hi(v)));
+  }
+  if (ae_h16_has_infnan(m))
+    for (int j = 0; j + 8 <= count; j += 8) {
+      const v128 v = ae_load(h + j);
+      ae_store(s + j, ae_h2f_exact(ae_h16_lo(v)));
+      ae_store(s + j + 4, ae_h2f_exact(ae_h16_hi(v)));
+    }
+  for (; i < count; i++) s[i] = ae_h2f_s(h[i]);
+}
+
+/* Scores of nr query rows (x, rows xs floats apart) against nb converted K rows k (hd floats each): att[row *
+ * att_stride + p], per (row, position) the f16 GEMM's sequence (gemm_f16_simd128.c row4: 8 values at a time low then
+ * high half, a 4-value step, (v0 + v2) + (v1 + v3), the scalar tail). Query rows 4 at a time (a last group repeats
+ * its last row and stores only the real ones). (K rows 2 at a time, 8 sums, measured no faster: V8 spilled them.) */
+#define SC_STEP8(a0, a1, a2, a3, lo, hi)                                                                        \
+  do {                                                                                                         \
+    a0 = ae_madd(hi, ae_load(x0 + i + 4), ae_madd(lo, ae_load(x0 + i), a0));                                   \
+    a1 = ae_madd(hi, ae_load(x1 + i + 4), ae_madd(lo, ae_load(x1 + i), a1));                                   \
+    a2 = ae_madd(hi, ae_load(x2 + i + 4), ae_madd(lo, ae_load(x2 + i), a2));                                   \
+    a3 = ae_madd(hi, ae_load(x3 + i + 4), ae_madd(lo, ae_load(x3 + i), a3));                                   \
+  } while (0)
+#define SC_STEP4(a0, a1, a2, a3, lo)                                                                            \
+  do {                                                                                                         \
+    a0 = ae_madd(lo, ae_load(x0 + i), a0); a1 = ae_madd(lo, ae_load(x1 + i), a1);                               \
+    a2 = ae_madd(lo, ae_load(x2 + i), a2); a3 = ae_madd(lo, ae_load(x3 + i), a3);                               \
+  } while (0)
+AE_INLINE void sc_store(v128 r, const float *w, int i, int hd, const float *x0, const float *x1, const float *x2,
+                        const float *x3, float *o, size_t att_stride, int nt) {
+  float s0 = wasm_f32x4_extract_lane(r, 0), s1 = wasm_f32x4_extract_lane(r, 1);
+  float s2 = wasm_f32x4_extract_lane(r, 2), s3 = wasm_f32x4_extract_lane(r, 3);
+  for (; i < hd; i++) { s0 += w[i] * x0[i]; s1 += w[i] * x1[i]; s2 += w[i] * x2[i]; s3 += w[i] * x3[i]; }
+  o[0] = s0;
+  if (nt > 1) o[att_stride] = s1;
+  if (nt > 2) o[2 * att_stride] = s2;
+  if (nt > 3) o[3 * att_stride] = s3;
+}
+static void scores_f32(const float *k, int nb, int hd, const float *x, size_t xs, int nr, float *att, size_t att_stride) {
+  for (int t0 = 0; t0 < nr; t0 += 4) {
+    const int nt = nr - t0 < 4 ? nr - t0 : 4;
+    const float *x0 = x + (size_t)t0 * xs, *x1 = x + (size_t)(t0 + (nt > 1 ? 1 : 0)) * xs;
+    const float *x2 = x + (size_t)(t0 + (nt > 2 ? 2 : nt - 1)) * xs, *x3 = x + (size_t)(t0 + (nt > 3 ? 3 : nt - 1)) * xs;
+    float *o = att + (size_t)t0 * att_stride;
+    for (int p = 0; p < nb; p++) {
+      const float *w = k + (size_t)p * hd;
+      v128 a0 = wasm_f32x4_splat(0.0f), a1 = a0, a2 = a0, a3 = a0;
+      int i = 0;
+      for (; i + 8 <= hd; i += 8) {
+        const v128 lo = ae_load(w + i), hi = ae_load(w + i + 4);
+        SC_STEP8(a0, a1, a2, a3, lo, hi);
+      }
+      if (i + 4 <= hd) {
+        const v128 lo = ae_load(w + i);
+        SC_STEP4(a0, a1, a2, a3, lo);
+        i += 4;
+      }
+      sc_store(ae_reduce4_f32(a0, a1, a2, a3), w, i, hd, x0, x1, x2, x3, o + p, att_stride, nt);
+    }
+  }
+}
+#undef SC_STEP8
+#undef SC_STEP4
+
+/* The scores of one run (n rows of dtype kt, hdk values each) for nr query rows (qa: kt's vec_dot_type rows, qs bytes
+ * apart): f16 rows shared by 2 or more query rows through converted blocks, else the registry's GEMM. */
+static void run_scores(ae_type kt, const void *K, int n, int hdk, const void *qa, size_t qs, int nr, float *att, size_t att_stride) {
+  if (n <= 0) return;
+  if (kt != AE_F16 || nr < 2) { ae_matmul(kt, K, hdk, qa, qs, nr, att, att_stride, 0, n); return; }
+  float kb[KV_F32_FLOATS] __attribute__((aligned(16)));
+  const int tb = f32_block_rows(hdk);
+  for (int p0 = 0; p0 < n; p0 += tb) {
+    const int nb = n - p0 < tb ? n - p0 : tb;
+    h2f_block((const ae_fp16 *)K + (size_t)p0 * hdk, nb * hdk, kb);
+    scores_f32(kb, nb, hdk, (const float *)qa, qs / 4, nr, att + p0, att_stride);
+  }
 }
 
 void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, int ng, const ae_kv_run *run, int nrun,
@@ -158,7 +271,7 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
       }
       qa = qbuf;
     }
-    if (run[r].n > 0) ae_matmul(kt, run[r].k, hdk, qa, qs, ng, att + total, att_stride, 0, run[r].n);
+    run_scores(kt, run[r].k, run[r].n, hdk, qa, qs, ng, att + total, att_stride);
     total += run[r].n;
   }
   for (int j = 0; j < ng; j++) {
@@ -170,10 +283,17 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
     if (softcap > 0.0f) ae_softcap_simd128(a, total, softcap);
     ae_softmax_simd128(a, total);
     for (int d = 0; d < hd; d++) o[d] = 0.0f;
-    int off = 0;
-    for (int r = 0; r < nrun; r++) {
-      ae_attn_accum((ae_type)run[r].vt, run[r].v, run[r].n, hd, a + off, o);
-      off += run[r].n;
+  }
+  /* V: the group's query heads 4 at a time over each run (accum_rows: a V row converted once for the 4); per head
+   * its runs in order, so the same operations as ae_attn_accum head by head */
+  for (int j0 = 0; j0 < ng; j0 += AE_ATTN_MULTI_ROWS) {
+    const int g = ng - j0 < AE_ATTN_MULTI_ROWS ? ng - j0 : AE_ATTN_MULTI_ROWS;
+    const float *a[AE_ATTN_MULTI_ROWS];
+    float *o[AE_ATTN_MULTI_ROWS];
+    for (int i = 0; i < g; i++) o[i] = out + (size_t)(j0 + i) * out_stride;
+    for (int r = 0, off = 0; r < nrun; off += run[r].n, r++) {
+      for (int i = 0; i < g; i++) a[i] = att + (size_t)(j0 + i) * att_stride + off;
+      accum_rows((ae_type)run[r].vt, run[r].v, run[r].n, hd, a, o, g);
     }
   }
 }
@@ -254,8 +374,30 @@ static void accum4_f16(const void *vp, int n, int hd, const float *const *att, f
 static void accum_rows(ae_type vt, const void *v, int n, int hd, const float **att, float **out, int nq) {
   if (n <= 0) return;
   int i = 0;
-  if (vt == AE_F32 || vt == AE_F16)
-    for (; i + 4 <= nq; i += 4) (vt == AE_F32 ? accum4_f32 : accum4_f16)(v, n, hd, att + i, out + i);
+  if (vt == AE_F16 && nq >= 2) {   /* converted blocks (see h2f_block), then the f32 kernels on them */
+    float vb[KV_F32_FLOATS] __attribute__((aligned(16)));
+    const int tb = f32_block_rows(hd);
+    for (int t0 = 0; t0 < n; t0 += tb) {
+      const int nb = n - t0 < tb ? n - t0 : tb;
+      h2f_block((const ae_fp16 *)v + (size_t)t0 * hd, nb * hd, vb);
+      int j = 0;
+      for (; j + 4 <= nq; j += 4) {
+        const float *a[4] = {att[j] + t0, att[j + 1] + t0, att[j + 2] + t0, att[j + 3] + t0};
+        accum4_f32(vb, nb, hd, a, out + j);
+      }
+      for (; j < nq; j++) ae_attn_accum_f32_simd128(vb, nb, hd, att[j] + t0, out[j]);
+    }
+    return;
+  }
+  if (vt == AE_F32 || vt == AE_F16) {
+    size_t rsz;
+    const int tb = accum_block(vt, hd, &rsz);
+    for (; i + 4 <= nq; i += 4)
+      for (int t0 = 0; t0 < n; t0 += tb) {   /* position blocks (accum_block) */
+        const float *a[4] = {att[i] + t0, att[i + 1] + t0, att[i + 2] + t0, att[i + 3] + t0};
+        (vt == AE_F32 ? accum4_f32 : accum4_f16)((const uint8_t *)v + (size_t)t0 * rsz, n - t0 < tb ? n - t0 : tb, hd, a, out + i);
+      }
+  }
   for (; i < nq; i++) ae_attn_accum(vt, v, n, hd, att[i], out[i]);
 }
 
@@ -293,7 +435,7 @@ void ae_attention_kv_multi(float *out, int out_stride, int out_tok, const float 
       }
       conv = (int)vt;
     }
-    if (run[r].n > 0) ae_matmul(kt, run[r].k, hdk, qbuf, qs, nr, att + total, att_stride, 0, run[r].n);
+    run_scores(kt, run[r].k, run[r].n, hdk, qbuf, qs, nr, att + total, att_stride);
     total += run[r].n;
   }
   const v128 sv = wasm_f32x4_splat(scale);
