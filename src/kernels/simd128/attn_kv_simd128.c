@@ -299,33 +299,29 @@ void ae_attention_kv(float *out, int out_stride, const float *q, int q_stride, i
 }
 
 /* ---- several query tokens of one KV head at once (prefill; contract in kernels.h) ----------------------------
- * Joint V accumulation of 4 query rows over the same positions: each V row is loaded (f16: converted) once for
- * the 4; per row and element the operations are ae_attn_accum's (o = o + att[t] * v_t in position order), so
- * the results equal 4 single calls bit for bit. f32 / f16 values in 8-wide chunks, the last hd % 8 elements
- * scalar (the same per-element operations as the single kernels' vector lanes: exact conversions). */
+ * Joint V accumulation of 4 query rows over the same f32 rows (the cache's, or f16 rows converted by accum_rows):
+ * each V row is loaded once for the 4; per row and element the operations are ae_attn_accum's (o = o + att[t] * v_t
+ * in position order), so the results equal 4 single calls bit for bit. 8-wide chunks, the last hd % 8 elements
+ * scalar. */
 #define FMA4(o, i, a0, a1, a2, a3, v)                                                                            \
   do { FMA(o[0][i], a0, v); FMA(o[1][i], a1, v); FMA(o[2][i], a2, v); FMA(o[3][i], a3, v); } while (0)
-#define ACCUM4_BODY(ELT, LOAD8)                                                                                  \
-  int d = 0;                                                                                                     \
-  for (; d + 8 <= hd; d += 8) {                                                                                  \
-    v128 o[4][2];                                                                                                \
-    for (int q = 0; q < 4; q++) { o[q][0] = ae_load(out[q] + d); o[q][1] = ae_load(out[q] + d + 4); }           \
-    const ELT *r = v + d;                                                                                        \
-    for (int t = 0; t < n; t++, r += rs) {                                                                       \
-      v128 a, b;                                                                                                 \
-      LOAD8;                                                                                                     \
-      const v128 p0 = wasm_f32x4_splat(att[0][t]), p1 = wasm_f32x4_splat(att[1][t]);                            \
-      const v128 p2 = wasm_f32x4_splat(att[2][t]), p3 = wasm_f32x4_splat(att[3][t]);                            \
-      FMA4(o, 0, p0, p1, p2, p3, a);                                                                             \
-      FMA4(o, 1, p0, p1, p2, p3, b);                                                                             \
-    }                                                                                                            \
-    for (int q = 0; q < 4; q++) { ae_store(out[q] + d, o[q][0]); ae_store(out[q] + d + 4, o[q][1]); }           \
-  }
-
 static void accum4_f32(const void *vp, int n, int hd, const float *const *att, float *const *out) {
   const float *v = (const float *)vp;
   const size_t rs = (size_t)hd;
-  ACCUM4_BODY(float, (a = ae_load(r), b = ae_load(r + 4)))
+  int d = 0;
+  for (; d + 8 <= hd; d += 8) {
+    v128 o[4][2];
+    for (int q = 0; q < 4; q++) { o[q][0] = ae_load(out[q] + d); o[q][1] = ae_load(out[q] + d + 4); }
+    const float *r = v + d;
+    for (int t = 0; t < n; t++, r += rs) {
+      const v128 a = ae_load(r), b = ae_load(r + 4);
+      const v128 p0 = wasm_f32x4_splat(att[0][t]), p1 = wasm_f32x4_splat(att[1][t]);
+      const v128 p2 = wasm_f32x4_splat(att[2][t]), p3 = wasm_f32x4_splat(att[3][t]);
+      FMA4(o, 0, p0, p1, p2, p3, a);
+      FMA4(o, 1, p0, p1, p2, p3, b);
+    }
+    for (int q = 0; q < 4; q++) { ae_store(out[q] + d, o[q][0]); ae_store(out[q] + d + 4, o[q][1]); }
+  }
   for (; d < hd; d++)
     for (int q = 0; q < 4; q++) {
       float o = out[q][d];
@@ -334,43 +330,11 @@ static void accum4_f32(const void *vp, int n, int hd, const float *const *att, f
     }
 }
 
-/* 4 query rows over 8 columns of V (fast conversion unless exact; as accum_cols_f16: returns 1 and stores nothing
- * when an inf / nan half was seen, for the caller to run it again exactly) */
-AE_INLINE int accum4_cols_f16(const ae_fp16 *v, size_t rs, int n, const float *const *att, float *const *out, int d, int exact) {
-  v128 o[4][2], m = wasm_i32x4_splat(0);
-  for (int q = 0; q < 4; q++) { o[q][0] = ae_load(out[q] + d); o[q][1] = ae_load(out[q] + d + 4); }
-  const ae_fp16 *r = v + d;
-  for (int t = 0; t < n; t++, r += rs) {
-    v128 a, b;
-    h8x(r, &a, &b, &m, exact);
-    const v128 p0 = wasm_f32x4_splat(att[0][t]), p1 = wasm_f32x4_splat(att[1][t]);
-    const v128 p2 = wasm_f32x4_splat(att[2][t]), p3 = wasm_f32x4_splat(att[3][t]);
-    FMA4(o, 0, p0, p1, p2, p3, a);
-    FMA4(o, 1, p0, p1, p2, p3, b);
-  }
-  if (!exact && ae_h16_has_infnan(m)) return 1;
-  for (int q = 0; q < 4; q++) { ae_store(out[q] + d, o[q][0]); ae_store(out[q] + d + 4, o[q][1]); }
-  return 0;
-}
-
-static void accum4_f16(const void *vp, int n, int hd, const float *const *att, float *const *out) {
-  const ae_fp16 *v = (const ae_fp16 *)vp;
-  const size_t rs = (size_t)hd;
-  int d = 0;
-  for (; d + 8 <= hd; d += 8)
-    if (accum4_cols_f16(v, rs, n, att, out, d, 0)) accum4_cols_f16(v, rs, n, att, out, d, 1);
-  for (; d < hd; d++)
-    for (int q = 0; q < 4; q++) {
-      float o = out[q][d];
-      for (int t = 0; t < n; t++) o = o + att[q][t] * ae_h2f_s(v[(size_t)t * rs + d]);
-      out[q][d] = o;
-    }
-}
-#undef ACCUM4_BODY
 #undef FMA4
 
-/* nq rows (att[i], out[i]) over the same n positions of V (dtype vt): 4 at a time jointly where a joint kernel
- * exists (f32, f16), else / then one by one. Same bits as ae_attn_accum per row. */
+/* nq rows (att[i], out[i]) over the same n positions of V (dtype vt), same bits as ae_attn_accum per row: f16 rows
+ * for 2 or more query rows converted once per block (h2f_block), f32 rows 4 query rows at a time in position blocks
+ * (accum_block), the rest one row at a time. */
 static void accum_rows(ae_type vt, const void *v, int n, int hd, const float **att, float **out, int nq) {
   if (n <= 0) return;
   int i = 0;
@@ -389,13 +353,13 @@ static void accum_rows(ae_type vt, const void *v, int n, int hd, const float **a
     }
     return;
   }
-  if (vt == AE_F32 || vt == AE_F16) {
+  if (vt == AE_F32) {
     size_t rsz;
     const int tb = accum_block(vt, hd, &rsz);
     for (; i + 4 <= nq; i += 4)
       for (int t0 = 0; t0 < n; t0 += tb) {   /* position blocks (accum_block) */
         const float *a[4] = {att[i] + t0, att[i + 1] + t0, att[i + 2] + t0, att[i + 3] + t0};
-        (vt == AE_F32 ? accum4_f32 : accum4_f16)((const uint8_t *)v + (size_t)t0 * rsz, n - t0 < tb ? n - t0 : tb, hd, a, out + i);
+        accum4_f32((const uint8_t *)v + (size_t)t0 * rsz, n - t0 < tb ? n - t0 : tb, hd, a, out + i);
       }
   }
   for (; i < nq; i++) ae_attn_accum(vt, v, n, hd, att[i], out[i]);
