@@ -253,7 +253,7 @@ test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEM
   assert.equal(kr.x.ae_set_fused_dot(0), 0);
   for (const f of [0, 1]) kr.x.ae_probe_fused_dot(f, 2);   // the load-time probe runs (static zero data)
   assert.equal(kr.x.ae_set_fused_dot(0), 0, 'the probe restores the setting');
-  // 1056 columns = 33 blocks: a second column chunk of the fused tile (32 blocks) and of the i16 tile at 2112+ (64); 32 and
+  // 1056 columns = 33 blocks: a second column chunk of the GEMM tiles (32 blocks, R4_UCB); 32 and
   // 52 rows: the matvec reads 4 groups together (8 or 13 groups), with and without a tail
   for (const [rows, cols] of [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056], [136, 256]]) {   // 136: past a 128-row GEMM chunk
     const mr = kr.mark();

@@ -427,14 +427,15 @@ static int gemm_edges(const void *W, int ncols, const void *xq, size_t xq_stride
 }
 
 #if AE_RELAXED
-/* Relaxed: q4_0 in tiles of 2 groups x 3 tokens (gemm_tile3g2; session 16: each token's splats serve both groups,
- * 1.02-1.05x session 14's 1 x 4 tile at 64 tokens, 1.20x at 17, docs/PERFORMANCE.md "Session 16"), q5_0 / q5_1 R4 in
- * tiles of 4 rows (one group) x 4 tokens. Per column chunk the k tokens' activations are copied to one stack array
- * (xt4 for 4: per block the tokens' 32 bytes, their -sum8 sum(x) and d_x 2^112), so every splat of the tile is a load
- * at a constant offset from one pointer. Per record the chunks are loaded and their nibbles unpacked once for the
- * tokens; per token 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as the matvec). Scheduling (docs/DESIGN.md "Relaxed SIMD", V8 code generation): the 4 tokens' i16 sums are stored
- * to a volatile slot after each chunk, which keeps TurboFan from hoisting the next chunk's loads above this
- * chunk's arithmetic (16 SIMD registers on x64). Per (row, token) the matvec's float sequence: bit-identical. */
+/* Relaxed: q4_0 in tiles of 2 groups x 3 or 4 tokens on unpacked records (gemm_u3g2 / gemm_u4g2 below; session 16:
+ * each token's splats serve both groups, 1.02-1.05x session 14's 1 x 4 tile at 64 tokens, 1.20x at 17,
+ * docs/PERFORMANCE.md "Session 16"), q5_0 / q5_1 R4 in tiles of 4 rows (one group) x 4 tokens. Per column chunk the k
+ * tokens' activations are copied to one stack array (xt4 for 4: per block the tokens' 32 bytes, their offsets or
+ * -sum8 sum(x) and d_x 2^112), so every splat of the tile is a load at a constant offset from one pointer. Per token
+ * 8 splatted 4-byte activations x 8 ae_rdot16 give the 4 rows' i16 pair sums (as the matvec). Scheduling
+ * (docs/DESIGN.md "Relaxed SIMD", V8 code generation): the tokens' i16 sums are stored to a volatile slot after each
+ * chunk, which keeps TurboFan from hoisting the next chunk's loads above this chunk's arithmetic (16 SIMD registers on
+ * x64). Per (row, token) the matvec's float sequence: bit-identical. */
 #define R4_GEMM_CB 64     /* blocks per column chunk: 64 x 160 B = 10 KiB */
 typedef struct { int8_t q[4][32]; union { int32_t nsum[4]; float sxs[4]; }; float dxs[4]; } xt4;   /* sxs: q5_1's s_x 2^112 */
 
@@ -466,46 +467,6 @@ AE_INLINE void prep_tk(const uint8_t *const *xb, int n, int k, uint8_t *o, int k
     }
 }
 _Static_assert(sizeof(xt4) == 160, "xt4 layout");
-
-/* q4_0's i16 tile: G groups (gs bytes apart) x K tokens (prep_tk's records with k = K: q[K][32], nsum[K], dxs[K],
- * 40 K B). Per record the chunks are loaded and their nibbles unpacked once for the K tokens, each token's 8 splats per
- * block serve the G groups; the i16 lanes start at the block's offsets (r4_off16, in nsum), so the float step needs no
- * -8 sum(x) term; the sums go to a volatile slot after each chunk (see above). */
-#define R4_GK(NAME, G, K)                                                                                            \
-AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const uint8_t *x, volatile v128 *acc) {                    \
-  volatile v128 sink[K * G];                                                                                         \
-  const v128 m = wasm_i8x16_splat(0x0f);                                                                             \
-  for (int b = 0; b < n; b++, rec += AE_R4_REC, x += 40 * K) {                                                       \
-    v128 s[K * G];                                                                                                   \
-    for (int t = 0; t < K; t++) { const v128 o = wasm_v128_load32_splat(x + 32 * K + 4 * t); for (int g = 0; g < G; g++) s[K * g + t] = o; } \
-    _Pragma("clang loop unroll(full)")                                                                               \
-    for (int j = 0; j < 4; j++) {                                                                                    \
-      v128 lo[G], hi[G];                                                                                             \
-      for (int g = 0; g < G; g++) {                                                                                  \
-        const v128 v = ae_load(rec + g * gs + 8 + 16 * j);                                                           \
-        lo[g] = wasm_v128_and(v, m); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), m);                                 \
-      }                                                                                                              \
-      _Pragma("clang loop unroll(full)")                                                                             \
-      for (int t = 0; t < K; t++) {                                                                                  \
-        const v128 xl = wasm_v128_load32_splat(x + 32 * t + 8 * j), xh = wasm_v128_load32_splat(x + 32 * t + 8 * j + 4); \
-        for (int g = 0; g < G; g++) {                                                                                \
-          s[K * g + t] = wasm_i16x8_add(s[K * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));   \
-          sink[K * g + t] = s[K * g + t];                                                                            \
-        }                                                                                                            \
-      }                                                                                                              \
-    }                                                                                                                \
-    for (int g = 0; g < G; g++) {                                                                                    \
-      const v128 dw = rec_scales(rec + g * gs);                                                                      \
-      for (int t = 0; t < K; t++)                                                                                    \
-        acc[K * g + t] = wasm_f32x4_add(acc[K * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(                     \
-            wasm_i32x4_extadd_pairwise_i16x8(s[K * g + t])), wasm_f32x4_mul(dw, wasm_v128_load32_splat(x + 36 * K + 4 * t)))); \
-    }                                                                                                                \
-  }                                                                                                                  \
-}
-R4_GK(gemm_tile3g1, 1, 3)
-R4_GK(gemm_tile3g2, 2, 3)
-R4_GK(gemm_tile4g1, 1, 4)
-R4_GK(gemm_tile4g2, 2, 4)
 
 #define R4_SPL(t, o) wasm_v128_load32_splat(x->q[t] + (o))
 
@@ -547,88 +508,165 @@ AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v
   acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
 }
 
-/* The fused-dot tile (ae_fused_dot, kernels.h): 4 rows (one group) x 8 tokens, each token's block sum one chain of 8
- * ae_rdot starting at its -8 sum(x) (the same exact integer as the i16 tile's), then the same float step per (row,
- * token): bit-identical to the tile above. For hosts whose i32 relaxed dot is one instruction (vpdpbusd: its 4-5
- * cycle latency is why 8 tokens' chains run side by side; 4 tokens or the 4 chunks unrolled measured slower in
- * Chromium 156, as did stores to a volatile slot per chunk). The 8 float accumulators live in memory (volatile): 8
- * chains + the unpacked nibbles fill x64's 16 vector registers. */
+/* The fused-dot tile's token records (gemm_u8_d32 below; ae_fused_dot, kernels.h): 8 tokens, each token's block
+ * sum one chain of 8 ae_rdot starting at its -8 sum(x) (the same exact integer as the i16 tile's), then the same
+ * float step per (row, token): bit-identical to the i16 tiles. For hosts whose i32 relaxed dot is one instruction
+ * (vpdpbusd: its 4-5 cycle latency is why 8 tokens' chains run side by side; 4 tokens or the 4 chunks unrolled
+ * measured slower in Chromium 156, as did stores to a volatile slot per chunk). The 8 float accumulators live in
+ * memory (volatile): 8 chains + the nibbles fill x64's 16 vector registers. */
 typedef struct { int8_t q[8][32]; int32_t nsum[8]; float dxs[8]; } xt8;
 
 _Static_assert(sizeof(xt8) == 320, "xt8 layout");
 
-AE_INLINE void gemm_tile8_d32(const uint8_t *rec, int n, const xt8 *x, volatile v128 *acc) {
+/* q4_0's prefill tiles read the weights unpacked (ur4): per (row chunk, column chunk) every record's 4 chunks are
+ * split into their low and high nibbles (bytes 0..15, the relaxed dot's 7-bit operand) and its 4 scales converted
+ * (rec_scales) once, on the stack, then every token group's tiles load them. In the tiles that was 3 operations per
+ * chunk and group (and, shift, and) and 3 per record for the scales, amortised over 3-4 tokens (8 in the fused tile);
+ * now over all the tokens of the call. The same integers and floats in the same order: bit-identical. */
+typedef struct { v128 q[8]; v128 dw; } ur4;   /* q[2j] / q[2j + 1]: chunk j's low / high nibbles; dw: rec_scales */
+#define R4_UCB 32         /* blocks per column chunk of the unpacked tiles: 32 groups x 32 x 144 B = 144 KiB */
+_Static_assert(sizeof(ur4) == 144, "ur4 layout");
+
+/* Groups [0, ng) of the row chunk at rec0 (groups gs bytes apart), blocks [0, n) into U[g * R4_UCB + b] */
+AE_INLINE void unpack_u(const uint8_t *rec0, size_t gs, int ng, int n, ur4 *U) {
   const v128 m = wasm_i8x16_splat(0x0f);
-  for (int b = 0; b < n; b++, rec += AE_R4_REC, x++) {
+  for (int g = 0; g < ng; g++) {
+    const uint8_t *rec = rec0 + (size_t)g * gs;
+    ur4 *o = U + (size_t)g * R4_UCB;
+    for (int b = 0; b < n; b++, rec += AE_R4_REC, o++) {
+      for (int j = 0; j < 4; j++) {
+        const v128 v = ae_load(rec + 8 + 16 * j);
+        o->q[2 * j] = wasm_v128_and(v, m);
+        o->q[2 * j + 1] = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+      }
+      o->dw = rec_scales(rec);
+    }
+  }
+}
+
+/* The i16 tile on unpacked records: G groups (R4_UCB records apart) x K tokens (prep_tk's records, 40 K B each) */
+#define R4_GKU(NAME, G, K)                                                                                           \
+AE_INLINE void NAME(const ur4 *u, int n, const uint8_t *x, volatile v128 *acc) {                                     \
+  volatile v128 sink[K * G];                                                                                         \
+  for (int b = 0; b < n; b++, u++, x += 40 * K) {                                                                    \
+    v128 s[K * G];                                                                                                   \
+    for (int t = 0; t < K; t++) { const v128 o = wasm_v128_load32_splat(x + 32 * K + 4 * t); for (int g = 0; g < G; g++) s[K * g + t] = o; } \
+    _Pragma("clang loop unroll(full)")                                                                               \
+    for (int j = 0; j < 4; j++) {                                                                                    \
+      v128 lo[G], hi[G];                                                                                             \
+      for (int g = 0; g < G; g++) { lo[g] = u[g * R4_UCB].q[2 * j]; hi[g] = u[g * R4_UCB].q[2 * j + 1]; }           \
+      _Pragma("clang loop unroll(full)")                                                                             \
+      for (int t = 0; t < K; t++) {                                                                                  \
+        const v128 xl = wasm_v128_load32_splat(x + 32 * t + 8 * j), xh = wasm_v128_load32_splat(x + 32 * t + 8 * j + 4); \
+        for (int g = 0; g < G; g++) {                                                                                \
+          s[K * g + t] = wasm_i16x8_add(s[K * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));   \
+          sink[K * g + t] = s[K * g + t];                                                                            \
+        }                                                                                                            \
+      }                                                                                                              \
+    }                                                                                                                \
+    for (int g = 0; g < G; g++) {                                                                                    \
+      const v128 dw = u[g * R4_UCB].dw;                                                                              \
+      for (int t = 0; t < K; t++)                                                                                    \
+        acc[K * g + t] = wasm_f32x4_add(acc[K * g + t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(                     \
+            wasm_i32x4_extadd_pairwise_i16x8(s[K * g + t])), wasm_f32x4_mul(dw, wasm_v128_load32_splat(x + 36 * K + 4 * t)))); \
+    }                                                                                                                \
+  }                                                                                                                  \
+}
+R4_GKU(gemm_u3g1, 1, 3)
+R4_GKU(gemm_u3g2, 2, 3)
+R4_GKU(gemm_u4g1, 1, 4)
+R4_GKU(gemm_u4g2, 2, 4)
+
+/* The fused tile (gemm_tile8_d32) on unpacked records */
+AE_INLINE void gemm_u8_d32(const ur4 *u, int n, const xt8 *x, volatile v128 *acc) {
+  for (int b = 0; b < n; b++, u++, x++) {
     v128 s[8];
     for (int t = 0; t < 8; t++) s[t] = wasm_v128_load32_splat(&x->nsum[t]);
     for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + 8 + 16 * j);
-      const v128 lo = wasm_v128_and(v, m), hi = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+      const v128 lo = u->q[2 * j], hi = u->q[2 * j + 1];
       for (int t = 0; t < 8; t++) s[t] = ae_rdot(wasm_v128_load32_splat(x->q[t] + 8 * j + 4), hi, ae_rdot(wasm_v128_load32_splat(x->q[t] + 8 * j), lo, s[t]));
     }
-    const v128 dw = rec_scales(rec);
+    const v128 dw = u->dw;
     for (int t = 0; t < 8; t++)
       acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s[t]), wasm_f32x4_mul(dw, wasm_v128_load32_splat(&x->dxs[t]))));
   }
 }
 
-/* q4_0's rows [rc, re) of one column chunk (n records from c0) for the kk tokens t0.. (nt real) prepared in xs: tiles of
- * 2 groups x kk tokens, then a last odd group. */
-AE_INLINE void q4_rows(const void *W, size_t rs, int c0, int n, const uint8_t *xs, float *y, int y_stride, int t0, int nt,
+/* q4_0's rows [rc, re) of one column chunk (n records from c0, unpacked in U) for the kk tokens t0.. (nt real)
+ * prepared in xs: i16 tiles of 2 groups x kk tokens and a last odd group (kk 3 / 4), or the fused tile (kk 8). */
+AE_INLINE void q4_rows(const ur4 *U, int c0, int n, const uint8_t *xs, float *y, int y_stride, int t0, int nt,
                        int rc, int re, volatile v128 *acc, const int kk) {
   int r = rc;
-  for (; r + 8 <= re; r += 8) {
-    for (int g = 0; g < 2; g++)
-      for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-    const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
-    if (kk == 4) gemm_tile4g2(rec, 4 * rs, n, xs, acc);
-    else gemm_tile3g2(rec, 4 * rs, n, xs, acc);
-    for (int g = 0; g < 2; g++)
-      for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
-  }
+  if (kk != 8)
+    for (; r + 8 <= re; r += 8) {
+      for (int g = 0; g < 2; g++)
+        for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
+      const ur4 *u = U + (size_t)((r - rc) / 4) * R4_UCB;
+      if (kk == 4) gemm_u4g2(u, n, xs, acc);
+      else gemm_u3g2(u, n, xs, acc);
+      for (int g = 0; g < 2; g++)
+        for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
+    }
   for (; r < re; r += 4) {
     for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-    const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_R4_REC;
-    if (kk == 4) gemm_tile4g1(rec, 4 * rs, n, xs, acc);
-    else gemm_tile3g1(rec, 4 * rs, n, xs, acc);
+    const ur4 *u = U + (size_t)((r - rc) / 4) * R4_UCB;
+    if (kk == 8) gemm_u8_d32(u, n, (const xt8 *)xs, acc);
+    else if (kk == 4) gemm_u4g1(u, n, xs, acc);
+    else gemm_u3g1(u, n, xs, acc);
     for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
   }
 }
-/* The tiles' driver (k = 3: q4_0's i16 tiles over 2 groups, of 4 and 3 tokens (ae_tile_tokens_43); k = 4: the q5 i16
- * tiles, k = 8: the fused one): rows in chunks of R4_GEMM_ROWS, token groups of k (a last group of fewer tokens repeats
- * its last token and stores only the real ones), column chunks whose k tokens' activations are prepared on the stack
- * (10 KiB either way; partial sums cross chunks through y, exactly). */
-#define R4_GEMM_CB8 32    /* blocks per column chunk of the fused tile: 32 x 320 B */
-_Static_assert(R4_GEMM_CB * sizeof(xt4) == R4_GEMM_CB8 * sizeof(xt8), "one stack buffer for both tiles");
-AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
-                       int a0, int a1, int k, int q5) {
-  const int nb = ncols / AE_QK4_0, cb = k == 8 ? R4_GEMM_CB8 : R4_GEMM_CB;
-  const size_t rs = (size_t)nb * (q5 == 2 ? sizeof(ae_block_q5_1) : q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)),
-               rsz = q5 ? R45_REC(q5) : AE_R4_REC, xblk = q5 == 2 ? sizeof(ae_block_q8_1) : sizeof(ae_block_q8_0);
-  xt4 xs[R4_GEMM_CB];
+/* q4_0's driver (k = 3: the i16 tiles of 4 and 3 tokens, ae_tile_tokens_43; k = 8: the fused tile): rows in chunks of
+ * R4_GEMM_ROWS, columns in chunks of R4_UCB blocks (unpacked once), token groups of k prepared on the stack (a last
+ * group of fewer tokens repeats its last token and stores only the real ones; partial sums cross column chunks
+ * through y, exactly). */
+AE_INLINE void gemm_q4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                       int a0, int a1, int k) {
+  const int nb = ncols / AE_QK4_0;
+  const size_t rs = (size_t)nb * sizeof(ae_block_q4_0);
+  ur4 U[(R4_GEMM_ROWS / 4) * R4_UCB];
+  xt8 xs[R4_UCB];
   volatile v128 acc[8];
   for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
     const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
-    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
-      kk = k == 3 ? ae_tile_tokens_43(nvec - t0) : k;
-      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
+    for (int c0 = 0; c0 < nb; c0 += R4_UCB) {
+      const int n = nb - c0 < R4_UCB ? nb - c0 : R4_UCB;
+      unpack_u((const uint8_t *)W + (size_t)rc * rs + (size_t)c0 * AE_R4_REC, 4 * rs, (re - rc) / 4, n, U);
+      for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+        kk = k == 3 ? ae_tile_tokens_43(nvec - t0) : k;
+        const int nt = nvec - t0 < kk ? nvec - t0 : kk;
+        const uint8_t *xb[8];
+        for (int t = 0; t < kk; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * sizeof(ae_block_q8_0);
+        prep_tk(xb, n, kk, (uint8_t *)xs, kk == 8 ? 0 : 3);
+        if (kk == 8) q4_rows(U, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 8);
+        else if (kk == 4) q4_rows(U, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 4);
+        else q4_rows(U, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 3);
+      }
+    }
+  }
+}
+/* The q5 tiles' driver: rows in chunks of R4_GEMM_ROWS, token groups of 4 (a last group of fewer tokens repeats its
+ * last token and stores only the real ones), column chunks whose 4 tokens' activations are prepared on the stack
+ * (10 KiB; partial sums cross chunks through y, exactly). */
+AE_INLINE void gemm_r4(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y, int y_stride,
+                       int a0, int a1, int q5) {
+  const int nb = ncols / AE_QK4_0, cb = R4_GEMM_CB;
+  const size_t rs = (size_t)nb * (q5 == 2 ? sizeof(ae_block_q5_1) : sizeof(ae_block_q5_0)),
+               rsz = R45_REC(q5), xblk = q5 == 2 ? sizeof(ae_block_q8_1) : sizeof(ae_block_q8_0);
+  xt4 xs[R4_GEMM_CB];
+  volatile v128 acc[4];
+  for (int rc = a0; rc < a1; rc += R4_GEMM_ROWS) {
+    const int re = rc + R4_GEMM_ROWS < a1 ? rc + R4_GEMM_ROWS : a1;
+    for (int t0 = 0; t0 < nvec; t0 += 4) {
+      const int nt = nvec - t0 < 4 ? nvec - t0 : 4;
       for (int c0 = 0; c0 < nb; c0 += cb) {
         const int n = nb - c0 < cb ? nb - c0 : cb;
-        const uint8_t *xb[8];
-        for (int t = 0; t < kk; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
-        prep_tk(xb, n, kk, (uint8_t *)xs, k == 3 ? 3 : q5);
-        int r = rc;
-        if (k == 3) {   /* q4_0, the i16 tiles (kk a constant in each copy) */
-          if (kk == 4) q4_rows(W, rs, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 4);
-          else q4_rows(W, rs, c0, n, (const uint8_t *)xs, y, y_stride, t0, nt, rc, re, acc, 3);
-          continue;
-        }
-        for (; r < re; r += 4) {
-          for (int t = 0; t < k; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-          const uint8_t *rec = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz;
-          if (k == 8) gemm_tile8_d32(rec, n, (const xt8 *)xs, acc);
-          else gemm_tile4_q5(rec, n, xs, acc, q5);
+        const uint8_t *xb[4];
+        for (int t = 0; t < 4; t++) xb[t] = (const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride + (size_t)c0 * xblk;
+        prep_tk(xb, n, 4, (uint8_t *)xs, q5);
+        for (int r = rc; r < re; r += 4) {
+          for (int t = 0; t < 4; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
+          gemm_tile4_q5((const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rsz, n, xs, acc, q5);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
@@ -641,20 +679,20 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 0)) return;
-  if (ae_fused_dot & AE_FUSED_TILES) gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8, 0);
-  else gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 3, 0);
+  if (ae_fused_dot & AE_FUSED_TILES) gemm_q4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 8);
+  else gemm_q4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 3);
 }
 void ae_matmul_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 1)) return;
-  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 1);
+  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 1);
 }
 void ae_matmul_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, size_t xq_stride, int nvec, float *y,
                                     int y_stride, int r0, int r1) {
   int a0, a1;
   if (r0 >= r1 || nvec <= 0 || !gemm_edges(W, ncols, xq, xq_stride, nvec, y, y_stride, r0, r1, &a0, &a1, 2)) return;
-  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 4, 2);
+  gemm_r4(W, ncols, xq, xq_stride, nvec, y, y_stride, a0, a1, 2);
 }
 #else
 /* plain: tiles of 4 rows (one group) x 2 tokens; per record the weight chunks are loaded and their nibbles
