@@ -383,7 +383,8 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
   // the f16 block scales: d at 0 (q6_K: at 208), and q5_1's m / q4_K's and q5_K's dmin at 2
   const halves = name === 'q6_K' ? [208] : name === 'q5_1' || name === 'q4_K' || name === 'q5_K' ? [0, 2] : [0];
   // k-quants: super-blocks of 256 (one column chunk of the q4_K / q5_K matvec is 64 of them: 16384 columns)
-  const shapes = KQ ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280]]
+  // (68 rows: past the q4_K / q5_K GEMM's 64-row chunk of unpacked records, a lone group in the second)
+  const shapes = KQ ? [[8, 256], [12, 1024], [20, 3072], [8, 4096], [4, 16640], [32, 256], [52, 1280], [68, 2304]]
     : [[8, 256], [12, 1056], [20, 3104], [8, 4128], [4, 16416], [32, 256], [52, 1056]];
   for (const kk of [kr, kp]) for (const [rows, cols] of shapes) {
     const R4 = kk.x[`kt_${name}_r4_type`](), mr = kk.mark();

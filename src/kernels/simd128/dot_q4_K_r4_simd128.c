@@ -337,29 +337,70 @@ void ae_matvec_rows_q5_K_r4_simd128(const void *W, int ncols, const void *xq, fl
   if (r0 < r1) matvec_k(W, ncols, xq, y, r0, r1, 1);
 }
 
-/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 3 tokens (RK4_G x RK4_T; one group x 3 tokens for a last odd group).
- * Per column chunk the 3 tokens' quants are copied to one stack array (so every splat is a load at a constant offset
- * from one pointer) next to their prepared sums; per record chunk each group's chunk is loaded and unpacked once for
- * the 3 tokens, per token two splats shared by the 2 groups, per group and token two relaxed dots; the i16 sums go to
- * a volatile slot after each chunk (as the matvec), the groups' decoded scales and the i32 sums wait in volatile
- * slots. Against session 13's 1 x 4 tile (docs/PERFORMANCE.md "Session 16"): 1.10-1.18x in Node, 1.03x in Chromium
- * at 64 tokens, 1.33x at 17; 2 x 4 spills (1.00x), 3 x 2 and 2 x 2 1.01-1.02x. Per (row, token) the matvec's integer
- * sums and float sequence: bit-identical. ---- */
+/* ---- prefill GEMM: tiles of 2 groups (8 rows) x 3 tokens (RK4_G x RK4_T; one group x 3 tokens for a last odd group)
+ * on unpacked records (uk4): per (row chunk, column chunk) every record is unpacked once on the stack: its 32 chunks'
+ * low and high values (q4_K: the nibbles; q5_K: rk5_vals' 5-bit values per chunk pair), its 8 sub-blocks' scales
+ * swizzled for the i16 dot, its mins widened to i16 for rk4_mins' dots, d and dmin converted; then every token group's
+ * tiles load them (that decode ran once per tile and token before: 1.2x+, docs/PERFORMANCE.md "Session 24"). Per column
+ * chunk the tokens' quants are copied to one stack array (so every splat is a load at a constant offset from one
+ * pointer) next to their prepared sums; per record chunk, per token two splats shared by the 2 groups, per group and
+ * token two relaxed dots; the i16 sums go to a volatile slot after each chunk (as the matvec), the i32 sums wait in
+ * volatile slots. Session 16's tile shapes (docs/PERFORMANCE.md "Session 16"): 2 x 3 against 1 x 4 1.10-1.18x in Node,
+ * 1.03x in Chromium at 64 tokens, 1.33x at 17; 2 x 4 spills, 3 x 2 and 2 x 2 1.01-1.02x. Per (row, token) the matvec's
+ * integer sums and float sequence: bit-identical. ---- */
 #define RK4_GEMM_ROWS 64   /* rows per chunk (16 groups) */
-#define RK4_GEMM_CB 8      /* super-blocks per column chunk: 8 x (4 x 256 + 4 x 48) B = 9.5 KiB */
+#define RK4_GEMM_CB 8      /* super-blocks per column chunk: 16 x 8 x 1248 B = 156 KiB unpacked, 8 x 3 x 304 B of tokens */
 #define RK4_T 3            /* tokens per tile */
 #define RK4_G 2            /* groups per tile */
 typedef struct { int8_t q[RK4_T][256]; rk4x a[RK4_T]; } rk4t;
+/* an unpacked record: q[4j + c] = chunk (pair) c of sub-block j, low / high values; P[j]: sub-block j's scales in i16
+ * lanes 2k, 2k + 1 (ae_rswizzle of SCa / SCb); mn: the mins (MNa, MNb) widened, low then high halves; d, dmin: rk4_d */
+typedef struct { v128 q[32][2]; v128 P[8]; v128 mn[4]; v128 d, dmin; } uk4;
+_Static_assert(sizeof(uk4) == 1248, "uk4 layout");
 
-/* G groups (gs bytes apart) x RK4_T tokens: each token's splats serve the G groups */
+/* Groups [0, ng) of a row chunk (records at rec0, groups gs bytes apart), super-blocks [0, n) into U[g * RK4_GEMM_CB + b] */
+AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, const int five) {
+  v128 M[4];
+  rk4_masks(M);
+  const v128 f = wasm_i8x16_splat(0x0f), t30 = wasm_i8x16_splat(0x30), m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
+  for (int g = 0; g < ng; g++) {
+    const uint8_t *rec = rec0 + (size_t)g * gs;
+    uk4 *o = U + (size_t)g * RK4_GEMM_CB;
+    for (int b = 0; b < n; b++, rec += five ? AE_RK5_REC : AE_RK4_REC, o++) {
+      for (int j = 0; j < 8; j++)
+        for (int c = 0; c < 4; c++) {
+          if (five) { rk5_vals(rec, j, c, m1f, m18, &o->q[4 * j + c][0], &o->q[4 * j + c][1]); continue; }
+          const v128 v = ae_load(rec + 64 + 16 * (4 * j + c));
+          o->q[4 * j + c][0] = wasm_v128_and(v, f);
+          o->q[4 * j + c][1] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
+        }
+      const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
+      for (int j = 0; j < 8; j++) o->P[j] = ae_rswizzle(j < 4 ? sa : sb, M[j & 3]);
+      const v128 l1 = ae_load(rec + 32), h = ae_load(rec + 48);   /* as rk4_mins */
+      const v128 ma = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(h, t30));
+      const v128 mb = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(h, 2), t30));
+      o->mn[0] = wasm_u16x8_extend_low_u8x16(ma); o->mn[1] = wasm_u16x8_extend_low_u8x16(mb);
+      o->mn[2] = wasm_u16x8_extend_high_u8x16(ma); o->mn[3] = wasm_u16x8_extend_high_u8x16(mb);
+      o->d = rk4_d(rec); o->dmin = rk4_d(rec + 8);
+    }
+  }
+}
+/* rk4_fma on an unpacked record: the same operations in the same order */
+AE_INLINE v128 uk4_fma(v128 acc, v128 sq, const uk4 *u, const rk4x *x) {
+  const v128 dx = wasm_v128_load32_splat(&x->dx);
+  const v128 dall = wasm_f32x4_mul(u->d, dx), dmin = wasm_f32x4_mul(u->dmin, dx);
+  const v128 s01 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(u->mn[0], x->xa), wasm_i32x4_dot_i16x8(u->mn[1], x->xb));
+  const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(u->mn[2], x->xa), wasm_i32x4_dot_i16x8(u->mn[3], x->xb));
+  const v128 mins = wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
+  return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
+                                            wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(mins))));
+}
+
+/* G groups (RK4_GEMM_CB unpacked records apart) x T tokens: each token's splats serve the G groups */
 #define RK4_TILE(NAME, G, FIVE, T)                                                                                    \
-AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatile v128 *acc) {                        \
-  volatile v128 sink[G * T], sq[G * T], sc[G][2];                                                                     \
-  v128 M[4];                                                                                                          \
-  rk4_masks(M);                                                                                                       \
-  const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);                                              \
-  for (int b = 0; b < n; b++, rec += FIVE ? AE_RK5_REC : AE_RK4_REC, x++) {                                           \
-    for (int g = 0; g < G; g++) { sc[g][0] = rk4_sca(rec + g * gs); sc[g][1] = rk4_scb(rec + g * gs); }               \
+AE_INLINE void NAME(const uk4 *u, int n, const rk4t *x, volatile v128 *acc) {                                         \
+  volatile v128 sink[G * T], sq[G * T];                                                                               \
+  for (int b = 0; b < n; b++, u++, x++) {                                                                             \
     for (int i = 0; i < G * T; i++) sq[i] = wasm_i32x4_splat(0);                                                      \
     _Pragma("clang loop unroll(full)")                                                                                \
     for (int j = 0; j < 8; j++) {                                                                                     \
@@ -368,12 +409,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
       _Pragma("clang loop unroll(full)")                                                                              \
       for (int c = 0; c < 4; c++) {   /* q4_K: chunk c; q5_K: chunk pair c */                                         \
         v128 lo[G], hi[G];                                                                                            \
-        const v128 f = wasm_i8x16_splat(0x0f);                                                                        \
-        for (int g = 0; g < G; g++) {                                                                                 \
-          if (FIVE) { rk5_vals(rec + g * gs, j, c, m1f, m18, &lo[g], &hi[g]); continue; }                             \
-          const v128 v = ae_load(rec + g * gs + 64 + 16 * (4 * j + c));                                               \
-          lo[g] = wasm_v128_and(v, f); hi[g] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);                                \
-        }                                                                                                             \
+        for (int g = 0; g < G; g++) { lo[g] = u[g * RK4_GEMM_CB].q[4 * j + c][0]; hi[g] = u[g * RK4_GEMM_CB].q[4 * j + c][1]; } \
         _Pragma("clang loop unroll(full)")                                                                            \
         for (int t = 0; t < T; t++) {                                                                                 \
           const int8_t *q = x->q[t] + 32 * j;                                                                         \
@@ -385,7 +421,7 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
         }                                                                                                             \
         if (FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */                      \
           for (int g = 0; g < G; g++) {                                                                               \
-            const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                        \
+            const v128 P = u[g * RK4_GEMM_CB].P[j];                                                                   \
             for (int t = 0; t < T; t++) {                                                                             \
               sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P));                   \
               s[T * g + t] = wasm_i32x4_splat(0);                                                                     \
@@ -393,12 +429,12 @@ AE_INLINE void NAME(const uint8_t *rec, size_t gs, int n, const rk4t *x, volatil
           }                                                                                                           \
       }                                                                                                               \
       for (int g = 0; g < G; g++) {                                                                                   \
-        const v128 P = ae_rswizzle(j < 4 ? sc[g][0] : sc[g][1], M[j & 3]);                                            \
+        const v128 P = u[g * RK4_GEMM_CB].P[j];                                                                       \
         for (int t = 0; t < T; t++) sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \
     for (int g = 0; g < G; g++)                                                                                       \
-      for (int t = 0; t < T; t++) acc[T * g + t] = rk4_fma(acc[T * g + t], sq[T * g + t], rec + g * gs, &x->a[t]);    \
+      for (int t = 0; t < T; t++) acc[T * g + t] = uk4_fma(acc[T * g + t], sq[T * g + t], u + g * RK4_GEMM_CB, &x->a[t]); \
   }                                                                                                                   \
 }
 RK4_TILE(tile_k4, 1, 0, 3)
@@ -408,25 +444,25 @@ RK4_TILE(tile_k5g, RK4_G, 1, 3)
 RK4_TILE(tile_k4_2, 1, 0, 2)
 RK4_TILE(tile_k4g_2, RK4_G, 0, 2)
 
-/* Rows [rc, re) of one column chunk (n super-blocks from c0) for the kk tokens t0.. (nt real) in xs: tiles of RK4_G
- * groups x kk tokens (kk 3, or 2 for q4_K only: a constant in each copy), then a last odd group. */
-AE_INLINE void k_rows(const void *W, size_t rs, size_t rec, int c0, int n, const rk4t *xs, float *y, int y_stride, int t0,
-                      int nt, int rc, int re, volatile v128 *acc, const int five, const int kk) {
+/* Rows [rc, re) of one column chunk (n super-blocks from c0, unpacked in U) for the kk tokens t0.. (nt real) in xs:
+ * tiles of RK4_G groups x kk tokens (kk 3, or 2 for q4_K only: a constant in each copy), then a last odd group. */
+AE_INLINE void k_rows(const uk4 *U, int c0, int n, const rk4t *xs, float *y, int y_stride, int t0, int nt, int rc, int re,
+                      volatile v128 *acc, const int five, const int kk) {
   int r = rc;
   for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
     for (int g = 0; g < RK4_G; g++)
       for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
-    const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
-    if (kk == 3) { if (five) tile_k5g(w, 4 * rs, n, xs, acc); else tile_k4g(w, 4 * rs, n, xs, acc); }
-    else tile_k4g_2(w, 4 * rs, n, xs, acc);
+    const uk4 *u = U + (size_t)((r - rc) / 4) * RK4_GEMM_CB;
+    if (kk == 3) { if (five) tile_k5g(u, n, xs, acc); else tile_k4g(u, n, xs, acc); }
+    else tile_k4g_2(u, n, xs, acc);
     for (int g = 0; g < RK4_G; g++)
       for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
   }
   for (; r < re; r += 4) {
     for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
-    const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * rec;
-    if (kk == 3) { if (five) tile_k5(w, 4 * rs, n, xs, acc); else tile_k4(w, 4 * rs, n, xs, acc); }
-    else tile_k4_2(w, 4 * rs, n, xs, acc);
+    const uk4 *u = U + (size_t)((r - rc) / 4) * RK4_GEMM_CB;
+    if (kk == 3) { if (five) tile_k5(u, n, xs, acc); else tile_k4(u, n, xs, acc); }
+    else tile_k4_2(u, n, xs, acc);
     for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
   }
 }
@@ -435,23 +471,25 @@ AE_INLINE void gemm_k(const void *W, int ncols, const void *xq, size_t xq_stride
                       int a0, int a1, const int five) {
   const int nb = ncols / AE_QK_K;
   const size_t rs = (size_t)nb * (five ? sizeof(ae_block_q5_K) : sizeof(ae_block_q4_K)), rec = five ? AE_RK5_REC : AE_RK4_REC;
+  uk4 U[(RK4_GEMM_ROWS / 4) * RK4_GEMM_CB];
   rk4t xs[RK4_GEMM_CB];
   volatile v128 acc[RK4_G * RK4_T];
   for (int rc = a0; rc < a1; rc += RK4_GEMM_ROWS) {
     const int re = rc + RK4_GEMM_ROWS < a1 ? rc + RK4_GEMM_ROWS : a1;
-    for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
-      /* q4_K: tiles of 2 tokens until the rest is a multiple of 3, so no tile is partial but for 1 token (2-token tiles
-       * for q5_K too made its 3-token tile 0.74x at 64 tokens: not for q5_K) */
-      kk = !five && (nvec - t0) % 3 ? 2 : 3;
-      const int nt = nvec - t0 < kk ? nvec - t0 : kk;
-      for (int c0 = 0; c0 < nb; c0 += RK4_GEMM_CB) {
-        const int n = nb - c0 < RK4_GEMM_CB ? nb - c0 : RK4_GEMM_CB;
+    for (int c0 = 0; c0 < nb; c0 += RK4_GEMM_CB) {
+      const int n = nb - c0 < RK4_GEMM_CB ? nb - c0 : RK4_GEMM_CB;
+      unpack_k((const uint8_t *)W + (size_t)rc * rs + (size_t)c0 * rec, 4 * rs, (re - rc) / 4, n, U, five);
+      for (int t0 = 0, kk; t0 < nvec; t0 += kk) {
+        /* q4_K: tiles of 2 tokens until the rest is a multiple of 3, so no tile is partial but for 1 token (2-token
+         * tiles for q5_K too made its 3-token tile 0.74x at 64 tokens: not for q5_K) */
+        kk = !five && (nvec - t0) % 3 ? 2 : 3;
+        const int nt = nvec - t0 < kk ? nvec - t0 : kk;
         for (int t = 0; t < kk; t++) {   /* a last group of fewer tokens repeats its last token (only real ones stored) */
           const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) { __builtin_memcpy(xs[b].q[t], xb[b].qs, 256); prepk(xb + b, &xs[b].a[t]); }
         }
-        if (kk == 3) k_rows(W, rs, rec, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 3);
-        else k_rows(W, rs, rec, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 2);
+        if (kk == 3) k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 3);
+        else k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 2);
       }
     }
   }
