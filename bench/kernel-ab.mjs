@@ -11,6 +11,8 @@
 // --browser: the same module and measurement in Debian's Chromium (wall time), whose V8 lowers relaxed SIMD differently;
 //   KAB_JSFLAGS replaces its V8 flags (default --js-flags=--no-liftoff; add --perf-prof --perf-prof-annotate-wasm to
 //   read its code with perf). --wall: wall time in Node too (default: CPU time).
+// --subnormal-scales: every f16 block scale a subnormal half (below 2^-14), as the d of real q5_K / q6_K files often is
+//   (and bench/gen-gguf.mjs's q5_K, q6_K and iq4_xs files always are); default: normal halves 2^-12 .. 2^-7.
 // KAB_CFLAGS: more clang flags (space-separated) for every revision's module, e.g. '-mllvm -disable-lsr' (an experiment:
 //   0.69x on q4_K_r4).
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
@@ -171,7 +173,8 @@ async function runAB(bytes, cfg) {
       continue;
     }
     for (let i = 0; i < matBytes; i++) u8[o + i] = (rnd() * 256) | 0;
-    for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | ((3 + ((rnd() * 6) | 0)) << 10) | ((rnd() * 1024) | 0), true);
+    // normal halves 2^-12 .. 2^-7, or with --subnormal-scales halves below 2^-14 (as real q5_K / q6_K files' d often are)
+    for (let b = 0; b < rows * nb; b++) for (const so of scaleOffs) dv.setUint16(o + b * bs + so, (rnd() < 0.5 ? 0x8000 : 0) | (cfg.subnormal ? 0 : (3 + ((rnd() * 6) | 0)) << 10) | (1 + ((rnd() * 1023) | 0)), true);
   }
   // f32 / bf16: the SIMD kernels sum in another order than the scalar reference (close to it, not bit-identical), so
   // the reference is the first revision's matvec per token, which every revision's kernel must equal bit for bit
@@ -212,7 +215,7 @@ async function runAB(bytes, cfg) {
   }
   return [...best];
 }
-const cfg = { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds, coldMiB: Number(opt('--cold-mib', 256)), wall: has('--wall') };
+const cfg = { rows, cols, NV, QK, bs, actBytes, scaleOffs, mode, types, REPACKED, base, entries, rounds, coldMiB: Number(opt('--cold-mib', 256)), wall: has('--wall'), subnormal: has('--subnormal-scales') };
 const bytes = fs.readFileSync(wasm);
 fs.rmSync(tmp, { recursive: true, force: true });
 let best, host = 'Node ' + process.version + (has('--wall') ? ', wall time' : ', CPU time');

@@ -65,6 +65,17 @@ test('fp16 -> fp32 exact for all 65536 halves (SIMD, reference, scalar)', () => 
     if (yrs[i] !== want) assert.fail(`ref half 0x${i.toString(16)} -> 0x${yrs[i].toString(16)}`);
     if (f32bits(X.kt_fp16_to_fp32(i)) !== want && !Number.isNaN(bitsF32(want))) assert.fail(`scalar half 0x${i.toString(16)}`);
   }
+  // the k-quant kernels' scale conversion (ae_h4_f32: no subnormal float operand): every finite half, 4 at a time
+  const h4 = k.alloc(8), y4 = k.alloc(16), hv4 = k.u16(h4, 4), yv4 = k.u32(y4, 4);
+  for (let i = 0; i < 65536; i += 4) {
+    for (let j = 0; j < 4; j++) hv4[j] = (i + j * 0x2001) & 0xffff;   // lanes from different binades
+    X.kt_h4_f32(h4, y4);
+    for (let j = 0; j < 4; j++) {
+      const hj = hv4[j];
+      if (((hj >> 10) & 31) === 31) continue;   // inf / nan: not a scale the repack keeps
+      if (yv4[j] !== halfBitsToF32Bits(hj)) assert.fail(`ae_h4_f32 half 0x${hj.toString(16)} -> 0x${yv4[j].toString(16)}, want 0x${halfBitsToF32Bits(hj).toString(16)}`);
+    }
+  }
   // f16 dot of halves against x = 1 and powers of two: exact sums (incl. subnormals)
   const n = 4099, w = k.alloc(n * 2), xs = k.alloc(n * 4);
   const r = rng(11), wv = k.u16(w, n), xv = k.f32(xs, n);

@@ -391,6 +391,9 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     const nb = cols / QK, w = randomRow(r, Q50, rows * cols, 0.03), dv = new DataView(w.buffer);
     for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + halves[0], dv.getUint16(i * bs + halves[0], true) | 0x8000, true);
     if (halves.length > 1) for (let i = 0; i < rows * nb; i++) if (r.next() < 0.5) dv.setUint16(i * bs + 2, dv.getUint16(i * bs + 2, true) ^ 0x8000, true);
+    // subnormal block scales (below 2^-14: the d of real q5_K / q6_K files often is; the kernels convert them without a
+    // subnormal float operand, ae_h4_f32) and zeros
+    for (let i = 0; i < rows * nb; i++) for (const o of halves) if (r.next() < 0.15) dv.setUint16(i * bs + o, (r.next() < 0.1 ? 0 : r.int(1, 0x3ff)) | (r.next() < 0.5 ? 0x8000 : 0), true);
     if (name === 'q6_K') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.2) for (let j = 0; j < 208; j++) w[i * bs + j] = r.int(0, 255);   // every value, every scale byte
     if (name === 'q5_K') for (let i = 0; i < rows * nb; i++) if (r.next() < 0.2) for (let j = 4; j < bs; j++) w[i * bs + j] = r.int(0, 255);   // every scale / 5th-bit / nibble byte
     // k-quants: the largest values in every row's first super-block (q4_K 15, q5_K 31, q6_K 63) against token 0's

@@ -55,6 +55,11 @@ AE_EXPORT void kt_matmul(int type, const void *W, int ncols, const void *xq, int
   ae_matmul((ae_type)type, W, ncols, xq, (size_t)xq_stride, nvec, y, y_stride, r0, r1);
 }
 AE_EXPORT float kt_fp16_to_fp32(int h) { return ae_fp16_to_fp32((ae_fp16)h); }
+#if defined(__wasm_simd128__)
+#include "kernels/simd128/simd128_util.h"
+/* the k-quant kernels' 4-scale conversion (simd128_util.h ae_h4_f32): 4 halves at p -> 4 floats at y */
+AE_EXPORT void kt_h4_f32(const void *p, float *y) { wasm_v128_store(y, ae_h4_f32(p)); }
+#endif
 AE_EXPORT int kt_fp32_to_fp16(float f) { return ae_fp32_to_fp16(f); }
 AE_EXPORT void kt_rmsnorm(int ref, float *y, const float *x, const float *w, int n, float eps) {
   if (ref) ae_rmsnorm_ref(y, x, w, n, eps); else ae_rmsnorm(y, x, w, n, eps);

@@ -13,7 +13,7 @@
  * adds sc_k[j] sum(q x) to row lane k: sumi_q. sumi_m = sum_j m_k[j] (bsums[2j] + bsums[2j+1]) with 4 i32x4.dot_i16x8_s
  * per record. Then per row lane the reference's float sequence
  *   acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m
- * with d_w, dmin_w converted exactly (the half's bits moved, times 2^112; finite halves, which the repack guarantees).
+ * with d_w, dmin_w converted exactly (rk4_d; finite halves, which the repack guarantees).
  *
  * The matvec reads 4 groups from the 4 quarters of its row range record by record, chunk-major within a record
  * (splats loaded once for the 4 groups; the 4 sums stored to a volatile slot after each chunk: see
@@ -119,12 +119,17 @@ AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
   const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(ma), x->xa), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(mb), x->xb));
   return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
 }
-/* d_w (or dmin_w) of the 4 rows, exact: the half's bits moved into a float's (d 2^-112), times 2^112 */
-AE_INLINE v128 rk4_d(const uint8_t *p) { return wasm_f32x4_mul(ae_h4_scaled(p), wasm_f32x4_splat(0x1p112f)); }
+/* d_w (or dmin_w) of the 4 rows, exact. q5_K (five): ae_h4_f32, no subnormal float operand for the halves below 2^-14
+ * that q5_K's d often is (weights ~N(0, 0.02) give d ~5e-5; bench/gen-gguf.mjs's files); q4_K's d (~1e-4) and dmin are
+ * normal halves as a rule, and its matvec keeps the 3-operation form (the half's bits moved into a float's, d 2^-112,
+ * times 2^112: a subnormal half costs a microcode assist on x86, not a wrong bit). */
+AE_INLINE v128 rk4_d(const uint8_t *p, int five) {
+  return five ? ae_h4_f32(p) : wasm_f32x4_mul(ae_h4_scaled(p), wasm_f32x4_splat(0x1p112f));
+}
 /* acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m per row lane */
-AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x) {
+AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x, int five) {
   const v128 dx = wasm_v128_load32_splat(&x->dx);
-  const v128 dall = wasm_f32x4_mul(rk4_d(rec), dx), dmin = wasm_f32x4_mul(rk4_d(rec + 8), dx);
+  const v128 dall = wasm_f32x4_mul(rk4_d(rec, five), dx), dmin = wasm_f32x4_mul(rk4_d(rec + 8, five), dx);
   return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
                                             wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(rk4_mins(rec, x)))));
 }
@@ -175,7 +180,7 @@ AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const
     } while (0)
     RK4_SUB1(0); RK4_SUB1(1); RK4_SUB1(2); RK4_SUB1(3); RK4_SUB1(4); RK4_SUB1(5); RK4_SUB1(6); RK4_SUB1(7);
 #undef RK4_SUB1
-    acc = rk4_fma(acc, sq, rec, xa + b);
+    acc = rk4_fma(acc, sq, rec, xa + b, 0);
   }
   return acc;
 }
@@ -206,8 +211,8 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
     } while (0)
     RK4_SUB4(0); RK4_SUB4(1); RK4_SUB4(2); RK4_SUB4(3); RK4_SUB4(4); RK4_SUB4(5); RK4_SUB4(6); RK4_SUB4(7);
 #undef RK4_SUB4
-    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b);
-    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b);
+    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b, 0); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b, 0);
+    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b, 0); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b, 0);
   }
 }
 
@@ -252,7 +257,7 @@ AE_INLINE v128 group_k5(const uint8_t *rec, int n, const ae_block_q8_K *x, const
         sq = wasm_i32x4_add(sq, wasm_i32x4_dot_i16x8(s, P));
       }
     }
-    acc = rk4_fma(acc, sq, rec, xa + b);
+    acc = rk4_fma(acc, sq, rec, xa + b, 1);
   }
   return acc;
 }
@@ -287,8 +292,8 @@ AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *
         sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, ae_rswizzle(sc[3][j >> 2], M[j & 3])));
       }
     }
-    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b);
-    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b);
+    acc[0] = rk4_fma(acc[0], sq[0], p0, xa + b, 1); acc[1] = rk4_fma(acc[1], sq[1], p1, xa + b, 1);
+    acc[2] = rk4_fma(acc[2], sq[2], p2, xa + b, 1); acc[3] = rk4_fma(acc[3], sq[3], p3, xa + b, 1);
   }
 }
 
@@ -381,7 +386,7 @@ AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, c
       const v128 mb = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(h, 2), t30));
       o->mn[0] = wasm_u16x8_extend_low_u8x16(ma); o->mn[1] = wasm_u16x8_extend_low_u8x16(mb);
       o->mn[2] = wasm_u16x8_extend_high_u8x16(ma); o->mn[3] = wasm_u16x8_extend_high_u8x16(mb);
-      o->d = rk4_d(rec); o->dmin = rk4_d(rec + 8);
+      o->d = ae_h4_f32(rec); o->dmin = ae_h4_f32(rec + 8);   /* rk4_d's values; once per record here */
     }
   }
 }

@@ -13,7 +13,7 @@
  * adds sc_k[j] sum(q x) to row lane k. The -32 offset: 32 sum_j sc_k[j] bsums[j], one i32x4.dot_i16x8_s per scale pair
  * against the pair's bsums (one load32_splat). Then per row lane the reference's float sequence
  *   acc += (d_w d_x) (float)sumi
- * with d_w converted exactly (ae_h4_scaled; finite halves, which the repack guarantees).
+ * with d_w converted exactly (ae_h4_f32; finite halves, which the repack guarantees).
  *
  * The matvec reads 4 groups from the 4 quarters of its row range record by record, sub-block-major within a record
  * (the sub-block's 4 splats loaded once for the 4 groups; each group's sums kept in volatile slots: see
@@ -62,7 +62,7 @@ AE_INLINE v128 rk6_sub(const uint8_t *rec, int j, v128 P, v128 x0, v128 x1, v128
 }
 /* acc += (d_w d_x) (float)(sq - 32 off) per row lane */
 AE_INLINE v128 rk6_fma(v128 acc, v128 sq, v128 off, const uint8_t *rec, float dx) {
-  const v128 dall = wasm_f32x4_mul(wasm_f32x4_mul(ae_h4_scaled(rec), wasm_f32x4_splat(0x1p112f)), wasm_f32x4_splat(dx));
+  const v128 dall = wasm_f32x4_mul(ae_h4_f32(rec), wasm_f32x4_splat(dx));
   return wasm_f32x4_add(acc, wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(wasm_i32x4_sub(sq, wasm_i32x4_shl(off, 5)))));
 }
 #define RK6_X(q, j, c) wasm_v128_load32_splat((q) + 16 * (j) + 4 * (c))
