@@ -110,14 +110,31 @@ AE_INLINE v128 rk4_scb(const uint8_t *rec) {
   return wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(ae_load(rec + 16), 4), wasm_i8x16_splat(0x0f)),
                       wasm_v128_and(wasm_i16x8_shl(ae_load(rec + 48), 2), wasm_i8x16_splat(0x30)));
 }
-/* sumi_m of the 4 rows: sum_j m_k[j] s_j */
-AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
+/* The record's mins widened to i16 (MNa, MNb: low halves, then high halves), for rk4_mins_w */
+AE_INLINE void rk4_mins_i16(const uint8_t *rec, v128 mn[4]) {
   const v128 l1 = ae_load(rec + 32), h = ae_load(rec + 48), f = wasm_i8x16_splat(0x0f), t = wasm_i8x16_splat(0x30);
   const v128 ma = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(h, t));
   const v128 mb = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(h, 2), t));
-  const v128 s01 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(ma), x->xa), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(mb), x->xb));
-  const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(ma), x->xa), wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(mb), x->xb));
+  mn[0] = wasm_u16x8_extend_low_u8x16(ma); mn[1] = wasm_u16x8_extend_low_u8x16(mb);
+  mn[2] = wasm_u16x8_extend_high_u8x16(ma); mn[3] = wasm_u16x8_extend_high_u8x16(mb);
+}
+/* sumi_m of the 4 rows from the widened mins: sum_j m_k[j] s_j */
+AE_INLINE v128 rk4_mins_w(const v128 mn[4], const rk4x *x) {
+  const v128 s01 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(mn[0], x->xa), wasm_i32x4_dot_i16x8(mn[1], x->xb));
+  const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(mn[2], x->xa), wasm_i32x4_dot_i16x8(mn[3], x->xb));
   return wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
+}
+AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
+  v128 mn[4];
+  rk4_mins_i16(rec, mn);
+  return rk4_mins_w(mn, x);
+}
+/* acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m per row lane (d_w, dmin_w converted) */
+AE_INLINE v128 rk4_step(v128 acc, v128 sq, v128 sm, v128 dw, v128 dm, const rk4x *x) {
+  const v128 dx = wasm_v128_load32_splat(&x->dx);
+  const v128 dall = wasm_f32x4_mul(dw, dx), dmin = wasm_f32x4_mul(dm, dx);
+  return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
+                                            wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(sm))));
 }
 /* d_w (or dmin_w) of the 4 rows, exact. q5_K (five): ae_h4_f32, no subnormal float operand for the halves below 2^-14
  * that q5_K's d often is (weights ~N(0, 0.02) give d ~5e-5; bench/gen-gguf.mjs's files); q4_K's d (~1e-4) and dmin are
@@ -126,12 +143,9 @@ AE_INLINE v128 rk4_mins(const uint8_t *rec, const rk4x *x) {
 AE_INLINE v128 rk4_d(const uint8_t *p, int five) {
   return five ? ae_h4_f32(p) : wasm_f32x4_mul(ae_h4_scaled(p), wasm_f32x4_splat(0x1p112f));
 }
-/* acc += (d_w d_x) (float)sumi_q - (dmin_w d_x) (float)sumi_m per row lane */
+/* rk4_step on a record of the file's bytes */
 AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x, int five) {
-  const v128 dx = wasm_v128_load32_splat(&x->dx);
-  const v128 dall = wasm_f32x4_mul(rk4_d(rec, five), dx), dmin = wasm_f32x4_mul(rk4_d(rec + 8, five), dx);
-  return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
-                                            wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(rk4_mins(rec, x)))));
+  return rk4_step(acc, sq, rk4_mins(rec, x), rk4_d(rec, five), rk4_d(rec + 8, five), x);
 }
 /* s += row pair sums of chunk (j, c) of record p against the splats xl, xh */
 AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
@@ -367,7 +381,7 @@ _Static_assert(sizeof(uk4) == 1248, "uk4 layout");
 AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, const int five) {
   v128 M[4];
   rk4_masks(M);
-  const v128 f = wasm_i8x16_splat(0x0f), t30 = wasm_i8x16_splat(0x30), m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
+  const v128 f = wasm_i8x16_splat(0x0f), m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
   for (int g = 0; g < ng; g++) {
     const uint8_t *rec = rec0 + (size_t)g * gs;
     uk4 *o = U + (size_t)g * RK4_GEMM_CB;
@@ -381,24 +395,14 @@ AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, c
         }
       const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
       for (int j = 0; j < 8; j++) o->P[j] = ae_rswizzle(j < 4 ? sa : sb, M[j & 3]);
-      const v128 l1 = ae_load(rec + 32), h = ae_load(rec + 48);   /* as rk4_mins */
-      const v128 ma = wasm_v128_or(wasm_v128_and(l1, f), wasm_v128_and(h, t30));
-      const v128 mb = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l1, 4), f), wasm_v128_and(wasm_u16x8_shr(h, 2), t30));
-      o->mn[0] = wasm_u16x8_extend_low_u8x16(ma); o->mn[1] = wasm_u16x8_extend_low_u8x16(mb);
-      o->mn[2] = wasm_u16x8_extend_high_u8x16(ma); o->mn[3] = wasm_u16x8_extend_high_u8x16(mb);
+      rk4_mins_i16(rec, o->mn);
       o->d = ae_h4_f32(rec); o->dmin = ae_h4_f32(rec + 8);   /* rk4_d's values; once per record here */
     }
   }
 }
 /* rk4_fma on an unpacked record: the same operations in the same order */
 AE_INLINE v128 uk4_fma(v128 acc, v128 sq, const uk4 *u, const rk4x *x) {
-  const v128 dx = wasm_v128_load32_splat(&x->dx);
-  const v128 dall = wasm_f32x4_mul(u->d, dx), dmin = wasm_f32x4_mul(u->dmin, dx);
-  const v128 s01 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(u->mn[0], x->xa), wasm_i32x4_dot_i16x8(u->mn[1], x->xb));
-  const v128 s23 = wasm_i32x4_add(wasm_i32x4_dot_i16x8(u->mn[2], x->xa), wasm_i32x4_dot_i16x8(u->mn[3], x->xb));
-  const v128 mins = wasm_i32x4_add(wasm_i32x4_shuffle(s01, s23, 0, 2, 4, 6), wasm_i32x4_shuffle(s01, s23, 1, 3, 5, 7));
-  return wasm_f32x4_add(acc, wasm_f32x4_sub(wasm_f32x4_mul(dall, wasm_f32x4_convert_i32x4(sq)),
-                                            wasm_f32x4_mul(dmin, wasm_f32x4_convert_i32x4(mins))));
+  return rk4_step(acc, sq, rk4_mins_w(u->mn, x), u->d, u->dmin, x);
 }
 
 /* G groups (RK4_GEMM_CB unpacked records apart) x T tokens: each token's splats serve the G groups */

@@ -395,20 +395,12 @@ AE_INLINE void ae_transpose32_4x4(v128 r0, v128 r1, v128 r2, v128 r3, v128 out[4
 AE_INLINE v128 ae_h4_scaled(const void *p) {
   return wasm_v128_and(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 13), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
 }
-/* The 4 f16 at p (finite) as f32, exactly, with no subnormal float operand: a subnormal half (below 2^-14, as the d of
- * real q5_K / q6_K super-blocks often is) would be a subnormal float times 2^112 in ae_h4_scaled's use, and x86 takes
- * a microcode assist for a subnormal multiply operand (the q6_K R4 matvec ran 0.72x with every d subnormal:
- * docs/PERFORMANCE.md "Session 24"). Normal: the exponent rebiased by an integer add; zero / subnormal: the mantissa in
- * a float of exponent 2^-14, then 2^-14 subtracted (exact; normal lanes subtract +0). 10 operations against 3: for the
- * k-quants' per-record scales (one conversion per 256 columns). */
-AE_INLINE v128 ae_h4_f32(const void *p) {
-  const v128 h = wasm_i32x4_load16x4(p);                                               /* sign-extended */
-  const v128 o = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);       /* |h| << 13 */
-  const v128 sub = wasm_i32x4_lt(o, wasm_i32x4_splat(0x00800000));                    /* zero / subnormal */
-  const v128 n = wasm_i32x4_add(wasm_i32x4_add(o, wasm_i32x4_splat(0x38000000)), wasm_v128_and(sub, wasm_i32x4_splat(0x00800000)));
-  const v128 f = wasm_f32x4_sub(n, wasm_v128_and(sub, wasm_f32x4_splat(0x1p-14f)));
-  return wasm_v128_or(f, wasm_v128_and(h, wasm_i32x4_splat((int32_t)0x80000000u)));
-}
+/* The 4 f16 at p as f32, exactly, with no subnormal float operand (ae_h2f_exact on the halves moved to the top of
+ * their i32 lanes): a subnormal half (below 2^-14, as the d of real q5_K / q6_K super-blocks often is) would be a
+ * subnormal float times 2^112 in ae_h4_scaled's use, and x86 takes a microcode assist for a subnormal multiply operand
+ * (the q6_K R4 matvec ran 0.72x with every d subnormal: docs/PERFORMANCE.md "Session 24"). ~12 operations against 3:
+ * for the k-quants' per-record scales (one conversion per 256 columns). */
+AE_INLINE v128 ae_h4_f32(const void *p) { return ae_h2f_exact(wasm_i32x4_shl(wasm_i32x4_load16x4(p), 16)); }
 /* AE_Q6_K_X (kernels.h): a group's 64 values from its 3 vectors at g: u[i] = the values 16i .. 16i + 15 (i < 3: the low 6
  * bits; u[3]: the top 2 bits of the three, as bits 0-1, 2-3, 4-5; the u16 shifts after the masks move no bit across
  * bytes) */
