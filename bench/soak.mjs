@@ -1,8 +1,9 @@
 // Soak: long generation and load/dispose cycles with RSS sampled, on 1 and 2 threads (issue 14).
 //   node bench/soak.mjs [--tokens 10000] [--cycles 200] [--threads 1,2] [--model models/tiny-llama-a-q8_0.rknot] [--json]
 // Generation: greedy-free sampling in 200-token generations (the tiny model's context is 256), the cache reset between
-// them, until --tokens tokens; RSS every 1000 tokens. Cycles: load, generate 4 tokens, dispose; RSS every 10 cycles.
-// "growth" = last sample - the sample after the first 10% (warm-up: compiled code, allocator pools).
+// them, until --tokens tokens; RSS after every generation. Cycles: load, generate 4 tokens, dispose; RSS after every
+// cycle. "growth" = the median of the last 3 samples - the median of the 3 from the end of warm-up (the first quarter
+// of the run: compiled code, allocator pools); medians, because one RSS sample moves by a few MB with the collector.
 // The CI-sized form is tests/soak.test.mjs; results go into docs/FUZZING.md ("Soak") with this command.
 import path from 'node:path';
 import { load } from '../dist/src/index.js';
@@ -16,22 +17,26 @@ const MODEL = path.resolve(repoRoot, a.opt('--model', 'models/tiny-llama-a-q8_0.
 const mb = () => process.memoryUsage().rss / 2 ** 20;
 const round = (x) => Math.round(x * 10) / 10;
 
-function summary(samples) {
-  const warm = samples[Math.max(0, Math.floor(samples.length / 10))];
-  const last = samples[samples.length - 1];
-  return { first_mb: round(samples[0]), after_warmup_mb: round(warm), last_mb: round(last), max_mb: round(Math.max(...samples)), growth_mb: round(last - warm), samples: samples.length };
+const median3 = (xs) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)];
+
+export function summary(samples) {
+  const n = samples.length;
+  const w = Math.min(Math.max(1, Math.floor(n / 4)), Math.max(0, n - 3));
+  const warm = median3(samples.slice(w, w + 3));
+  const last = median3(samples.slice(Math.max(0, n - 3)));
+  return { first_mb: round(samples[0]), after_warmup_mb: round(warm), last_mb: round(last), max_mb: round(Math.max(...samples)), growth_mb: round(last - warm), samples: n };
 }
 
 export async function soakGenerate(threads, tokens, model = MODEL) {
   const m = await load(model, { threads });
   const rss = [mb()];
-  let n = 0, i = 0, nextSample = 1000;
+  let n = 0, i = 0;
   const t0 = performance.now();
   while (n < tokens) {
     m.reset();
     const r = await m.complete('The Debian project is', { maxTokens: Math.min(200, tokens - n), seed: ++i, temperature: 0.9 });
     n += r.tokens.length || 1;
-    if (n >= nextSample) { rss.push(mb()); nextSample += 1000; }
+    rss.push(mb());
   }
   const secs = (performance.now() - t0) / 1000;
   m.dispose();
@@ -45,7 +50,7 @@ export async function soakCycles(threads, cycles, model = MODEL) {
     const m = await load(model, { threads });
     await m.complete('Hello', { maxTokens: 4, greedy: true });
     m.dispose();
-    if ((i + 1) % 10 === 0) rss.push(mb());
+    rss.push(mb());
   }
   return { threads, cycles, seconds: round((performance.now() - t0) / 1000), rss: summary(rss) };
 }

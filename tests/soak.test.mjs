@@ -25,3 +25,14 @@ test('soak: 2000 tokens and 40 load/dispose cycles on 1 and 2 threads keep RSS f
     if (r.kind === 'generate') assert.ok(r.tokens >= 2000);
   }
 });
+
+test('soak summary: growth is measured after warm-up, robust to one noisy sample, and sees a steady leak', async () => {
+  const { summary } = await import(path.join(repoRoot, 'bench/soak.mjs'));
+  // warm-up growth of 20 MB in the first cycles, then flat with one 30 MB spike at the end: no growth
+  const flat = [60, 70, 80, ...Array(36).fill(80), 110, 80];
+  assert.equal(summary(flat).growth_mb, 0);
+  // 8 MB per cycle (the leak the dispose fix removed): 30 cycles after warm-up are ~240 MB
+  const leak = Array.from({ length: 41 }, (_, i) => 50 + 8 * i);
+  assert.ok(summary(leak).growth_mb > 200, JSON.stringify(summary(leak)));
+  assert.equal(summary([5]).growth_mb, 0);
+});

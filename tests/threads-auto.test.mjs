@@ -73,3 +73,20 @@ test('the CLI runs threads auto by default; --threads N and --threads auto; a ba
     assert.match(JSON.parse(r.stdout).error.message, /--threads: expected auto or an integer/);
   }
 });
+
+test('2 threads start from `node <V8 flags> --input-type=module -e` (the V8 flags Node refuses in a worker execArgv are dropped)', async () => {
+  const one = await load(Q8, { threads: 1 });
+  const want = (await one.complete('Hello', { maxTokens: 6, greedy: true })).tokens;
+  one.dispose();
+  const src = `
+    import { load } from ${JSON.stringify(path.join(repoRoot, 'dist/src/index.js'))};
+    const m = await load(${JSON.stringify(Q8)}, { threads: 2 });
+    const r = await m.complete('Hello', { maxTokens: 6, greedy: true });
+    console.log(JSON.stringify({ threads: m.threads, tokens: r.tokens }));
+    m.dispose();`;
+  const r = spawnSync(process.execPath, ['--expose-gc', '--no-liftoff', '--stack-size=2000', '--input-type=module', '-e', src], { encoding: 'utf8', timeout: 120000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(out.threads, 2);
+  assert.deepEqual(out.tokens, want);
+});

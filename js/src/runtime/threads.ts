@@ -56,9 +56,21 @@ export class WorkerPool {
 
   private static async startNode(inits: WorkerInit[]): Promise<WorkerPool> {
     const { Worker: NodeWorker } = await import('node:worker_threads');
-    // the parent's execArgv minus what only applies to a main script (--input-type with -e would kill the worker)
-    const execArgv = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
-    const sup = new NodeWorker(new URL('./supervisor.js', import.meta.url), execArgv.length === process.execArgv.length ? {} : { execArgv });
+    // The parent's execArgv minus what only applies to a main script (--input-type with -e would kill the worker).
+    // An explicit list is checked by Node, which refuses V8 and per-process flags there (--expose-gc, --no-liftoff):
+    // those apply to the whole process already, so the ones it names are dropped and the start retried once.
+    let execArgv: string[] | undefined = process.execArgv.filter((a) => !/^--(input-type|eval|print)\b|^-[ep]$/.test(a));
+    if (execArgv.length === process.execArgv.length) execArgv = undefined;
+    const url = new URL('./supervisor.js', import.meta.url);
+    let sup: InstanceType<typeof NodeWorker>;
+    try {
+      sup = new NodeWorker(url, execArgv ? { execArgv } : {});
+    } catch (e: any) {
+      if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV' || !execArgv) throw e;
+      const refused = new Set(String(e.message).replace(/^[^:]*:\s*/, '').split(/,\s*/));
+      execArgv = execArgv.filter((a) => !refused.has(a));
+      sup = new NodeWorker(url, { execArgv });
+    }
     let pool: WorkerPool | undefined;
     let fail: (e: Error) => void = () => {};
     const ready = new Promise<void>((resolve, reject) => {
@@ -71,7 +83,7 @@ export class WorkerPool {
     });
     sup.on('error', (e: Error) => { fail(new AetherError('wasm_error', `worker watchdog crashed: ${e.message}`)); pool?.died(inits[0], `watchdog failed: ${e.message}`); });
     sup.on('exit', (code: number) => { fail(new AetherError('wasm_error', `worker watchdog exited (code ${code})`)); pool?.died(inits[0], `watchdog exited (code ${code})`); });
-    sup.postMessage({ type: 'start', inits, execArgv: execArgv.length === process.execArgv.length ? undefined : execArgv });
+    sup.postMessage({ type: 'start', inits, execArgv });
     try {
       await ready;
     } catch (e) {
