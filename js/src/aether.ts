@@ -648,13 +648,16 @@ export class AetherModel extends openai.OpenAIMethods {
 }
 
 /**
- * Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk. Each chunk streams every
- * weight once, so large models (whose 32-token chunks take longer than the target anyway) lose to small chunks: on a
- * 2-layer Phi-3-shape Q4_K_M file 16-token chunks ran a 256-token prompt at 134 tok/s, 32-token ones at 146, one
- * 256-token chunk at 148 (docs/PERFORMANCE.md "Session 15"). The warm-up's prefill rounds stay at 16 tokens.
+ * Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk (at most maxBatch). Each
+ * chunk streams every weight once and the prefill GEMMs unpack each weight record once per call, so large models
+ * (whose chunks take longer than the target anyway) lose to small chunks: a 64-token prompt on 2-layer Phi-3-shape
+ * files ran 1.045x (Q4_0), 1.055x (Q4_K_M), 1.007x (Q8_0) faster as one chunk than as two of 32 (docs/PERFORMANCE.md
+ * "Session 25"; 16-token chunks lost 1.09x to 32 in session 15). The price: an abort (and the event loop) waits for
+ * the chunk in progress, up to maxBatch tokens; a smaller maxBatch shortens it. The warm-up's prefill rounds stay at
+ * 16 tokens.
  */
 const PREFILL_SLICE_MS = 50;
-const PREFILL_MIN_CHUNK = 32;
+const PREFILL_MIN_CHUNK = 64;
 const WARMUP_PREFILL_CHUNK = 16;
 
 /** GenerateOptions with every field type- and range-checked (AetherError 'invalid_argument' naming the field). */

@@ -91,7 +91,10 @@ export interface EngineOptions {
    * (validate.ts autoThreads). Falls back to 1 without SharedArrayBuffer. 1 and N threads give the same bits.
    */
   threads?: number | 'auto';
-  /** Tokens per prefill batch (default 64). */
+  /**
+   * Tokens per prefill batch (default 64), and the largest prompt chunk of generate() / complete(): an abort is seen
+   * between chunks, so a smaller maxBatch answers sooner on large models, at some prefill speed.
+   */
   maxBatch?: number;
   /**
    * Context length (maximum: the model's n_ctx). Default: the model's n_ctx clamped to DEFAULT_CTX_CEILING (4096)
