@@ -12,7 +12,7 @@
 // CPU ms per prompt token and prompt tokens per CPU second), before the decode part.
 // --context C: the decode tokens follow a prompt of C tokens instead of 8 (attention over a longer context).
 import path from 'node:path';
-import { args, hugePagesMB, machine, median, wasmFlags } from './lib/common.mjs';
+import { args, crossCoreNs, hugePagesMB, machine, median, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -30,6 +30,7 @@ for (const root of roots) {
     vs.push({ name: `${root} ${model.simd}`, model, cpu: [], wall: [], pcpu: [], pwall: [] });
   }
 }
+const xc0 = threads > 1 ? await crossCoreNs() : null;   // the cross-core round trip before and after
 const m0 = machine();
 for (let r = 0; r < rounds; r++) for (const v of vs) {
   const e = v.model.engine;
@@ -53,7 +54,8 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
   v.model.reset();
 }
 const m1 = machine();
-console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens after ${C} x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
+const xc1 = threads > 1 ? await crossCoreNs() : null;
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens after ${C} x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${threads > 1 ? `, cross-core round trip ${xc0} -> ${xc1} ns` : ''}`);
 console.log(`\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) | min |\n|---|---|---|---|---|`);
 for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(3)} | ${Math.min(...v.cpu).toFixed(3)} | ${median(v.wall).toFixed(3)} | ${Math.min(...v.wall).toFixed(3)} |`);
 if (P > 0) {

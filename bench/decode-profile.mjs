@@ -13,7 +13,7 @@
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
 // process CPU time per forward + sample (with 1 thread the compute itself: other processes add wall time, not this).
-import { args, hugePagesMB, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
+import { args, crossCoreNs, hugePagesMB, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -108,6 +108,8 @@ async function genMs(model) {
   return 1000 / model.stats.decodeTps;
 }
 
+const multi = threadsList.some((t) => t > 1);
+const xc0 = multi ? await crossCoreNs() : null;   // the cross-core round trip before and after (runs on 2+ threads)
 const m0 = machine();
 for (let r = 0; r < rounds; r++) {
   for (const v of variants) {
@@ -117,10 +119,11 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const m1 = machine();
+const xc1 = multi ? await crossCoreNs() : null;
 const f = (x) => x.toFixed(3);
 console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; matrices ${dtypes.join('/')}, output ${outType}`);
 if (C > 8) console.log(`decode after a prompt of ${C} tokens (positions ${C}..${C + 4 + N})`);
-console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)`);
+console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${multi ? `, cross-core round trip ${xc0} -> ${xc1} ns` : ''}`);
 const opNames = Object.keys(variants[0].res[0].ops);
 console.log(`\n| ms per token | ${variants.map((v) => v.name).join(' | ')} | MB per token |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|---|`);

@@ -40,7 +40,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { args, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
+import { args, crossCoreNs, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
 export const RUNTIMES = ['aether-node', 'aether-node-plain', 'aether-chromium', 'aether-chromium-plain', 'llama-native', 'wllama', 'wllama-compat'];
 
@@ -423,11 +423,12 @@ async function main() {
   }
   const report = { bench: 'peers', machine: machine(), threads: o.threads, prompt_tokens: o.P, gen_tokens: o.G, reps: o.reps, rows,
     offsite_requests: browser?.offsite ?? [] };
+  if (o.threads > 1) report.cross_core_ns = await crossCoreNs();   // after the runs: what 2+ threads paid per hand-off
   if (report.offsite_requests.length) process.stderr.write(`peers: the browser tried to reach (aborted): ${report.offsite_requests.join(', ')}\n`);
   report.machine_end = machine();
   if (o.json) process.stdout.write(JSON.stringify(report) + '\n');
   else process.stdout.write(`machine: ${JSON.stringify(report.machine)} .. load average at the end ${report.machine_end.loadavg.map((x) => x.toFixed(1)).join(' / ')}; ` +
-    `threads ${o.threads}, prompt ${o.P}, gen ${o.G}, medians of ${o.reps}\n`);
+    `threads ${o.threads}${report.cross_core_ns ? ` (cross-core round trip ${report.cross_core_ns} ns after the runs)` : ''}, prompt ${o.P}, gen ${o.G}, medians of ${o.reps}\n`);
   if (o.md && !o.json) process.stdout.write(`\n${markdownTable(report)}\n`);
 }
 

@@ -47,6 +47,42 @@ export function machine() {
   return { date: new Date().toISOString(), node: process.version, nproc: os.availableParallelism?.() ?? os.cpus().length, cpu: cpuName(), loadavg: os.loadavg(), thp: thpMode() };
 }
 
+/** Median cross-core round trip in ns: the calling thread and a worker_threads worker hand a counter back and forth
+ *  through one shared Int32Array slot (Atomics.store / spinning Atomics.load). What each decode step of the threaded
+ *  forward pays at least twice; it has moved between ~110 and ~550 ns on the project's VMs as the host placed the two
+ *  vCPUs (docs/PERFORMANCE.md "Session 25"), and small models' 2-thread decode moves with it. */
+export async function crossCoreNs({ rounds = 50000, reps = 3 } = {}) {
+  const { Worker } = await import('node:worker_threads');
+  const flag = new Int32Array(new SharedArrayBuffer(128), 64, 1);
+  const w = new Worker(`
+    const { workerData } = require('node:worker_threads');
+    const f = new Int32Array(workerData.buf, 64, 1);
+    (function loop() {
+      for (;;) {
+        let v;
+        while (((v = Atomics.load(f, 0)) & 1) === 0) { /* spin */ }
+        if (v < 0) return;
+        Atomics.store(f, 0, v + 1);
+      }
+    })();`, { eval: true, workerData: { buf: flag.buffer } });
+  let failed = null;
+  w.on('error', (e) => { failed = e; });
+  const times = [];
+  let v = 0;
+  for (let r = 0; r <= reps; r++) {   // the first rep warms up (worker start, tier-up) and is dropped
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < rounds; i++) {
+      Atomics.store(flag, 0, ++v);
+      for (let spins = 0; Atomics.load(flag, 0) === v; spins++) if (failed || spins > 1e9) throw new Error(`crossCoreNs: the worker stopped (${failed?.message ?? 'no answer'})`);
+      v++;
+    }
+    if (r > 0) times.push(Number(process.hrtime.bigint() - t0) / rounds);
+  }
+  Atomics.store(flag, 0, -1);
+  await w.terminate();
+  return Math.round(median(times));
+}
+
 export function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; }
 
 /** V8 flags of the end-to-end benches, set before any wasm compiles: optimising tier only (no Liftoff, no lazy

@@ -651,7 +651,7 @@ export class AetherModel extends openai.OpenAIMethods {
  * Prefill chunking (see AetherModel.prefill): target time per chunk, and the smallest chunk (at most maxBatch). Each
  * chunk streams every weight once and the prefill GEMMs unpack each weight record once per call, so large models
  * (whose chunks take longer than the target anyway) lose to small chunks: a 64-token prompt on 2-layer Phi-3-shape
- * files ran 1.045x (Q4_0), 1.055x (Q4_K_M), 1.007x (Q8_0) faster as one chunk than as two of 32 (docs/PERFORMANCE.md
+ * files ran 1.045x (Q4_0), 1.033x (Q4_K_M), 1.027x (Q8_0) faster as one chunk than as two of 32 (docs/PERFORMANCE.md
  * "Session 25"; 16-token chunks lost 1.09x to 32 in session 15). The price: an abort (and the event loop) waits for
  * the chunk in progress, up to maxBatch tokens; a smaller maxBatch shortens it. The warm-up's prefill rounds stay at
  * 16 tokens.
