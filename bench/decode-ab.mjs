@@ -55,7 +55,7 @@ for (let r = 0; r < rounds; r++) for (const v of vs) {
 }
 const m1 = machine();
 const xc1 = threads > 1 ? await crossCoreNs() : null;
-console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens after ${C} x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${threads > 1 ? `, cross-core round trip ${xc0} -> ${xc1} ns` : ''}`);
+console.log(`${file}: ${m0.cpu}, Node ${m0.node}, ${threads} thread(s), ${N} tokens after ${C} x ${rounds} interleaved rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(1)} -> ${m1.loadavg[0].toFixed(1)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${threads > 1 ? `, cross-core round trip ${xc0 ?? "n/a"} -> ${xc1 ?? "n/a"} ns` : ''}`);
 console.log(`\n| checkout, build | CPU ms per token (median) | min | wall ms per token (median) | min |\n|---|---|---|---|---|`);
 for (const v of vs) console.log(`| ${v.name} | ${median(v.cpu).toFixed(3)} | ${Math.min(...v.cpu).toFixed(3)} | ${median(v.wall).toFixed(3)} | ${Math.min(...v.wall).toFixed(3)} |`);
 if (P > 0) {

@@ -123,7 +123,7 @@ const xc1 = multi ? await crossCoreNs() : null;
 const f = (x) => x.toFixed(3);
 console.log(`model ${file}: ${c.n_layers} layers, dim ${c.dim}, hidden ${c.hidden_dim}, vocab ${c.vocab_size}; matrices ${dtypes.join('/')}, output ${outType}`);
 if (C > 8) console.log(`decode after a prompt of ${C} tokens (positions ${C}..${C + 4 + N})`);
-console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${multi ? `, cross-core round trip ${xc0} -> ${xc1} ns` : ''}`);
+console.log(`${m0.cpu}, ${m0.nproc} CPUs, Node ${m0.node}, ${threads} thread(s), ${N} tokens x ${rounds} rounds, ${m0.date} .. ${m1.date}, load average ${m0.loadavg[0].toFixed(2)} -> ${m1.loadavg[0].toFixed(2)}, THP ${m0.thp ?? 'n/a'} (${hugePagesMB() ?? 'n/a'} MB in huge pages at the end)${multi ? `, cross-core round trip ${xc0 ?? "n/a"} -> ${xc1 ?? "n/a"} ns` : ''}`);
 const opNames = Object.keys(variants[0].res[0].ops);
 console.log(`\n| ms per token | ${variants.map((v) => v.name).join(' | ')} | MB per token |`);
 console.log(`|---|${variants.map(() => '---').join('|')}|---|`);

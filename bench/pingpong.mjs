@@ -11,4 +11,6 @@ import { args, crossCoreNs, machine } from './lib/common.mjs';
 const { opt } = args();
 const rounds = Number(opt('--rounds', 200000)), reps = Number(opt('--reps', 5));
 const m = machine();
-console.log(`cross-core round trip ${await crossCoreNs({ rounds, reps })} ns (median of ${reps} x ${rounds}) on ${m.cpu}, ${m.nproc} cores, load average ${m.loadavg.map((x) => x.toFixed(2)).join(' ')}`);
+const ns = await crossCoreNs({ rounds, reps });
+if (ns === null) console.log(`one CPU available (${m.cpu}): no cross-core round trip to measure`);
+else console.log(`cross-core round trip ${ns} ns (median of ${reps} reps of up to ${rounds} or ~1 s) on ${m.cpu}, ${m.nproc} cores, load average ${m.loadavg.map((x) => x.toFixed(2)).join(' ')}`);
