@@ -7,7 +7,7 @@
 // The CI-sized form is tests/soak.test.mjs; results go into docs/FUZZING.md ("Soak") with this command.
 import path from 'node:path';
 import { load } from '../dist/src/index.js';
-import { args, machine, repoRoot } from './lib/common.mjs';
+import { args, machine, median, repoRoot } from './lib/common.mjs';
 
 const a = args();
 const TOKENS = Number(a.opt('--tokens', 10000));
@@ -17,13 +17,11 @@ const MODEL = path.resolve(repoRoot, a.opt('--model', 'models/tiny-llama-a-q8_0.
 const mb = () => process.memoryUsage().rss / 2 ** 20;
 const round = (x) => Math.round(x * 10) / 10;
 
-const median3 = (xs) => [...xs].sort((x, y) => x - y)[Math.floor((xs.length - 1) / 2)];
-
 export function summary(samples) {
   const n = samples.length;
   const w = Math.min(Math.max(1, Math.floor(n / 4)), Math.max(0, n - 3));
-  const warm = median3(samples.slice(w, w + 3));
-  const last = median3(samples.slice(Math.max(0, n - 3)));
+  const warm = median(samples.slice(w, w + 3));
+  const last = median(samples.slice(Math.max(0, n - 3)));
   return { first_mb: round(samples[0]), after_warmup_mb: round(warm), last_mb: round(last), max_mb: round(Math.max(...samples)), growth_mb: round(last - warm), samples: n };
 }
 
