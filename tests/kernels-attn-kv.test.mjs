@@ -225,3 +225,23 @@ test('attention_kv over a local head\'s storage (sink rows + a wrapped ring in a
     }
   });
 });
+
+test('attn_accum f16: weights the prescaled path cannot take (|att| >= 2^16, inf, NaN) or can (subnormal, negative): SIMD == reference bit for bit (NaN for NaN)', () => {
+  const r = rng(83);
+  const odd = [65536, -65536, 65535.99, 1e30, -Infinity, Infinity, NaN, 1e-40, -3e-39, 0, -0, 2 ** -149];
+  for (const hd of [8, 16, 40, 96]) for (const n of [1, 6, 37]) for (const v of odd) withMark(() => {
+    const V = cacheRows(r, T.F16, n, hd);
+    const a = Array.from({ length: n }, () => r.next() * 2 - 1);
+    a[r.int(0, n - 1)] = v;
+    const att = k.putF32(a);
+    const o0 = Float32Array.from({ length: hd }, () => r.normal());
+    const os = k.putF32(o0), or = k.putF32(o0);
+    X.kt_attn_accum(SIMD, T.F16, V.p, n, hd, att, os);
+    X.kt_attn_accum(REF, T.F16, V.p, n, hd, att, or);
+    const s = k.f32(os, hd), e = k.f32(or, hd);
+    for (let d = 0; d < hd; d++) {
+      if (Number.isNaN(e[d])) assert.ok(Number.isNaN(s[d]), `att ${v} hd=${hd} n=${n} d=${d}: ${s[d]} vs NaN`);
+      else assert.ok(Object.is(s[d], e[d]), `att ${v} hd=${hd} n=${n} d=${d}: ${s[d]} vs ${e[d]}`);
+    }
+  });
+});
