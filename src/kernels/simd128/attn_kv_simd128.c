@@ -43,74 +43,50 @@ void ae_attn_accum_f32_simd128(const void *vp, int n, int hd, const float *att, 
   }
 }
 
+#define ACC_RAW 2
 /* 8 halves -> 2 f32x4. exact = 1: exact for every half (the cache may hold inf after an overflow); exact = 0: the
- * fast conversion (ae_h2f_fast: exact for finite halves), *m tracking inf / nan (ae_h16_infnan_acc). */
+ * fast conversion (ae_h2f_fast: exact for finite halves), *m tracking inf / nan (ae_h16_infnan_acc); exact =
+ * ACC_RAW: as 0 without its 2^112 (ae_h2f_raw: the values times 2^-112). */
 AE_INLINE void h8x(const ae_fp16 *p, v128 *a, v128 *b, v128 *m, int exact) {
   const v128 h = ae_load(p);
-  if (exact) { *a = ae_h2f_exact(ae_h16_lo(h)); *b = ae_h2f_exact(ae_h16_hi(h)); return; }
+  if (exact == 1) { *a = ae_h2f_exact(ae_h16_lo(h)); *b = ae_h2f_exact(ae_h16_hi(h)); return; }
   *m = ae_h16_infnan_acc(*m, h);
-  *a = ae_h2f_fast(ae_h16_lo(h)); *b = ae_h2f_fast(ae_h16_hi(h));
+  if (exact == ACC_RAW) { *a = ae_h2f_raw(ae_h16_lo(h)); *b = ae_h2f_raw(ae_h16_hi(h)); }
+  else { *a = ae_h2f_fast(ae_h16_lo(h)); *b = ae_h2f_fast(ae_h16_hi(h)); }
 }
 
-/* 8 halves -> 2 f32x4 of their values times 2^-112 (ae_h2f_fast without its multiply: the bits moved into place),
- * *m tracking inf / nan */
-AE_INLINE void h8raw(const ae_fp16 *p, v128 *a, v128 *b, v128 *m) {
-  const v128 h = ae_load(p), keep = wasm_i32x4_const_splat((int32_t)0x8fffffffu);
-  *m = ae_h16_infnan_acc(*m, h);
-  *a = wasm_v128_and(wasm_i32x4_shr(ae_h16_lo(h), 3), keep);
-  *b = wasm_v128_and(wasm_i32x4_shr(ae_h16_hi(h), 3), keep);
-}
-#define ACC_RAW 2
 /* out[0..8w) += att[t] * v_t over the n positions, w = 1 or 2 (8 or 16 columns from v). exact = 0: the fast
  * conversion, and nothing is stored when an inf / nan half was among the values (returns 1: the caller runs it again
  * with exact = 1 from the untouched out); the same operations on the same floats otherwise, so the same bits.
  * exact = ACC_RAW: as 0, but the half's 2^112 goes on the weight instead (att[t] 2^112 times v_t 2^-112: the same real
- * product, rounded once, so the same bits; one multiply per 4 values fewer, 1.19x), for att with every |att[t]| < 2^16
- * (att_small), as the f16 matvec's prescaled path. */
+ * product, rounded once, so the same bits; one multiply per 4 values fewer, 1.19x), for att whose finite weights are
+ * all below 2^16 in magnitude (ae_f32_below_2p16), as the f16 matvec's prescaled path. */
 AE_INLINE int accum_cols_f16(const ae_fp16 *v, size_t rs, int n, const float *att, float *out, int w, int exact) {
   v128 o0 = ae_load(out), o1 = ae_load(out + 4), o2 = w == 2 ? ae_load(out + 8) : o0, o3 = w == 2 ? ae_load(out + 12) : o1, a, b;
   v128 m = wasm_i32x4_splat(0);
   const ae_fp16 *r = v;
-  if (exact == ACC_RAW) {
-    for (int t = 0; t < n; t++, r += rs) {
-      const v128 p = wasm_f32x4_splat(att[t] * 0x1p112f);
-      h8raw(r, &a, &b, &m); FMA(o0, p, a); FMA(o1, p, b);
-      if (w == 2) { h8raw(r + 8, &a, &b, &m); FMA(o2, p, a); FMA(o3, p, b); }
-    }
-    exact = 0;
-  } else {
-    for (int t = 0; t < n; t++, r += rs) {
-      const v128 p = wasm_f32x4_splat(att[t]);
-      h8x(r, &a, &b, &m, exact); FMA(o0, p, a); FMA(o1, p, b);
-      if (w == 2) { h8x(r + 8, &a, &b, &m, exact); FMA(o2, p, a); FMA(o3, p, b); }
-    }
+  for (int t = 0; t < n; t++, r += rs) {
+    const v128 p = wasm_f32x4_splat(exact == ACC_RAW ? att[t] * 0x1p112f : att[t]);
+    h8x(r, &a, &b, &m, exact); FMA(o0, p, a); FMA(o1, p, b);
+    if (w == 2) { h8x(r + 8, &a, &b, &m, exact); FMA(o2, p, a); FMA(o3, p, b); }
   }
-  if (!exact && ae_h16_has_infnan(m)) return 1;
+  if (exact != 1 && ae_h16_has_infnan(m)) return 1;
   ae_store(out, o0); ae_store(out + 4, o1);
   if (w == 2) { ae_store(out + 8, o2); ae_store(out + 12, o3); }
   return 0;
 }
 
-/* 1 if every att[t] is finite with |att[t]| < 2^16 (att[t] 2^112 is then a finite float: ACC_RAW is usable; softmax
- * weights always are) */
-static int att_small(const float *att, int n) {
-  v128 ok = wasm_i32x4_splat(-1);
-  const v128 lim = wasm_f32x4_splat(65536.0f);
-  int t = 0;
-  for (; t + 4 <= n; t += 4) ok = wasm_v128_and(ok, wasm_f32x4_lt(wasm_f32x4_abs(ae_load(att + t)), lim));   /* NaN: false */
-  for (; t < n; t++) if (!(__builtin_fabsf(att[t]) < 65536.0f)) return 0;
-  return wasm_i32x4_all_true(ok);
-}
-
 void ae_attn_accum_f16_simd128(const void *vp, int n, int hd, const float *att, float *out) {
   const ae_fp16 *v = (const ae_fp16 *)vp;
   const size_t rs = (size_t)hd;
-  const int fast = hd >= 8 && att_small(att, n) ? ACC_RAW : 0;
+  const int raw = hd >= 8 && ae_f32_below_2p16(att, n);   /* each call below with a constant mode */
   int d = 0;
   for (; d + 16 <= hd; d += 16)
-    if (accum_cols_f16(v + d, rs, n, att, out + d, 2, fast)) accum_cols_f16(v + d, rs, n, att, out + d, 2, 1);
+    if (raw ? accum_cols_f16(v + d, rs, n, att, out + d, 2, ACC_RAW) : accum_cols_f16(v + d, rs, n, att, out + d, 2, 0))
+      accum_cols_f16(v + d, rs, n, att, out + d, 2, 1);
   for (; d + 8 <= hd; d += 8)
-    if (accum_cols_f16(v + d, rs, n, att, out + d, 1, fast)) accum_cols_f16(v + d, rs, n, att, out + d, 1, 1);
+    if (raw ? accum_cols_f16(v + d, rs, n, att, out + d, 1, ACC_RAW) : accum_cols_f16(v + d, rs, n, att, out + d, 1, 0))
+      accum_cols_f16(v + d, rs, n, att, out + d, 1, 1);
   for (; d < hd; d++) {
     float o = out[d];
     for (int t = 0; t < n; t++) o = o + att[t] * ae_h2f_s(v[(size_t)t * rs + d]);

@@ -63,25 +63,10 @@ void ae_from_float_f16_simd128(const float *x, void *y, int n) {
 #define RAW 2
 AE_INLINE v128 cvt(v128 x32, int exact) {
   if (exact == 1) return ae_h2f_exact(x32);
-  if (exact == RAW) return wasm_v128_and(wasm_i32x4_shr(x32, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
+  if (exact == RAW) return ae_h2f_raw(x32);
   return ae_h2f_fast(x32);
 }
 AE_INLINE v128 xs(v128 x, int exact) { return exact == RAW ? wasm_f32x4_mul(x, wasm_f32x4_splat(0x1p112f)) : x; }
-
-/* 1 if every finite x has |x| < 2^16 (the RAW path is usable) */
-static int x_small(const float *x, int n) {
-  v128 m = wasm_f32x4_splat(0.0f);
-  const v128 inf = wasm_f32x4_splat(__builtin_inff());
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const v128 a = wasm_f32x4_abs(ae_load(x + i));
-    m = wasm_f32x4_pmax(m, wasm_v128_andnot(a, wasm_f32x4_eq(a, inf)));   /* inf -> 0; NaN is ignored by pmax */
-  }
-  float mx = 0.0f;
-  for (int j = 0; j < 4; j++) { const float v = wasm_f32x4_extract_lane(m, 0); mx = v > mx ? v : mx; m = wasm_i32x4_shuffle(m, m, 1, 2, 3, 0); }
-  for (; i < n; i++) { const float a = __builtin_fabsf(x[i]); if (a != __builtin_inff() && a > mx) mx = a; }
-  return mx < 65536.0f;
-}
 
 /* One row; returns 1 if an inf/nan half was seen (only tracked when !exact). */
 AE_INLINE int dot_row(int n, float *s, const ae_fp16 *h, const float *x, int exact) {
@@ -153,7 +138,7 @@ void ae_matvec_rows_f16_simd128(const void *W, int ncols, const void *xq, float 
   const float *x = (const float *)xq;
   const size_t rs = (size_t)ncols;
   int r = r0;
-  const int raw = r1 - r0 >= 4 && x_small(x, ncols);
+  const int raw = r1 - r0 >= 4 && ae_f32_below_2p16(x, ncols);
   for (; r + 4 <= r1; r += 4) {
     const ae_fp16 *w0 = (const ae_fp16 *)W + (size_t)r * rs;
     if (raw ? rows4(ncols, y + r, w0, x, rs, RAW) : rows4(ncols, y + r, w0, x, rs, 0)) rows4(ncols, y + r, w0, x, rs, 1);

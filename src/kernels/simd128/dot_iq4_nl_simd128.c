@@ -177,7 +177,7 @@ AE_INLINE int iq4_group(const uint8_t *const row[4], int n, const void *xq, cons
     if (exact || xs) dd = wasm_f32x4_mul(ae_h2f_exact(h), wasm_f32x4_splat(dx));   /* iq4_xs: a float d_x, unbounded */
     else {
       bad = ae_h16_infnan_acc(bad, h);
-      dd = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(h, 3), wasm_i32x4_splat((int32_t)0x8fffffffu)), wasm_f32x4_splat(dx * 0x1p112f));
+      dd = wasm_f32x4_mul(ae_h2f_raw(h), wasm_f32x4_splat(dx * 0x1p112f));
     }
     acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(sumi), dd));
   }

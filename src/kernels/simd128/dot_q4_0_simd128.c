@@ -8,7 +8,7 @@
  * operation sequence of the reference.
  *
  * Weight scales: 8 halves (4 rows x 2 blocks) gathered per iteration and converted with the fast path
- * without its 2^112 multiply (h2f_nomul: finite half h -> h * 2^-112, exact, possibly a subnormal float);
+ * without its 2^112 multiply (ae_h2f_raw: finite half h -> h * 2^-112, exact, possibly a subnormal float);
  * the 2^112 is carried by the activation scale (dxs = d_x * 2^112, exact: |d_x| <= 65504), so
  * d_w' * dxs = round(d_w * d_x) bit for bit. A row group that meets an inf/nan scale is recomputed with
  * the exact conversion and the plain d_x.
@@ -129,8 +129,6 @@ AE_INLINE v128 block4(const uint8_t *p0, const uint8_t *p1, const uint8_t *p2, c
 }
 #endif
 
-/* finite half h in i32 lanes (h << 16) -> float h * 2^-112 (ae_h2f_fast without its multiply) */
-AE_INLINE v128 h2f_nomul(v128 x) { return wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu)); }
 
 /* acc += (float)sumi * (d * d_x) per row lane; s = block sums before the -8 term and the shift */
 AE_INLINE v128 fma_block(v128 acc, v128 s, const xaux *xa, v128 d, int exact) {
@@ -154,7 +152,7 @@ AE_INLINE int group4(v128 *accp, const uint8_t *p0, size_t rs, int n, const xblk
     h = wasm_v128_load16_lane(p2 + 18, h, 6); h = wasm_v128_load16_lane(p3 + 18, h, 7);
     v128 d0, d1;
     if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
-    else { bad = ae_h16_infnan_acc(bad, h); d0 = h2f_nomul(ae_h16_lo(h)); d1 = h2f_nomul(ae_h16_hi(h)); }
+    else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_raw(ae_h16_lo(h)); d1 = ae_h2f_raw(ae_h16_hi(h)); }
 #if AE_RELAXED
     t[0] = block4(p0 + 2, p1 + 2, p2 + 2, p3 + 2, &xs[b]);
     t[1] = block4(p0 + 20, p1 + 20, p2 + 20, p3 + 20, &xs[b + 1]);
@@ -220,7 +218,7 @@ AE_INLINE int group4_seg(v128 *accp, const uint8_t *p0, size_t rs, int n, const 
         h = wasm_v128_load16_lane(q2 + o + 18, h, 6); h = wasm_v128_load16_lane(q3 + o + 18, h, 7);
         v128 d0, d1;
         if (exact) { d0 = ae_h2f_exact(ae_h16_lo(h)); d1 = ae_h2f_exact(ae_h16_hi(h)); }
-        else { bad = ae_h16_infnan_acc(bad, h); d0 = h2f_nomul(ae_h16_lo(h)); d1 = h2f_nomul(ae_h16_hi(h)); }
+        else { bad = ae_h16_infnan_acc(bad, h); d0 = ae_h2f_raw(ae_h16_lo(h)); d1 = ae_h2f_raw(ae_h16_hi(h)); }
         const v128 s0v = i ? wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5) : wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5);
         const v128 s1v = i ? wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7) : wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7);
         acc = fma_block(acc, s0v, &xa[s0 + j + i], d0, exact);

@@ -154,12 +154,28 @@ AE_INLINE v128 ae_h2f_exact(v128 x) {
   const v128 s = wasm_f32x4_sub(wasm_i32x4_add(o, wasm_i32x4_const_splat(0x38800000)), wasm_f32x4_splat(0x1p-14f));
   return wasm_v128_or(wasm_v128_bitselect(s, n, sub), sign);
 }
+/* A finite half as the float half * 2^-112, exactly: its bits moved into place (a subnormal float for halves below
+ * 2^-14). The kernels that put the 2^112 on the other operand (f16 rows against x 2^112, attention weights times
+ * 2^112, block scales against d_x 2^112) use it as it is. */
+AE_INLINE v128 ae_h2f_raw(v128 x) { return wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu)); }
 /* Fast: exact for finite halves (zero, subnormal, normal); WRONG for inf/nan (callers check
  * ae_h16_has_infnan and redo such rows with ae_h2f_exact). Subnormal halves become a subnormal float
  * operand of the multiply (correct, possibly slower). */
-AE_INLINE v128 ae_h2f_fast(v128 x) {
-  const v128 b = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_const_splat((int32_t)0x8fffffffu));
-  return wasm_f32x4_mul(b, wasm_f32x4_splat(0x1p112f));
+AE_INLINE v128 ae_h2f_fast(v128 x) { return wasm_f32x4_mul(ae_h2f_raw(x), wasm_f32x4_splat(0x1p112f)); }
+/* 1 if every finite x[i] has |x[i]| < 2^16, so x[i] 2^112 is finite (inf and NaN stay what they were): the paths that
+ * put a half's 2^112 on the other operand need it */
+AE_INLINE int ae_f32_below_2p16(const float *x, int n) {
+  v128 m = wasm_f32x4_splat(0.0f);
+  const v128 inf = wasm_f32x4_splat(__builtin_inff());
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const v128 a = wasm_f32x4_abs(wasm_v128_load(x + i));
+    m = wasm_f32x4_pmax(m, wasm_v128_andnot(a, wasm_f32x4_eq(a, inf)));   /* inf -> 0; NaN is ignored by pmax */
+  }
+  float mx = 0.0f;
+  for (int j = 0; j < 4; j++) { const float v = wasm_f32x4_extract_lane(m, 0); mx = v > mx ? v : mx; m = wasm_i32x4_shuffle(m, m, 1, 2, 3, 0); }
+  for (; i < n; i++) { const float a = __builtin_fabsf(x[i]); if (a != __builtin_inff() && a > mx) mx = a; }
+  return mx < 65536.0f;
 }
 /* Running check for inf/nan halves: m = ae_h16_infnan_acc(m, h); any inf/nan iff ae_h16_has_infnan(m). */
 AE_INLINE v128 ae_h16_infnan_acc(v128 m, v128 h) { return wasm_u16x8_max(m, wasm_i16x8_add(h, h)); }
