@@ -22,7 +22,8 @@
 //        [--prompt-tokens 64] [--prompt-seed 1] [--gen-tokens 32] [--reps 3] [--threads 1] [--ctx 512] [--out /work/gen/peers] [--json]
 //
 //   --runtimes  comma list of: aether-node, aether-node-plain, aether-chromium, aether-chromium-plain, llama-native,
-//               wllama, wllama-compat (default: all)
+//               wllama, wllama-compat (default: all of these), and aether-chromium-i16 (the relaxed build with the
+//               fused-dot forms off whatever --fused-dot says: beside aether-chromium, an A/B of the fused dot in one run)
 //   --shapes    s15m (stories15M-like llama, bench/lib/peer-models.mjs: f32, q8_0, q4_0), or a real shape of
 //               bench/gen-gguf.mjs (q8_0, q4_0, q4_K_M as llama-quantize mixes them): phi3 (= phi3-mini-4k, the
 //               phi3 architecture with fused qkv / gate_up, vocabulary 32064), llama-3.2-1b, qwen2.5-0.5b,
@@ -43,6 +44,8 @@ import path from 'node:path';
 import { args, crossCoreNs, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
 
 export const RUNTIMES = ['aether-node', 'aether-node-plain', 'aether-chromium', 'aether-chromium-plain', 'llama-native', 'wllama', 'wllama-compat'];
+/** Runtimes run only when named (not in the default list) */
+export const EXTRA_RUNTIMES = ['aether-chromium-i16'];
 
 // s15m: bench/lib/peer-models.mjs; the others: bench/gen-gguf.mjs MODELS ('phi3' = 'phi3-mini-4k')
 export const SHAPE_NAMES = ['s15m', 'phi3', 'phi3-mini-4k', 'llama-3.2-1b', 'qwen2.5-0.5b', 'gemma-2-2b', 'smollm2-135m', 'smollm2-360m'];
@@ -83,7 +86,7 @@ export function parseOptions(argv) {
   if (o.fusedDot === undefined) throw new Error('peers: --fused-dot expects auto, on or off');
   for (const s of o.shapes) if (!SHAPE_NAMES.includes(s)) throw new Error(`peers: unknown shape ${s} (${SHAPE_NAMES.join(', ')})`);
   for (const d of o.dtypes) if (!DTYPE_NAMES.includes(d)) throw new Error(`peers: unknown dtype ${d} (${DTYPE_NAMES.join(', ')})`);
-  for (const r of o.runtimes) if (!RUNTIMES.includes(r)) throw new Error(`peers: unknown runtime ${r} (${RUNTIMES.join(', ')})`);
+  for (const r of o.runtimes) if (!RUNTIMES.includes(r) && !EXTRA_RUNTIMES.includes(r)) throw new Error(`peers: unknown runtime ${r} (${[...RUNTIMES, ...EXTRA_RUNTIMES].join(', ')})`);
   if (o.P + o.G > o.ctx) throw new Error('peers: --prompt-tokens + --gen-tokens exceed --ctx');
   return o;
 }
@@ -206,7 +209,7 @@ async function newPage(b) {
   return page;
 }
 
-async function openAetherChromium(rknot, o, simd) {
+async function openAetherChromium(rknot, o, simd, fusedDot = o.fusedDot) {
   const b = await chromiumContext(o);
   // the server serves the repository: link the converted model into the git-ignored build/ folder
   const serveDir = path.join(repoRoot, 'build/peers-serve');
@@ -220,8 +223,9 @@ async function openAetherChromium(rknot, o, simd) {
     window.peerModel = await Aether.load(url, { threads, simd, nCtx: ctx, maxBatch: P, cache: false, fusedDot });
     const m = window.peerModel;
     return { simd: m.simd, threads: m.threads, warmup: m.warmup, fusedDot: m.fusedDot, fusedDotProbe: m.fusedDotProbe };
-  }, { url: `${b.server.url}build/peers-serve/${path.basename(rknot)}`, threads: o.threads, simd, ctx: o.ctx, P: o.P, fusedDot: o.fusedDot });
+  }, { url: `${b.server.url}build/peers-serve/${path.basename(rknot)}`, threads: o.threads, simd, ctx: o.ctx, P: o.P, fusedDot });
   if (info.simd !== simd) throw new Error(`aether-chromium: asked for ${simd}, got ${info.simd}`);
+  if (fusedDot === false && info.fusedDot) throw new Error('aether-chromium: asked for the fused dot off, got it on');
   process.stderr.write(`aether-chromium ${simd}: fused dot ${info.fusedDot} ${JSON.stringify(info.fusedDotProbe)}\n`);
   return {
     async run(ids) {
@@ -284,6 +288,7 @@ async function open(rt, file, rknot, o) {
     case 'aether-node-plain': return openAetherNode(file, o, 'plain');
     case 'aether-chromium': return openAetherChromium(rknot, o, 'relaxed');
     case 'aether-chromium-plain': return openAetherChromium(rknot, o, 'plain');
+    case 'aether-chromium-i16': return openAetherChromium(rknot, o, 'relaxed', false);
     case 'llama-native': return openLlamaNative(file, o);
     case 'wllama': return openWllama(file, o, false);
     case 'wllama-compat': return openWllama(file, o, true);
@@ -293,7 +298,7 @@ async function open(rt, file, rknot, o) {
 
 const RUNTIME_LABEL = {
   'llama-native': 'llama.cpp native', 'aether-node': 'Aether Node relaxed', 'aether-node-plain': 'Aether Node plain',
-  'aether-chromium': 'Aether Chromium relaxed', 'aether-chromium-plain': 'Aether Chromium plain',
+  'aether-chromium': 'Aether Chromium relaxed', 'aether-chromium-plain': 'Aether Chromium plain', 'aether-chromium-i16': 'Aether Chromium relaxed, fused dot off',
   wllama: 'wllama default (wasm64, JSPI)', 'wllama-compat': 'wllama compat (wasm32, Asyncify)',
 };
 

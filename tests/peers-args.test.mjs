@@ -16,6 +16,9 @@ test('peers.mjs: defaults, options, bad values refused', () => {
   const o = parseOptions(['--shapes', 'phi3', '--layers', '2', '--dtypes', 'q4_0', '--runtimes', 'aether-node,llama-native', '--reps', '5', '--json']);
   assert.deepEqual([o.shapes, o.layers, o.dtypes, o.runtimes, o.reps, o.json], [['phi3'], 2, ['q4_0'], ['aether-node', 'llama-native'], 5, true]);
   assert.ok(RUNTIMES.includes('wllama') && RUNTIMES.includes('wllama-compat') && RUNTIMES.includes('llama-native'));
+  // the fused-dot A/B runtime: accepted when named, not part of the default list
+  assert.deepEqual(parseOptions(['--runtimes', 'aether-chromium,aether-chromium-i16']).runtimes, ['aether-chromium', 'aether-chromium-i16']);
+  assert.ok(!d.runtimes.includes('aether-chromium-i16'));
   const w = parseOptions(['--runtimes', 'wllama,wllama-compat', '--shapes', 'smollm2-135m,phi3', '--dtypes', 'q4_K_M', '--file', 'x.gguf']);
   assert.deepEqual([w.runtimes, w.shapes, w.dtypes, w.file], [['wllama', 'wllama-compat'], ['smollm2-135m', 'phi3'], ['q4_K_M'], 'x.gguf']);
   assert.throws(() => parseOptions(['--shapes', 'gpt-5']), /unknown shape gpt-5/);

@@ -245,7 +245,7 @@ test('q4_0 / q8_0: relaxed == plain (bits; NaN payloads free) with block counts 
   }
 });
 
-test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot GEMM tile and the fused-dot one (ae_set_fused_dot; the matvec has one form, run under both values) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
+test('q4_0 repacked (R4) prefill GEMM and matvec, relaxed build: the i16-dot and the fused-dot forms of the GEMM tile and of the matvec (ae_set_fused_dot) == the q4_0 reference bit for bit, 1..17 tokens, row splits, column chunks; the plain build has no fused tile', () => {
   const r = rng(87);
   const R4 = kr.x.kt_q4_0_r4_type(), Q40 = T.Q4_0, bs = BLOCK[Q40][1];
   assert.equal(kp.x.ae_set_fused_dot(1), 0, 'plain build: ae_set_fused_dot stays 0');
@@ -437,8 +437,10 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     const yv = kk.alloc(rows * 4);
     kk.x.kt_matvec(R4, REF, P, cols, xq, yv, 0, rows);
     assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 reference matvec`);
-    // q8_0: both forms of kernels.h ae_fused_dot (ae_rdot_w / ae_rdot); the others have one
-    for (const fused of kk === kr && name === 'q8_0' ? [0, 2] : [0]) {   // 2: AE_FUSED_R8
+    // both forms of kernels.h ae_fused_dot: q8_0's (ae_rdot_w / ae_rdot; AE_FUSED_R8 = 2), the q4_K and q6_K matvecs'
+    // (i16 dots and i32x4.dot_i16x8 against the scales / i32 dots and an i32 multiply; AE_FUSED_TILES = 1); q5_0, q5_1 and
+    // q5_K have one
+    for (const fused of kk !== kr ? [0] : name === 'q8_0' ? [0, 2] : name === 'q4_K' || name === 'q6_K' ? [0, 1] : [0]) {
       assert.equal(kk.x.ae_set_fused_dot(fused), fused);
       const F = kk === kr ? ` (fused dot ${fused})` : '';
       kk.f32(yv, rows).fill(NaN);

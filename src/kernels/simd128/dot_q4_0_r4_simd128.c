@@ -42,7 +42,7 @@
 #define R45_CO(kind) ((kind) == 2 ? 16 : 8)    /* where a record's chunks start: after the scales (and q5_1's mins) */
 #define R45_HO(kind) ((kind) == 2 ? 80 : 72)    /* where its 5th bits are */
 #define R45_REC(kind) ((kind) == 2 ? AE_R451_REC : AE_R45_REC)
-typedef struct { int32_t nsum; float dxs, sxs; } xaux;   /* -sum8 * sum(x); d_x * 2^112; q5_1 (q8_1 activations): s_x * 2^112 */
+typedef struct { int32_t nsum; float dxs, sxs; int32_t n32; } xaux;   /* relaxed q4_0: n32 = -8 sum(x) (the fused matvec's i32 start) */   /* -sum8 * sum(x); d_x * 2^112; q5_1 (q8_1 activations): s_x * 2^112 */
 
 /* ---- repack (in place) ---- */
 
@@ -160,7 +160,10 @@ AE_INLINE int32_t r4_off16(const ae_block_q8_0 *x) {
 
 /* The relaxed q4_0 matvec starts its i16 lanes at the block's offsets too (r4_off16; nsum holds the i16 pair), so
  * its float step has no offset term (fma_rec0). */
-AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { xa->nsum = r4_off16(x); xa->dxs = ae_h2f_s(x->d) * 0x1p112f; }
+AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) {
+  xa->nsum = r4_off16(x); xa->dxs = ae_h2f_s(x->d) * 0x1p112f;
+  xa->n32 = (int16_t)(xa->nsum & 0xffff) + (int16_t)((uint32_t)xa->nsum >> 16);
+}
 #else
 AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { prep_aux_m(x, xa, R4_SUM8); }
 #endif
@@ -171,6 +174,11 @@ AE_INLINE void prep_aux(const ae_block_q8_0 *x, xaux *xa) { prep_aux_m(x, xa, R4
 AE_INLINE v128 chunk_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
   const v128 v = ae_load(rec + 8 + 16 * j);
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, m)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), m))));
+}
+/* the same in i32 (the fused dot): s + the 4 rows' sums of chunk j */
+AE_INLINE v128 chunk_i32(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m) {
+  const v128 v = ae_load(rec + 8 + 16 * j);
+  return ae_rdot(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), m), ae_rdot(xl, wasm_v128_and(v, m), s));
 }
 AE_INLINE v128 rec_sums(const uint8_t *rec, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa) {
   (void)xs;
@@ -281,7 +289,7 @@ AE_INLINE v128 group(const uint8_t *rec, int n, const ae_block_q8_0 *x, const xs
  * are stored to a volatile slot after each chunk, which keeps TurboFan from hoisting every load of the record above
  * the arithmetic and spilling them (16 SIMD registers on x64): 1.3x in Node, 1.5-1.75x in Chromium over the record
  * by record form (docs/PERFORMANCE.md, session 12). The same integer sums and float sequence: bit-identical. */
-AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4]) {
+AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x, const xsplat *xs, const xaux *xa, v128 acc[4], const int fused) {
   volatile v128 sink[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
@@ -291,7 +299,7 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
 #endif
   for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
 #if AE_RELAXED
-    v128 s0 = wasm_v128_load32_splat(&xa[b].nsum), s1 = s0, s2 = s0, s3 = s0;   /* the offsets (r4_off16) */
+    v128 s0 = wasm_v128_load32_splat(fused ? &xa[b].n32 : &xa[b].nsum), s1 = s0, s2 = s0, s3 = s0;   /* the offsets (r4_off16) */
 #else
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
 #endif
@@ -299,8 +307,13 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
 #if AE_RELAXED
       const int8_t *q = x[b].qs;
       const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
-      s0 = chunk_i16(s0, p0, j, xl, xh, m); s1 = chunk_i16(s1, p1, j, xl, xh, m);
-      s2 = chunk_i16(s2, p2, j, xl, xh, m); s3 = chunk_i16(s3, p3, j, xl, xh, m);
+      if (fused) {
+        s0 = chunk_i32(s0, p0, j, xl, xh, m); s1 = chunk_i32(s1, p1, j, xl, xh, m);
+        s2 = chunk_i32(s2, p2, j, xl, xh, m); s3 = chunk_i32(s3, p3, j, xl, xh, m);
+      } else {
+        s0 = chunk_i16(s0, p0, j, xl, xh, m); s1 = chunk_i16(s1, p1, j, xl, xh, m);
+        s2 = chunk_i16(s2, p2, j, xl, xh, m); s3 = chunk_i16(s3, p3, j, xl, xh, m);
+      }
 #else
       const v128 pa = R4_PAT(xs + b, a, j), pb = R4_PAT(xs + b, b, j), pc = R4_PAT(xs + b, c, j), pd = R4_PAT(xs + b, d, j);
       s0 = chunk_plain(s0, p0, j, pa, pb, pc, pd); s1 = chunk_plain(s1, p1, j, pa, pb, pc, pd);
@@ -309,10 +322,14 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
       sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
     }
 #if AE_RELAXED
-    a0 = fma_rec0(a0, wasm_i32x4_extadd_pairwise_i16x8(s0), xa + b, rec_scales(p0));
-    a1 = fma_rec0(a1, wasm_i32x4_extadd_pairwise_i16x8(s1), xa + b, rec_scales(p1));
-    a2 = fma_rec0(a2, wasm_i32x4_extadd_pairwise_i16x8(s2), xa + b, rec_scales(p2));
-    a3 = fma_rec0(a3, wasm_i32x4_extadd_pairwise_i16x8(s3), xa + b, rec_scales(p3));
+    if (!fused) {
+      s0 = wasm_i32x4_extadd_pairwise_i16x8(s0); s1 = wasm_i32x4_extadd_pairwise_i16x8(s1);
+      s2 = wasm_i32x4_extadd_pairwise_i16x8(s2); s3 = wasm_i32x4_extadd_pairwise_i16x8(s3);
+    }
+    a0 = fma_rec0(a0, s0, xa + b, rec_scales(p0));
+    a1 = fma_rec0(a1, s1, xa + b, rec_scales(p1));
+    a2 = fma_rec0(a2, s2, xa + b, rec_scales(p2));
+    a3 = fma_rec0(a3, s3, xa + b, rec_scales(p3));
 #else
     a0 = fma_rec(a0, s0, xa + b, rec_scales(p0));
     a1 = fma_rec(a1, s1, xa + b, rec_scales(p1));
@@ -350,7 +367,7 @@ AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, siz
 }
 #endif
 
-AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int q5) {
+AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int q5, const int fused) {
   const int nb = ncols / AE_QK4_0;
   const size_t rs = (size_t)nb * (q5 == 2 ? sizeof(ae_block_q5_1) : q5 ? sizeof(ae_block_q5_0) : sizeof(ae_block_q4_0)),
                rec = q5 ? R45_REC(q5) : AE_R4_REC, xstride = q5 == 2 ? sizeof(ae_block_q8_1) : sizeof(ae_block_q8_0);
@@ -379,7 +396,7 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
 #if AE_RELAXED
         if (q5) group4s5(r, n, xqs + (size_t)c0 * xstride, xstride, xa, acc, q5); else
 #endif
-        group4s(r, n, x + c0, xs, xa, acc);
+        group4s(r, n, x + c0, xs, xa, acc, fused);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;
@@ -397,16 +414,19 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
 }
 void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  matvec_r4(W, ncols, xq, y, r0, r1, 0);
+#if AE_RELAXED
+  if (ae_fused_dot & AE_FUSED_TILES) { matvec_r4(W, ncols, xq, y, r0, r1, 0, 1); return; }
+#endif
+  matvec_r4(W, ncols, xq, y, r0, r1, 0, 0);
 }
 #if AE_RELAXED
 void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  matvec_r4(W, ncols, xq, y, r0, r1, 1);
+  matvec_r4(W, ncols, xq, y, r0, r1, 1, 0);
 }
 void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
-  matvec_r4(W, ncols, xq, y, r0, r1, 2);
+  matvec_r4(W, ncols, xq, y, r0, r1, 2, 0);
 }
 #else
 /* The plain build repacks q5_0 into AE_Q5_0_X8 instead (model.c): this layout's kernels are the reference there. */

@@ -153,6 +153,16 @@ AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 x
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, f)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f))));
 }
 
+/* rk4_chunk with the fused dot (kernels.h ae_fused_dot): s + the 4 rows' sums of chunk (j, c) in i32 lanes */
+AE_INLINE v128 rk4_chunk32(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
+  const v128 v = ae_load(p + 64 + 16 * (4 * j + c)), f = wasm_i8x16_splat(0x0f);
+  return ae_rdot(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f), ae_rdot(xl, wasm_v128_and(v, f), s));
+}
+/* sub-block jj's scale of row k in i32 lane k, from SCa / SCb (byte 4k + jj) */
+AE_INLINE v128 rk4_sc32(v128 S, int jj, v128 ff) {
+  return jj == 3 ? wasm_u32x4_shr(S, 24) : wasm_v128_and(jj ? wasm_u32x4_shr(S, 8 * jj) : S, ff);
+}
+
 /* Index vectors M[jj] (jj = 0..3): ae_rswizzle(SCa or SCb, M[jj]) puts scale jj of row k (byte 4k + jj) in i16 lanes
  * 2k and 2k + 1 (high bytes 0). Loaded once per call (rk4_masks): a constant i8x16.shuffle's mask is rebuilt by V8 at
  * every use (4 instructions); this is 1.07-1.16x on the matvec, 1.02x on the GEMM (docs/PERFORMANCE.md "Session 16"). */
@@ -200,8 +210,9 @@ AE_INLINE v128 group_k4(const uint8_t *rec, int n, const ae_block_q8_K *x, const
 }
 /* Four groups far apart, record by record, chunk-major within a record (see the top); the decoded scales and the
  * i32 sums wait in volatile slots (only touched once per sub-block). */
-AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
+AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4], const int fused) {
   volatile v128 sink[4], sc[4][2], sq[4];
+  const v128 ff = wasm_i32x4_splat(0xff);
   v128 M[4];
   rk4_masks(M);
   for (int b = 0; b < n; b++) {
@@ -210,18 +221,30 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
     const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
     const int8_t *q = x[b].qs;
 #define RK4_SUB4(j) do { \
-      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
+      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;  \
       _Pragma("clang loop unroll(full)") \
       for (int c = 0; c < 4; c++) { \
         const v128 xl = wasm_v128_load32_splat(q + 32 * (j) + 8 * c), xh = wasm_v128_load32_splat(q + 32 * (j) + 8 * c + 4); \
-        s0 = rk4_chunk(s0, p0, j, c, xl, xh); s1 = rk4_chunk(s1, p1, j, c, xl, xh); \
-        s2 = rk4_chunk(s2, p2, j, c, xl, xh); s3 = rk4_chunk(s3, p3, j, c, xl, xh); \
+        if (fused) { \
+          s0 = rk4_chunk32(s0, p0, j, c, xl, xh); s1 = rk4_chunk32(s1, p1, j, c, xl, xh); \
+          s2 = rk4_chunk32(s2, p2, j, c, xl, xh); s3 = rk4_chunk32(s3, p3, j, c, xl, xh); \
+        } else { \
+          s0 = rk4_chunk(s0, p0, j, c, xl, xh); s1 = rk4_chunk(s1, p1, j, c, xl, xh); \
+          s2 = rk4_chunk(s2, p2, j, c, xl, xh); s3 = rk4_chunk(s3, p3, j, c, xl, xh); \
+        } \
         sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3; \
       } \
-      sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, ae_rswizzle(sc[0][(j) >> 2], M[(j) & 3]))); \
-      sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, ae_rswizzle(sc[1][(j) >> 2], M[(j) & 3]))); \
-      sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, ae_rswizzle(sc[2][(j) >> 2], M[(j) & 3]))); \
-      sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, ae_rswizzle(sc[3][(j) >> 2], M[(j) & 3]))); \
+      if (fused) { \
+        sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_mul(s0, rk4_sc32(sc[0][(j) >> 2], (j) & 3, ff))); \
+        sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_mul(s1, rk4_sc32(sc[1][(j) >> 2], (j) & 3, ff))); \
+        sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_mul(s2, rk4_sc32(sc[2][(j) >> 2], (j) & 3, ff))); \
+        sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_mul(s3, rk4_sc32(sc[3][(j) >> 2], (j) & 3, ff))); \
+      } else { \
+        sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_dot_i16x8(s0, ae_rswizzle(sc[0][(j) >> 2], M[(j) & 3]))); \
+        sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_dot_i16x8(s1, ae_rswizzle(sc[1][(j) >> 2], M[(j) & 3]))); \
+        sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_dot_i16x8(s2, ae_rswizzle(sc[2][(j) >> 2], M[(j) & 3]))); \
+        sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_dot_i16x8(s3, ae_rswizzle(sc[3][(j) >> 2], M[(j) & 3]))); \
+      } \
     } while (0)
     RK4_SUB4(0); RK4_SUB4(1); RK4_SUB4(2); RK4_SUB4(3); RK4_SUB4(4); RK4_SUB4(5); RK4_SUB4(6); RK4_SUB4(7);
 #undef RK4_SUB4
@@ -331,7 +354,8 @@ AE_INLINE void matvec_k(const void *W, int ncols, const void *xq, float *y, int 
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(RK4_DST(g)) : wasm_f32x4_splat(0.0f); }
         if (five) group4_k5(r, n, x + c0, xs, acc);
-        else group4_k4(r, n, x + c0, xs, acc);
+        else if (ae_fused_dot & AE_FUSED_TILES) group4_k4(r, n, x + c0, xs, acc, 1);
+        else group4_k4(r, n, x + c0, xs, acc, 0);
         for (int k = 0; k < 4; k++) ae_store(RK4_DST(g0 + i + k * gq), acc[k]);
       } else for (int k = 0; k < 4; k++) {
         const int g = g0 + i + k * gq;

@@ -60,6 +60,14 @@ AE_INLINE v128 rk6_sub(const uint8_t *rec, int j, v128 P, v128 x0, v128 x1, v128
   const v128 s23 = wasm_i16x8_add(ae_rdot16(x2, u[2]), ae_rdot16(x3, u[3]));
   return wasm_i32x4_add(wasm_i32x4_dot_i16x8(s01, P), wasm_i32x4_dot_i16x8(s23, P));
 }
+/* rk6_sub with the fused dot (kernels.h ae_fused_dot): the 4 chunks' sums in i32 lanes, times sc_k[j] (S: i32 lane k) */
+AE_INLINE v128 rk6_sub32(const uint8_t *rec, int j, v128 S, v128 x0, v128 x1, v128 x2, v128 x3) {
+  v128 u[4];
+  ae_q6x_decode(rec + 72 + 48 * j, u);
+  return wasm_i32x4_mul(ae_rdot(x3, u[3], ae_rdot(x2, u[2], ae_rdot(x1, u[1], ae_rdot(x0, u[0], wasm_i32x4_splat(0))))), S);
+}
+/* scale r (0, 1) of the pair in E (i16 lanes 2k + r) as i32 lane k */
+AE_INLINE v128 rk6_s32(v128 E, int r) { return r ? wasm_i32x4_shr(E, 16) : wasm_i32x4_shr(wasm_i32x4_shl(E, 16), 16); }
 /* acc += (d_w d_x) (float)(sq - 32 off) per row lane */
 AE_INLINE v128 rk6_fma(v128 acc, v128 sq, v128 off, const uint8_t *rec, float dx) {
   const v128 dall = wasm_f32x4_mul(ae_h4_f32(rec), wasm_f32x4_splat(dx));
@@ -89,7 +97,7 @@ AE_INLINE v128 group_k6(const uint8_t *rec, int n, const ae_block_q8_K *x, v128 
 }
 /* Four groups far apart, record by record, sub-block-major within a record (see the top); the sums wait in volatile
  * slots (touched once per sub-block). */
-AE_INLINE void group4_k6(const uint8_t *const r[4], int n, const ae_block_q8_K *x, v128 acc[4]) {
+AE_INLINE void group4_k6(const uint8_t *const r[4], int n, const ae_block_q8_K *x, v128 acc[4], const int fused) {
   volatile v128 sq[4], off[4];
   for (int b = 0; b < n; b++) {
     /* the record pointers opaque: every load takes a constant offset (DESIGN.md "Repacked weights") */
@@ -111,10 +119,17 @@ AE_INLINE void group4_k6(const uint8_t *const r[4], int n, const ae_block_q8_K *
       for (int rr = 0; rr < 2; rr++) {
         const int j = 2 * p + rr;
         const v128 x0 = RK6_X(q, j, 0), x1 = RK6_X(q, j, 1), x2 = RK6_X(q, j, 2), x3 = RK6_X(q, j, 3);
-        sq[0] = wasm_i32x4_add(sq[0], rk6_sub(p0, j, RK6_P(E0, rr), x0, x1, x2, x3));
-        sq[1] = wasm_i32x4_add(sq[1], rk6_sub(p1, j, RK6_P(E1, rr), x0, x1, x2, x3));
-        sq[2] = wasm_i32x4_add(sq[2], rk6_sub(p2, j, RK6_P(E2, rr), x0, x1, x2, x3));
-        sq[3] = wasm_i32x4_add(sq[3], rk6_sub(p3, j, RK6_P(E3, rr), x0, x1, x2, x3));
+        if (fused) {
+          sq[0] = wasm_i32x4_add(sq[0], rk6_sub32(p0, j, rk6_s32(E0, rr), x0, x1, x2, x3));
+          sq[1] = wasm_i32x4_add(sq[1], rk6_sub32(p1, j, rk6_s32(E1, rr), x0, x1, x2, x3));
+          sq[2] = wasm_i32x4_add(sq[2], rk6_sub32(p2, j, rk6_s32(E2, rr), x0, x1, x2, x3));
+          sq[3] = wasm_i32x4_add(sq[3], rk6_sub32(p3, j, rk6_s32(E3, rr), x0, x1, x2, x3));
+        } else {
+          sq[0] = wasm_i32x4_add(sq[0], rk6_sub(p0, j, RK6_P(E0, rr), x0, x1, x2, x3));
+          sq[1] = wasm_i32x4_add(sq[1], rk6_sub(p1, j, RK6_P(E1, rr), x0, x1, x2, x3));
+          sq[2] = wasm_i32x4_add(sq[2], rk6_sub(p2, j, RK6_P(E2, rr), x0, x1, x2, x3));
+          sq[3] = wasm_i32x4_add(sq[3], rk6_sub(p3, j, RK6_P(E3, rr), x0, x1, x2, x3));
+        }
       }
     }
     const float dx = x[b].d;
@@ -136,7 +151,8 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
     if (g0 + i + 3 * gq < g1) {
       const uint8_t *r[4]; v128 acc[4];
       for (int k = 0; k < 4; k++) { r[k] = (const uint8_t *)W + (size_t)(g0 + i + k * gq) * 4 * rs; acc[k] = wasm_f32x4_splat(0.0f); }
-      group4_k6(r, nb, x, acc);
+      if (ae_fused_dot & AE_FUSED_TILES) group4_k6(r, nb, x, acc, 1);
+      else group4_k6(r, nb, x, acc, 0);
       for (int k = 0; k < 4; k++) ae_store(RK6_DST(g0 + i + k * gq), acc[k]);
     } else for (int k = 0; k < 4; k++) {
       const int g = g0 + i + k * gq;
