@@ -437,10 +437,10 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     const yv = kk.alloc(rows * 4);
     kk.x.kt_matvec(R4, REF, P, cols, xq, yv, 0, rows);
     assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 reference matvec`);
-    // both forms of kernels.h ae_fused_dot: q8_0's (ae_rdot_w / ae_rdot; AE_FUSED_R8 = 2), the q4_K and q6_K matvecs'
-    // (i16 dots and i32x4.dot_i16x8 against the scales / i32 dots and an i32 multiply; AE_FUSED_TILES = 1); q5_0, q5_1 and
-    // q5_K have one
-    for (const fused of kk !== kr ? [0] : name === 'q8_0' ? [0, 2] : name === 'q4_K' || name === 'q6_K' ? [0, 1] : [0]) {
+    // both forms of kernels.h ae_fused_dot: q8_0's (ae_rdot_w / ae_rdot; AE_FUSED_R8 = 2), the q5_0, q5_1, q4_K and q6_K
+    // matvecs' (i16 dots, widened / i32 dots; the k-quants' scales by i32x4.dot_i16x8 / an i32 multiply; AE_FUSED_TILES = 1);
+    // q5_K has one
+    for (const fused of kk !== kr ? [0] : name === 'q8_0' ? [0, 2] : name === 'q5_K' ? [0] : [0, 1]) {
       assert.equal(kk.x.ae_set_fused_dot(fused), fused);
       const F = kk === kr ? ` (fused dot ${fused})` : '';
       kk.f32(yv, rows).fill(NaN);

@@ -113,13 +113,13 @@ test('repack option checked', async () => {
   await assert.rejects(load(g.file, { repack: 'yes' }), (e) => e.code === 'invalid_argument' && /repack/.test(e.message));
 });
 
-// The relaxed build's fused-dot kernels (the repacked q4_0 and the q8_0 prefill tiles, the repacked q4_0, q5_1, q4_K and q6_K matvecs; EngineOptions.fusedDot;
+// The relaxed build's fused-dot kernels (the repacked q4_0 and the q8_0 prefill tiles, the repacked q4_0, q5_0, q5_1, q4_K and q6_K matvecs; EngineOptions.fusedDot;
 // docs/DESIGN.md "Relaxed SIMD"): forced on or off they give the same logits, on 1 and 2 threads, with prompts of 19 tokens (two 8-token groups
 // and a remainder) and 7; 'auto' runs the probe (the choice itself depends on the host); the plain build keeps off.
-test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q4_0 / q5_1 / q4_K / q6_K matvecs): on == off bit for bit (relaxed build, 1 and 2 threads), auto probes, plain ignores it, bad values refused', async () => {
+test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q4_0 / q5_0 / q5_1 / q4_K / q6_K matvecs): on == off bit for bit (relaxed build, 1 and 2 threads), auto probes, plain ignores it, bad values refused', async () => {
   const PROMPT19 = Array.from({ length: 19 }, (_, i) => (i * 37 + 3) % 250);
   // q5_1: a vocabulary of 322 (rows % 4 != 0) keeps the output matrix in the X8 layout, whose relaxed matvec has the fused
-  // form (the other q5_1 matrices take the relaxed build's R4 layout, which has none)
+  // form (the other q5_1 matrices take the relaxed build's R4 layout, whose matvec has one too); q5_0: all R4
   // q8_0: repack off keeps its matrices in the file layout, whose prefill GEMM has the fused tile (AE_FUSED_TILES);
   // repacked (AE_Q8_0_R4) its matvec and GEMM have their own switch (AE_FUSED_R8)
   // Q4_K_M-style: q4_K and q6_K matrices in the R4 layouts, whose matvecs have the fused form (AE_FUSED_TILES), q5_0 where
@@ -127,7 +127,7 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q4_0 / q5_1 / q4_K / q6_K 
   const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
   const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   const kGen = { dtypeOf: (n) => Q4_K_M[n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')], encode: await cEncoder(['q4_K', 'q6_K']) };
-  for (const [arch, dtype, shape, extra, gen] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q8_0', undefined, { repack: false }], ['llama', 'q8_0'],
+  for (const [arch, dtype, shape, extra, gen] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q5_0'], ['qwen2', 'q8_0', undefined, { repack: false }], ['llama', 'q8_0'],
     ['llama', 'Q4_K_M', K_SHAPE, undefined, kGen]]) {
     const g = await generateModel(arch, gen ? 'f32' : dtype, 3, { ...(shape ? { shape } : {}), ...gen });
     if (gen) for (const d of ['q4_K', 'q6_K']) assert.ok([...g.dtypes.values()].includes(d), `the model has ${d} matrices`);
@@ -160,7 +160,7 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q4_0 / q5_1 / q4_K / q6_K 
   m.dispose();
   const g51 = await generateModel('llama', 'q5_1', 3);
   const m51 = await load(g51.file, { nCtx: 64, simd: 'relaxed' });
-  assert.equal(m51.engine.fusedDotProbe, null, 'q5_1 matrices all in the R4 layout (no fused form): no probe');
+  assert.ok(m51.engine.fusedDotProbe?.tiles, 'q5_1 matrices in the R4 layout (its matvec has the fused form): the probe runs');
   m51.dispose();
   const g4 = await generateModel('llama', 'q4_0', 3);
   await assert.rejects(load(g4.file, { fusedDot: 'yes' }), (e) => e.code === 'invalid_argument' && /fusedDot: expected true, false or 'auto'/.test(e.message));

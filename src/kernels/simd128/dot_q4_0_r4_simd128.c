@@ -199,6 +199,12 @@ AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v
   const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
+/* chunk5_i16 with the fused dot (kernels.h ae_fused_dot): s + the 4 rows' sums of q x in i32 lanes */
+AE_INLINE v128 chunk5_i32(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m, int kind) {
+  const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
+  const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+  return ae_rdot(xh, hi, ae_rdot(xl, lo, s));
+}
 /* After chunk j of a q5 record (4 rows or tokens, i16 sums s0..s3): after chunk 1 the sums widen into the volatile
  * half[] and restart (two chunks fit in i16), after the others they are stored to the volatile sink (scheduling). */
 #define R45_AFTER_CHUNK(j) do { \
@@ -342,7 +348,7 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
 #if AE_RELAXED
 /* group4s on AE_Q5_0_R4 records: the same chunk-major order; the i16 sums widen after chunks 1 and 3 (the first half's
  * i32 sums wait in a volatile slot). */
-AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, size_t xstride, const xaux *xa, v128 acc[4], int kind) {
+AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, size_t xstride, const xaux *xa, v128 acc[4], int kind, const int fused) {
   volatile v128 sink[4], half[4];
   v128 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
   const uint8_t *p0 = r[0], *p1 = r[1], *p2 = r[2], *p3 = r[3];
@@ -354,9 +360,20 @@ AE_INLINE void group4s5(const uint8_t *const r[4], int n, const int8_t *xq0, siz
     for (int j = 0; j < 4; j++) {
       const int8_t *q = xq0 + (size_t)b * xstride;
       const v128 xl = wasm_v128_load32_splat(q + 8 * j), xh = wasm_v128_load32_splat(q + 8 * j + 4);
+      if (fused) {   /* the i32 sums need no widening */
+        s0 = chunk5_i32(s0, p0, j, xl, xh, m, kind); s1 = chunk5_i32(s1, p1, j, xl, xh, m, kind);
+        s2 = chunk5_i32(s2, p2, j, xl, xh, m, kind); s3 = chunk5_i32(s3, p3, j, xl, xh, m, kind);
+        sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+        continue;
+      }
       s0 = chunk5_i16(s0, p0, j, xl, xh, m, kind); s1 = chunk5_i16(s1, p1, j, xl, xh, m, kind);
       s2 = chunk5_i16(s2, p2, j, xl, xh, m, kind); s3 = chunk5_i16(s3, p3, j, xl, xh, m, kind);
       R45_AFTER_CHUNK(j);
+    }
+    if (fused) {
+      a0 = fma_k(a0, s0, xa + b, p0, kind); a1 = fma_k(a1, s1, xa + b, p1, kind);
+      a2 = fma_k(a2, s2, xa + b, p2, kind); a3 = fma_k(a3, s3, xa + b, p3, kind);
+      continue;
     }
     a0 = fma_k(a0, wasm_i32x4_add(half[0], wasm_i32x4_extadd_pairwise_i16x8(s0)), xa + b, p0, kind);
     a1 = fma_k(a1, wasm_i32x4_add(half[1], wasm_i32x4_extadd_pairwise_i16x8(s1)), xa + b, p1, kind);
@@ -394,7 +411,7 @@ AE_INLINE void matvec_r4(const void *W, int ncols, const void *xq, float *y, int
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(R4_DST(g)) : wasm_f32x4_splat(0.0f); }
 #if AE_RELAXED
-        if (q5) group4s5(r, n, xqs + (size_t)c0 * xstride, xstride, xa, acc, q5); else
+        if (q5) group4s5(r, n, xqs + (size_t)c0 * xstride, xstride, xa, acc, q5, fused); else
 #endif
         group4s(r, n, x + c0, xs, xa, acc, fused);
         for (int k = 0; k < 4; k++) ae_store(R4_DST(g0 + i + k * gq), acc[k]);
@@ -422,10 +439,12 @@ void ae_matvec_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, fl
 #if AE_RELAXED
 void ae_matvec_rows_q5_0_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
+  if (ae_fused_dot & AE_FUSED_TILES) { matvec_r4(W, ncols, xq, y, r0, r1, 1, 1); return; }
   matvec_r4(W, ncols, xq, y, r0, r1, 1, 0);
 }
 void ae_matvec_rows_q5_1_r4_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
   if (r0 >= r1) return;
+  if (ae_fused_dot & AE_FUSED_TILES) { matvec_r4(W, ncols, xq, y, r0, r1, 2, 1); return; }
   matvec_r4(W, ncols, xq, y, r0, r1, 2, 0);
 }
 #else
