@@ -437,15 +437,16 @@ for (const [name, seed] of [['q5_0', 88], ['q5_1', 89], ['q8_0', 90], ['q4_K', 9
     const yv = kk.alloc(rows * 4);
     kk.x.kt_matvec(R4, REF, P, cols, xq, yv, 0, rows);
     assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 reference matvec`);
-    // both forms of kernels.h ae_fused_dot: q8_0's (ae_rdot_w / ae_rdot; AE_FUSED_R8 = 2), the q5_0, q5_1, q4_K and q6_K
-    // matvecs' (i16 dots, widened / i32 dots; the k-quants' scales by i32x4.dot_i16x8 / an i32 multiply; AE_FUSED_TILES = 1);
-    // q5_K has one
-    for (const fused of kk !== kr ? [0] : name === 'q8_0' ? [0, 2] : name === 'q5_K' ? [0] : [0, 1]) {
+    // both forms of kernels.h ae_fused_dot: q8_0's (ae_rdot_w / ae_rdot; AE_FUSED_R8 = 2), the other matvecs' (i16 dots,
+    // widened / i32 dots; the k-quants' scales by i32x4.dot_i16x8 / an i32 multiply; AE_FUSED_TILES = 1)
+    for (const fused of kk !== kr ? [0] : name === 'q8_0' ? [0, 2] : [0, 1]) {
       assert.equal(kk.x.ae_set_fused_dot(fused), fused);
       const F = kk === kr ? ` (fused dot ${fused})` : '';
-      kk.f32(yv, rows).fill(NaN);
-      kk.x.kt_matvec(R4, SIMD, P, cols, xq, yv, 0, rows);
-      assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 matvec${F}`);
+      for (const t of [0, 1, 2]) {   // the k-quants' token 0 is all -1 (the widest sums); 1 and 2 are random activations
+        kk.f32(yv, rows).fill(NaN);
+        kk.x.kt_matvec(R4, SIMD, P, cols, xq + t * xs, yv, 0, rows);
+        assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref + t * rows * 4, rows)), `${rows}x${cols}: ${name} R4 matvec, token ${t}${F}`);
+      }
       kk.f32(yv, rows).fill(NaN);
       for (let a = 0; a < rows;) { const b = Math.min(rows, a + r.int(1, 7)); kk.x.kt_matvec(R4, SIMD, P, cols, xq, yv, a, b); a = b; }
       assert.ok(bitsEqual(kk.f32(yv, rows), kk.f32(yref, rows)), `${rows}x${cols}: ${name} R4 matvec over split row ranges${F}`);

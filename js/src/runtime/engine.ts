@@ -155,7 +155,7 @@ export interface EngineOptions {
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s: one AVX-VNNI vpdpbusd
    * where V8 runs on an x64 CPU with AVX-VNNI, five instructions where the CPU lacks it) instead of the i16 relaxed dot
    * plus adds or widening, where a dtype has both: the repacked q4_0 prefill GEMM and decode matvec, the file-layout q8_0
-   * prefill GEMM, the X8 q5_1 matvec and the repacked q5_0, q5_1, q4_K and q6_K matvecs (one switch, C AE_FUSED_TILES) and the
+   * prefill GEMM, the X8 q5_1 matvec and the repacked q5_0, q5_1, q4_K, q5_K and q6_K matvecs (one switch, C AE_FUSED_TILES) and the
    * repacked q8_0 matvec and GEMM (AE_FUSED_R8; docs/DESIGN.md
    * "Relaxed SIMD"). Both forms give the same bits; which is faster depends on the host. true (both switches), false,
    * or 'auto' (default: each switch timed on this host for the kernels the model has, Engine.fusedDotProbe, once at
@@ -168,7 +168,7 @@ export interface EngineOptions {
 /** One switch's probe: ms of each form on its probe GEMMs (best of the rounds) and the choice. */
 export interface FusedDotTiming { i16Ms: number; i32Ms: number; fused: boolean }
 /** What the fused-dot probes measured (EngineOptions.fusedDot 'auto'): `tiles` (AE_FUSED_TILES: timed on q4_0 R4
- *  GEMMs; when the model has file-layout q8_0, repacked q4_0, X8 q5_1 or R4 q5_0 / q5_1 / q4_K / q6_K matrices) and `q8_0_r4` (AE_FUSED_R8: on q8_0 R4
+ *  GEMMs; when the model has file-layout q8_0, repacked q4_0, X8 q5_1 or R4 q5_0 / q5_1 / q4_K / q5_K / q6_K matrices) and `q8_0_r4` (AE_FUSED_R8: on q8_0 R4
  *  GEMMs; when it has R4 q8_0 matrices). */
 export interface FusedDotProbe { tiles: FusedDotTiming | null; q8_0_r4: FusedDotTiming | null; when: 'load' | 'warmup' }
 
@@ -177,7 +177,7 @@ const STACK_SIZE = 1 << 20;
  *  prefill GEMM has one too (any q8_0 matrix). */
 const FUSED_DOT_REPACKED = new Set(['q4_0', 'q5_1']);
 /** Dtypes whose relaxed row-group layout (AE_*_R4) has a fused-dot matvec under AE_FUSED_TILES (q8_0's R4 has its own switch). */
-const FUSED_DOT_R4 = new Set(['q5_0', 'q5_1', 'q4_K', 'q6_K']);
+const FUSED_DOT_R4 = new Set(['q5_0', 'q5_1', 'q4_K', 'q5_K', 'q6_K']);
 /** What Engine.warmup did: its rounds, the time spent, each round's time, its prefill's time and its time per decode
  *  step (with sampling) (ms), and the maxBatch batch's time (0: not run). */
 export interface WarmupStats { rounds: number; ms: number; roundMs: number[]; prefillMs: number[]; decodeMs: number[]; batchMs: number }

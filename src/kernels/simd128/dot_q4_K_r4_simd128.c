@@ -271,6 +271,12 @@ AE_INLINE v128 rk5_pair(v128 s, const uint8_t *p, int j, int i, v128 xl, v128 xh
   rk5_vals(p, j, i, m1f, m18, &lo, &hi);
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
+/* rk5_pair with the fused dot: s + the row sums of chunk pair i in i32 lanes */
+AE_INLINE v128 rk5_pair32(v128 s, const uint8_t *p, int j, int i, v128 xl, v128 xh, v128 m1f, v128 m18) {
+  v128 lo, hi;
+  rk5_vals(p, j, i, m1f, m18, &lo, &hi);
+  return ae_rdot(xh, hi, ae_rdot(xl, lo, s));
+}
 #define RK5_XL(q, j, i) wasm_v128_load32_splat((q) + 32 * (j) + 4 * (i))
 #define RK5_XH(q, j, i) wasm_v128_load32_splat((q) + 32 * (j) + 16 + 4 * (i))
 
@@ -300,8 +306,9 @@ AE_INLINE v128 group_k5(const uint8_t *rec, int n, const ae_block_q8_K *x, const
 }
 /* Four groups far apart, record by record, chunk-pair-major within a sub-block (the splats loaded once for the 4
  * groups; the 4 sums stored to a volatile slot after each pair, the decoded scales and the i32 sums in volatile slots) */
-AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4]) {
+AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *x, const rk4x *xa, v128 acc[4], const int fused) {
   volatile v128 sink[4], sc[4][2], sq[4];
+  const v128 ff = wasm_i32x4_splat(0xff);
   v128 M[4];
   rk4_masks(M);
   const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
@@ -313,6 +320,21 @@ AE_INLINE void group4_k5(const uint8_t *const r[4], int n, const ae_block_q8_K *
     __asm__("" : "+r"(q));   /* opaque: the splats fold their constant offsets (1.06x, docs/PERFORMANCE.md "Session 19") */
 #pragma clang loop unroll(full)
     for (int j = 0; j < 8; j++) {
+      if (fused) {   /* the sub-block's 8 dots in one i32 chain per group, then the scales by an i32 multiply */
+        v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
+#pragma clang loop unroll(full)
+        for (int i = 0; i < 4; i++) {
+          const v128 xl = RK5_XL(q, j, i), xh = RK5_XH(q, j, i);
+          s0 = rk5_pair32(s0, p0, j, i, xl, xh, m1f, m18); s1 = rk5_pair32(s1, p1, j, i, xl, xh, m1f, m18);
+          s2 = rk5_pair32(s2, p2, j, i, xl, xh, m1f, m18); s3 = rk5_pair32(s3, p3, j, i, xl, xh, m1f, m18);
+          sink[0] = s0; sink[1] = s1; sink[2] = s2; sink[3] = s3;
+        }
+        sq[0] = wasm_i32x4_add(sq[0], wasm_i32x4_mul(s0, rk4_sc32(sc[0][j >> 2], j & 3, ff)));
+        sq[1] = wasm_i32x4_add(sq[1], wasm_i32x4_mul(s1, rk4_sc32(sc[1][j >> 2], j & 3, ff)));
+        sq[2] = wasm_i32x4_add(sq[2], wasm_i32x4_mul(s2, rk4_sc32(sc[2][j >> 2], j & 3, ff)));
+        sq[3] = wasm_i32x4_add(sq[3], wasm_i32x4_mul(s3, rk4_sc32(sc[3][j >> 2], j & 3, ff)));
+        continue;
+      }
 #pragma clang loop unroll(full)
       for (int h = 0; h < 2; h++) {
         v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
@@ -353,7 +375,7 @@ AE_INLINE void matvec_k(const void *W, int ncols, const void *xq, float *y, int 
       if (g0 + i + 3 * gq < g1) {
         const uint8_t *r[4]; v128 acc[4];
         for (int k = 0; k < 4; k++) { const int g = g0 + i + k * gq; r[k] = (const uint8_t *)W + (size_t)g * 4 * rs + (size_t)c0 * rec; acc[k] = c0 ? ae_load(RK4_DST(g)) : wasm_f32x4_splat(0.0f); }
-        if (five) group4_k5(r, n, x + c0, xs, acc);
+        if (five) { if (ae_fused_dot & AE_FUSED_TILES) group4_k5(r, n, x + c0, xs, acc, 1); else group4_k5(r, n, x + c0, xs, acc, 0); }
         else if (ae_fused_dot & AE_FUSED_TILES) group4_k4(r, n, x + c0, xs, acc, 1);
         else group4_k4(r, n, x + c0, xs, acc, 0);
         for (int k = 0; k < 4; k++) ae_store(RK4_DST(g0 + i + k * gq), acc[k]);
