@@ -155,7 +155,8 @@ export interface EngineOptions {
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s: one AVX-VNNI vpdpbusd
    * where V8 runs on an x64 CPU with AVX-VNNI, five instructions where the CPU lacks it) instead of the i16 relaxed dot
    * plus adds or widening, where a dtype has both: the repacked q4_0 prefill GEMM and decode matvec, the file-layout q8_0
-   * prefill GEMM, the X8 q5_1 matvec and the repacked q5_0, q5_1, q4_K, q5_K and q6_K matvecs (one switch, C AE_FUSED_TILES) and the
+   * prefill GEMM, the X8 q5_1 matvec, the repacked q5_0 and q5_1 matvecs and the repacked q4_K, q5_K and q6_K matvecs
+   * and prefill GEMMs (one switch, C AE_FUSED_TILES) and the
    * repacked q8_0 matvec and GEMM (AE_FUSED_R8; docs/DESIGN.md
    * "Relaxed SIMD"). Both forms give the same bits; which is faster depends on the host. true (both switches), false,
    * or 'auto' (default: each switch timed on this host for the kernels the model has, Engine.fusedDotProbe, once at

@@ -452,7 +452,7 @@ AE_INLINE v128 uk4_fma(v128 acc, v128 sq, const uk4 *u, const rk4x *x) {
 }
 
 /* G groups (RK4_GEMM_CB unpacked records apart) x T tokens: each token's splats serve the G groups */
-#define RK4_TILE(NAME, G, FIVE, T)                                                                                    \
+#define RK4_TILE(NAME, G, FIVE, T, FUSED)                                                                             \
 AE_INLINE void NAME(const uk4 *u, int n, const rk4t *x, volatile v128 *acc) {                                         \
   volatile v128 sink[G * T], sq[G * T];                                                                               \
   for (int b = 0; b < n; b++, u++, x++) {                                                                             \
@@ -470,11 +470,12 @@ AE_INLINE void NAME(const uk4 *u, int n, const rk4t *x, volatile v128 *acc) {   
           const int8_t *q = x->q[t] + 32 * j;                                                                         \
           const v128 xl = wasm_v128_load32_splat(q + (FIVE ? 4 * c : 8 * c)), xh = wasm_v128_load32_splat(q + (FIVE ? 16 + 4 * c : 8 * c + 4)); \
           for (int g = 0; g < G; g++) {                                                                               \
-            s[T * g + t] = wasm_i16x8_add(s[T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g])));  \
+            s[T * g + t] = FUSED ? ae_rdot(xh, hi[g], ae_rdot(xl, lo[g], s[T * g + t]))                               \
+                                 : wasm_i16x8_add(s[T * g + t], wasm_i16x8_add(ae_rdot16(xl, lo[g]), ae_rdot16(xh, hi[g]))); \
             sink[T * g + t] = s[T * g + t];                                                                           \
           }                                                                                                           \
         }                                                                                                             \
-        if (FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */                      \
+        if (!FUSED && FIVE && c == 1)   /* q5_K: the first two pairs' i16 sums widen here (values < 32) */            \
           for (int g = 0; g < G; g++) {                                                                               \
             const v128 P = u[g * RK4_GEMM_CB].P[j];                                                                   \
             for (int t = 0; t < T; t++) {                                                                             \
@@ -483,32 +484,41 @@ AE_INLINE void NAME(const uk4 *u, int n, const rk4t *x, volatile v128 *acc) {   
             }                                                                                                         \
           }                                                                                                           \
       }                                                                                                               \
-      for (int g = 0; g < G; g++) {                                                                                   \
-        const v128 P = u[g * RK4_GEMM_CB].P[j];                                                                       \
-        for (int t = 0; t < T; t++) sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], wasm_i32x4_dot_i16x8(s[T * g + t], P)); \
+      for (int g = 0; g < G; g++) {   /* fused: the i32 sums times sc_k[j] (P's low i16 halves as i32 lanes) */         \
+        const v128 P = u[g * RK4_GEMM_CB].P[j], S = FUSED ? wasm_v128_and(P, wasm_i32x4_splat(0xffff)) : P;            \
+        for (int t = 0; t < T; t++)                                                                                   \
+          sq[T * g + t] = wasm_i32x4_add(sq[T * g + t], FUSED ? wasm_i32x4_mul(s[T * g + t], S) : wasm_i32x4_dot_i16x8(s[T * g + t], P)); \
       }                                                                                                               \
     }                                                                                                                 \
     for (int g = 0; g < G; g++)                                                                                       \
       for (int t = 0; t < T; t++) acc[T * g + t] = uk4_fma(acc[T * g + t], sq[T * g + t], u + g * RK4_GEMM_CB, &x->a[t]); \
   }                                                                                                                   \
 }
-RK4_TILE(tile_k4, 1, 0, 3)
-RK4_TILE(tile_k4g, RK4_G, 0, 3)
-RK4_TILE(tile_k5, 1, 1, 3)
-RK4_TILE(tile_k5g, RK4_G, 1, 3)
-RK4_TILE(tile_k4_2, 1, 0, 2)
-RK4_TILE(tile_k4g_2, RK4_G, 0, 2)
+RK4_TILE(tile_k4, 1, 0, 3, 0)
+RK4_TILE(tile_k4g, RK4_G, 0, 3, 0)
+RK4_TILE(tile_k5, 1, 1, 3, 0)
+RK4_TILE(tile_k5g, RK4_G, 1, 3, 0)
+RK4_TILE(tile_k4_2, 1, 0, 2, 0)
+RK4_TILE(tile_k4g_2, RK4_G, 0, 2, 0)
+/* the fused-dot forms (kernels.h ae_fused_dot & AE_FUSED_TILES) */
+RK4_TILE(tile_k4f, 1, 0, 3, 1)
+RK4_TILE(tile_k4gf, RK4_G, 0, 3, 1)
+RK4_TILE(tile_k5f, 1, 1, 3, 1)
+RK4_TILE(tile_k5gf, RK4_G, 1, 3, 1)
+RK4_TILE(tile_k4_2f, 1, 0, 2, 1)
+RK4_TILE(tile_k4g_2f, RK4_G, 0, 2, 1)
 
 /* Rows [rc, re) of one column chunk (n super-blocks from c0, unpacked in U) for the kk tokens t0.. (nt real) in xs:
  * tiles of RK4_G groups x kk tokens (kk 3, or 2 for q4_K only: a constant in each copy), then a last odd group. */
 AE_INLINE void k_rows(const uk4 *U, int c0, int n, const rk4t *xs, float *y, int y_stride, int t0, int nt, int rc, int re,
-                      volatile v128 *acc, const int five, const int kk) {
+                      volatile v128 *acc, const int five, const int kk, const int fused) {
   int r = rc;
   for (; r + 4 * RK4_G <= re; r += 4 * RK4_G) {
     for (int g = 0; g < RK4_G; g++)
       for (int t = 0; t < kk; t++) acc[kk * g + t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r + 4 * g) : wasm_f32x4_splat(0.0f);
     const uk4 *u = U + (size_t)((r - rc) / 4) * RK4_GEMM_CB;
-    if (kk == 3) { if (five) tile_k5g(u, n, xs, acc); else tile_k4g(u, n, xs, acc); }
+    if (fused) { if (kk == 3) { if (five) tile_k5gf(u, n, xs, acc); else tile_k4gf(u, n, xs, acc); } else tile_k4g_2f(u, n, xs, acc); }
+    else if (kk == 3) { if (five) tile_k5g(u, n, xs, acc); else tile_k4g(u, n, xs, acc); }
     else tile_k4g_2(u, n, xs, acc);
     for (int g = 0; g < RK4_G; g++)
       for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r + 4 * g, acc[kk * g + t]);
@@ -516,7 +526,8 @@ AE_INLINE void k_rows(const uk4 *U, int c0, int n, const rk4t *xs, float *y, int
   for (; r < re; r += 4) {
     for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
     const uk4 *u = U + (size_t)((r - rc) / 4) * RK4_GEMM_CB;
-    if (kk == 3) { if (five) tile_k5(u, n, xs, acc); else tile_k4(u, n, xs, acc); }
+    if (fused) { if (kk == 3) { if (five) tile_k5f(u, n, xs, acc); else tile_k4f(u, n, xs, acc); } else tile_k4_2f(u, n, xs, acc); }
+    else if (kk == 3) { if (five) tile_k5(u, n, xs, acc); else tile_k4(u, n, xs, acc); }
     else tile_k4_2(u, n, xs, acc);
     for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
   }
@@ -543,8 +554,9 @@ AE_INLINE void gemm_k(const void *W, int ncols, const void *xq, size_t xq_stride
           const ae_block_q8_K *xb = (const ae_block_q8_K *)((const uint8_t *)xq + (size_t)(t0 + (t < nt ? t : nt - 1)) * xq_stride) + c0;
           for (int b = 0; b < n; b++) { __builtin_memcpy(xs[b].q[t], xb[b].qs, 256); prepk(xb + b, &xs[b].a[t]); }
         }
-        if (kk == 3) k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 3);
-        else k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 2);
+        const int fused = (ae_fused_dot & AE_FUSED_TILES) != 0;
+        if (kk == 3) k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 3, fused);
+        else k_rows(U, c0, n, xs, y, y_stride, t0, nt, rc, re, acc, five, 2, fused);
       }
     }
   }

@@ -176,7 +176,7 @@ void ae_matvec_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, fl
 #define RK6_GEMM_CB 8      /* super-blocks per column chunk: 8 x 4 x (256 + 32 + 16) B = 9.5 KiB */
 typedef struct { int8_t q[4][256]; int16_t bs[4][16]; float d[4]; int32_t pad[4]; } rk6t;
 
-AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *acc, const int T) {
+AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *acc, const int T, const int F) {
   volatile v128 sq[4], off[4];
   for (int b = 0; b < n; b++, rec += AE_RK6_REC, x++) {
     for (int t = 0; t < T; t++) sq[t] = wasm_i32x4_splat(0);
@@ -192,6 +192,16 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
         const v128 P = RK6_P(E, rr);
         v128 u[4];
         ae_q6x_decode(rec + 72 + 48 * j, u);
+        if (F) {   /* the fused dot (kernels.h ae_fused_dot): per token one chain of 4 i32 dots, times sc_k[j] */
+          const v128 S = rk6_s32(E, rr), z = wasm_i32x4_splat(0);
+#pragma clang loop unroll(full)
+          for (int t = 0; t < T; t++) {
+            const int8_t *q = x->q[t];
+            const v128 a = wasm_i32x4_add(ae_rdot(RK6_X(q, j, 1), u[1], ae_rdot(RK6_X(q, j, 0), u[0], z)), ae_rdot(RK6_X(q, j, 3), u[3], ae_rdot(RK6_X(q, j, 2), u[2], z)));
+            sq[t] = wasm_i32x4_add(sq[t], wasm_i32x4_mul(a, S));
+          }
+          continue;
+        }
 #pragma clang loop unroll(full)
         for (int t = 0; t < T; t++) {
           const int8_t *q = x->q[t];
@@ -231,8 +241,9 @@ void ae_matmul_rows_q6_K_r4_simd128(const void *W, int ncols, const void *xq, si
         for (int r = rc; r < re; r += 4) {
           for (int t = 0; t < kk; t++) acc[t] = c0 && t < nt ? ae_load(y + (size_t)(t0 + t) * y_stride + r) : wasm_f32x4_splat(0.0f);
           const uint8_t *w = (const uint8_t *)W + (size_t)r * rs + (size_t)c0 * AE_RK6_REC;
-          if (kk == 4) tile_k6(w, n, xs, acc, 4);   /* kk a constant in each copy */
-          else tile_k6(w, n, xs, acc, 3);
+          if (ae_fused_dot & AE_FUSED_TILES) { if (kk == 4) tile_k6(w, n, xs, acc, 4, 1); else tile_k6(w, n, xs, acc, 3, 1); }
+          else if (kk == 4) tile_k6(w, n, xs, acc, 4, 0);   /* kk a constant in each copy */
+          else tile_k6(w, n, xs, acc, 3, 0);
           for (int t = 0; t < nt; t++) ae_store(y + (size_t)(t0 + t) * y_stride + r, acc[t]);
         }
       }
