@@ -362,14 +362,17 @@ test('iq4_nl / iq4_xs matvec and prefill GEMM, both builds: extreme blocks (ever
         else w.fill(code, i * bs + 2, (i + 1) * bs);
       }
       const W = put(kk, w), yref = kk.alloc(rows * 4 * NV), yv = kk.alloc(rows * 4 * NV), y = kk.alloc(rows * 4 * NV);
-      for (let t = 0; t < NV; t++) {
-        kk.x.kt_matvec(type, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
-        kk.x.kt_matvec(type, SIMD, W, cols, xq + t * xs, yv + t * rows * 4, 0, rows);
-      }
+      for (let t = 0; t < NV; t++) kk.x.kt_matvec(type, REF, W, cols, xq + t * xs, yref + t * rows * 4, 0, rows);
       kk.x.kt_matmul(type, W, cols, xq, xs, NV, y, rows, 0, rows);
       const what = `${kk === kp ? 'plain' : 'relaxed'} ${TYPE_NAMES[type]} codes 0x${code.toString(16)}`;
       assert.ok(kk.f32(yref, rows * NV).filter((v) => v !== 0).length >= rows * 3, `${what}: the reference sums are not all zero`);
-      assert.ok(bitsEqual(kk.f32(yv, rows * NV), kk.f32(yref, rows * NV)), `${what}: matvec`);
+      for (const fused of kk === kr ? [0, 1] : [0]) {   // the relaxed matvec's two forms (kernels.h ae_fused_dot)
+        kk.x.ae_set_fused_dot(fused);
+        kk.f32(yv, rows * NV).fill(NaN);
+        for (let t = 0; t < NV; t++) kk.x.kt_matvec(type, SIMD, W, cols, xq + t * xs, yv + t * rows * 4, 0, rows);
+        assert.ok(bitsEqual(kk.f32(yv, rows * NV), kk.f32(yref, rows * NV)), `${what}: matvec, fused dot ${fused}`);
+      }
+      kk.x.ae_set_fused_dot(0);
       assert.ok(bitsEqual(kk.f32(y, rows * NV), kk.f32(yref, rows * NV)), `${what}: GEMM`);
     }
     kk.release(mr);
@@ -541,13 +544,18 @@ test('q8_0 / q6_K / q4_K / q5_K / iq4_nl / iq4_xs matvec over row groups read to
     kk.x.kt_matvec(type, REF, Wp, cols, xq, y0, 0, rows);
     const ref = Float32Array.from(kk.f32(y0, rows)), what = `${kk === kp ? 'plain' : 'relaxed'} ${TYPE_NAMES[type]} ${rows}x${cols}`;
     if (bad.length) assert.ok(ref.some((v) => !Number.isFinite(v)), `${what}: the inf / NaN scales reach the output`);
-    for (const [a, b] of [[0, rows], [1, rows - 1], [3, rows], [5, Math.min(rows, 5 + 4 * 5)]]) {
-      kk.f32(y1, rows).fill(1234.5);
-      kk.x.kt_matvec(type, SIMD, Wp, cols, xq, y1, a, b);
-      const got = kk.f32(y1, rows);
-      assert.ok(bitsEqualNaN(got.subarray(a, b), ref.subarray(a, b)), `${what} rows ${a}..${b} != reference`);
-      for (let i = 0; i < rows; i++) if (i < a || i >= b) assert.equal(got[i], 1234.5, `${what}: row ${i} outside ${a}..${b} written`);
+    // the relaxed iq4 matvecs' two forms (kernels.h ae_fused_dot; the others here have one and ignore it)
+    for (const fused of kk === kr && (type === T.IQ4_NL || type === T.IQ4_XS) ? [0, 1] : [0]) {
+      kk.x.ae_set_fused_dot(fused);
+      for (const [a, b] of [[0, rows], [1, rows - 1], [3, rows], [5, Math.min(rows, 5 + 4 * 5)]]) {
+        kk.f32(y1, rows).fill(1234.5);
+        kk.x.kt_matvec(type, SIMD, Wp, cols, xq, y1, a, b);
+        const got = kk.f32(y1, rows);
+        assert.ok(bitsEqualNaN(got.subarray(a, b), ref.subarray(a, b)), `${what} rows ${a}..${b} != reference (fused dot ${fused})`);
+        for (let i = 0; i < rows; i++) if (i < a || i >= b) assert.equal(got[i], 1234.5, `${what}: row ${i} outside ${a}..${b} written`);
+      }
     }
+    kk.x.ae_set_fused_dot(0);
     kk.release(mark);
   }
 });

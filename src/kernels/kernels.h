@@ -338,7 +338,7 @@ void ae_matmul_rows_q4_0_r4_simd128(const void *W, int ncols, const void *xq, si
 
 /* Which form the relaxed build's kernels take where they have two (docs/DESIGN.md "Relaxed SIMD", fused dot); a mask.
  * AE_FUSED_TILES (the R4 q4_0 / q4_K / q5_K / q6_K and the file-layout q8_0 prefill GEMMs, the q5_1 X8 matvec, the R4
- * q4_0 / q5_0 / q5_1 / q4_K / q5_K / q6_K decode matvecs): 0 the i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds (and the k-quants' scales by
+ * q4_0 / q5_0 / q5_1 / q4_K / q5_K / q6_K and the iq4_nl / iq4_xs decode matvecs): 0 the i16 relaxed dot (ae_rdot16: one pmaddubsw on x64) with i16 adds (and the k-quants' scales by
  * i32x4.dot_i16x8_s), 1 the i32 relaxed dot (ae_rdot) as the accumulation itself (the k-quants' scales by an i32
  * multiply per sub-block).
  * AE_FUSED_R8 (the AE_Q8_0_R4 matvec and GEMM): 0 ae_rdot_w (the i16 relaxed dot widened by i32x4.dot_i16x8_s against

@@ -155,8 +155,8 @@ export interface EngineOptions {
    * The relaxed build's kernels built on the i32 relaxed dot (i32x4.relaxed_dot_i8x16_i7x16_add_s: one AVX-VNNI vpdpbusd
    * where V8 runs on an x64 CPU with AVX-VNNI, five instructions where the CPU lacks it) instead of the i16 relaxed dot
    * plus adds or widening, where a dtype has both: the repacked q4_0 prefill GEMM and decode matvec, the file-layout q8_0
-   * prefill GEMM, the X8 q5_1 matvec, the repacked q5_0 and q5_1 matvecs and the repacked q4_K, q5_K and q6_K matvecs
-   * and prefill GEMMs (one switch, C AE_FUSED_TILES) and the
+   * prefill GEMM, the X8 q5_1 matvec, the repacked q5_0 and q5_1 matvecs, the repacked q4_K, q5_K and q6_K matvecs
+   * and prefill GEMMs and the iq4_nl / iq4_xs matvecs (one switch, C AE_FUSED_TILES) and the
    * repacked q8_0 matvec and GEMM (AE_FUSED_R8; docs/DESIGN.md
    * "Relaxed SIMD"). Both forms give the same bits; which is faster depends on the host. true (both switches), false,
    * or 'auto' (default: each switch timed on this host for the kernels the model has, Engine.fusedDotProbe, once at
@@ -169,7 +169,7 @@ export interface EngineOptions {
 /** One switch's probe: ms of each form on its probe GEMMs (best of the rounds) and the choice. */
 export interface FusedDotTiming { i16Ms: number; i32Ms: number; fused: boolean }
 /** What the fused-dot probes measured (EngineOptions.fusedDot 'auto'): `tiles` (AE_FUSED_TILES: timed on q4_0 R4
- *  GEMMs; when the model has file-layout q8_0, repacked q4_0, X8 q5_1 or R4 q5_0 / q5_1 / q4_K / q5_K / q6_K matrices) and `q8_0_r4` (AE_FUSED_R8: on q8_0 R4
+ *  GEMMs; when the model has file-layout q8_0, repacked q4_0, X8 q5_1, R4 q5_0 / q5_1 / q4_K / q5_K / q6_K or iq4_nl / iq4_xs matrices) and `q8_0_r4` (AE_FUSED_R8: on q8_0 R4
  *  GEMMs; when it has R4 q8_0 matrices). */
 export interface FusedDotProbe { tiles: FusedDotTiming | null; q8_0_r4: FusedDotTiming | null; when: 'load' | 'warmup' }
 
@@ -679,7 +679,7 @@ export class Engine {
     const TILES = 1, R8 = 2;   // kernels.h AE_FUSED_TILES, AE_FUSED_R8
     const opt = this.fusedDotOpt;
     if (opt !== 'auto') { this.fusedDot = this.core.ae_set_fused_dot(opt ? TILES | R8 : 0) !== 0; return; }
-    const tiles = [...this.tensorTable].some(([n, t]) => t.dtype === 'q8_0' && !this.repacked.has(n))
+    const tiles = [...this.tensorTable].some(([n, t]) => (t.dtype === 'q8_0' && !this.repacked.has(n)) || t.dtype === 'iq4_nl' || t.dtype === 'iq4_xs')
       || [...this.repacked].some((n) => !this.repackedR4.has(n) && FUSED_DOT_REPACKED.has(this.tensorTable.get(n)?.dtype ?? ''))
       || [...this.repackedR4].some((n) => FUSED_DOT_R4.has(this.tensorTable.get(n)?.dtype ?? ''));
     const r8 = [...this.repackedR4].some((n) => this.tensorTable.get(n)?.dtype === 'q8_0');

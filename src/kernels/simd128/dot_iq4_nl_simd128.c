@@ -47,10 +47,15 @@ AE_INLINE void iq4x_prep(const int8_t *qs, iq4x *X) {
   const v128 n = wasm_i16x8_add(wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(X->a[0], X->s[0])), wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_and(X->a[1], X->s[1])));
   X->c = ae_hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(n));
 }
-/* i32 lanes summing to sum((v ^ s) |x|) times sc (the i16 scale in every lane; iq4_nl: ones) over the 32 */
-AE_INLINE v128 iq4x_dot(const uint8_t *qs, const iq4x *X, v128 lut, v128 m, v128 sc) {
+/* i32 lanes summing to sum((v ^ s) |x|) times sc (the i16 scale in every lane; iq4_nl: ones) over the 32; fused: 0 the i16
+ * dots, 1 (iq4_nl) / 2 (iq4_xs) the i32 dots */
+AE_INLINE v128 iq4x_dot(const uint8_t *qs, const iq4x *X, v128 lut, v128 m, v128 sc, const int fused) {
   v128 lo, hi;
   iq4_values(qs, lut, m, &lo, &hi);
+  if (fused) {   /* kernels.h ae_fused_dot: the i32 relaxed dot; sc (an i16 splat; iq4_nl: ones) as i32 lanes by a multiply */
+    const v128 d = ae_rdot(wasm_v128_xor(hi, X->s[1]), X->a[1], ae_rdot(wasm_v128_xor(lo, X->s[0]), X->a[0], wasm_i32x4_splat(0)));
+    return fused == 1 ? d : wasm_i32x4_mul(d, wasm_i32x4_shr(wasm_i32x4_shl(sc, 16), 16));   /* 1: iq4_nl, 2: iq4_xs */
+  }
   return wasm_i32x4_add(wasm_i32x4_dot_i16x8(ae_rdot16(wasm_v128_xor(lo, X->s[0]), X->a[0]), sc),
                         wasm_i32x4_dot_i16x8(ae_rdot16(wasm_v128_xor(hi, X->s[1]), X->a[1]), sc));
 }
@@ -95,7 +100,7 @@ void ae_to_float_iq4_xs_simd128(const void *x, float *y, int n) {
 /* iq4_xs: i32 lanes summing to the block's sumi for 4 rows (acc[k]). Plain: each activation sub-block prepared once for
  * the 4 rows; relaxed: X = the super-block's 8 prepared sub-blocks, and sum_ib ls_ib c_ib (the sign moves' offsets) by
  * one i32x4.dot_i16x8 of the row's 8 scales with the 8 c (cv). */
-AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const void *xa, v128 lut, v128 m, v128 acc[4]) {
+AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const void *xa, v128 lut, v128 m, v128 acc[4], const int fused) {
   volatile v128 sink[4];
   _Alignas(16) int16_t scb[4][8];
   for (int k = 0; k < 4; k++) wasm_v128_store(scb[k], iq4xs_scales8(w[k]));
@@ -107,10 +112,11 @@ AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const void *xa, v
                                   (int16_t)X[6].c, (int16_t)X[7].c);   /* c <= 32 x 127: fits i16 */
   for (int k = 0; k < 4; k++) acc[k] = wasm_i32x4_dot_i16x8(ae_load(ls[k]), cv);
   for (int ib = 0; ib < 8; ib++) {
-    for (int k = 0; k < 4; k++) acc[k] = wasm_i32x4_add(acc[k], iq4x_dot(w[k]->qs + 16 * ib, &X[ib], lut, m, wasm_v128_load16_splat(&ls[k][ib])));
+    for (int k = 0; k < 4; k++) acc[k] = wasm_i32x4_add(acc[k], iq4x_dot(w[k]->qs + 16 * ib, &X[ib], lut, m, wasm_v128_load16_splat(&ls[k][ib]), fused ? 2 : 0));
     sink[0] = acc[0]; sink[1] = acc[1]; sink[2] = acc[2]; sink[3] = acc[3];
   }
 #else
+  (void)fused;
   const ae_block_q8_K *x = (const ae_block_q8_K *)xa;
   acc[0] = acc[1] = acc[2] = acc[3] = wasm_i32x4_splat(0);
   for (int ib = 0; ib < 8; ib++) {
@@ -131,7 +137,7 @@ AE_INLINE void iq4xs_block4(const ae_block_iq4_xs *const w[4], const void *xa, v
  * against a float d_x, always converts exactly), the same products; then the return value says whether a d was inf /
  * nan, and the caller redoes the group exactly. */
 AE_INLINE int iq4_group(const uint8_t *const row[4], int n, const void *xq, const iq4x *xp, const float *dxs, int xs, v128 lut,
-                        v128 m, v128 one, int exact, v128 *accp) {
+                        v128 m, v128 one, int exact, v128 *accp, const int fused) {
   const size_t bs = xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl);
   v128 acc = *accp, bad = wasm_i32x4_splat(0);
 #if AE_RELAXED
@@ -147,18 +153,19 @@ AE_INLINE int iq4_group(const uint8_t *const row[4], int n, const void *xq, cons
       const ae_block_iq4_xs *w4[4] = {(const void *)(row[0] + o), (const void *)(row[1] + o), (const void *)(row[2] + o), (const void *)(row[3] + o)};
       v128 a[4];
 #if AE_RELAXED
-      iq4xs_block4(w4, xp + 8 * b, lut, m, a);
+      iq4xs_block4(w4, xp + 8 * b, lut, m, a, fused);
       dx = dxs[b];
 #else
-      iq4xs_block4(w4, (const ae_block_q8_K *)xq + b, lut, m, a);
+      iq4xs_block4(w4, (const ae_block_q8_K *)xq + b, lut, m, a, 0);
       dx = ((const ae_block_q8_K *)xq)[b].d;
 #endif
       sumi = ae_reduce4_i32(a[0], a[1], a[2], a[3]);
     } else {
 #if AE_RELAXED
       const iq4x *X = xp + b;
-      sumi = wasm_i32x4_add(ae_reduce4_i32(iq4x_dot(row[0] + o + 2, X, lut, m, one), iq4x_dot(row[1] + o + 2, X, lut, m, one),
-                                           iq4x_dot(row[2] + o + 2, X, lut, m, one), iq4x_dot(row[3] + o + 2, X, lut, m, one)),
+      const int f = fused ? 1 : 0;
+      sumi = wasm_i32x4_add(ae_reduce4_i32(iq4x_dot(row[0] + o + 2, X, lut, m, one, f), iq4x_dot(row[1] + o + 2, X, lut, m, one, f),
+                                           iq4x_dot(row[2] + o + 2, X, lut, m, one, f), iq4x_dot(row[3] + o + 2, X, lut, m, one, f)),
                             wasm_v128_load32_splat(&X->c));
       dx = X->dx;
 #else
@@ -190,7 +197,7 @@ AE_INLINE int iq4_group(const uint8_t *const row[4], int n, const void *xq, cons
  * build prepares the activations once per call for column chunks of IQ4_CHUNK blocks of 32 (a whole row up to 16384
  * columns; longer rows: the partial sums cross chunks through y, exactly). */
 #define IQ4_CHUNK 512
-AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int xs) {
+AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, int r0, int r1, int xs, const int fused) {
   const int nb = ncols / (xs ? AE_QK_K : 32);
   const size_t bs = xs ? sizeof(ae_block_iq4_xs) : sizeof(ae_block_iq4_nl), rs = (size_t)nb * bs;
   const int q = (r1 - r0) / 4, tail = (r1 - r0) - 4 * q;
@@ -228,13 +235,23 @@ AE_INLINE void iq4_matvec(const void *W, int ncols, const void *xq, float *y, in
       for (int k = 0; k < 4; k++) row[k] = (const uint8_t *)W + (size_t)rr[k] * rs + (size_t)c0 * bs;
       const v128 a0 = c0 ? wasm_f32x4_make(y[rr[0]], y[rr[1]], y[rr[2]], y[rr[3]]) : wasm_f32x4_splat(0.0f);
       v128 acc = a0;
-      if (iq4_group(row, n, xq, xp, dxs, xs, lut, m, one, 0, &acc)) { acc = a0; iq4_group(row, n, xq, xp, dxs, xs, lut, m, one, 1, &acc); }
+      if (iq4_group(row, n, xq, xp, dxs, xs, lut, m, one, 0, &acc, fused)) { acc = a0; iq4_group(row, n, xq, xp, dxs, xs, lut, m, one, 1, &acc, fused); }
       ae_store_rows4(y, rr, nr, acc);
     }
   }
 }
-void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 0); }
-void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) { iq4_matvec(W, ncols, xq, y, r0, r1, 1); }
+/* relaxed build: the fused-dot form where kernels.h ae_fused_dot says so (the same bits) */
+#if AE_RELAXED
+#define IQ4_FUSED (ae_fused_dot & AE_FUSED_TILES)
+#else
+#define IQ4_FUSED 0
+#endif
+void ae_matvec_rows_iq4_nl_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (IQ4_FUSED) iq4_matvec(W, ncols, xq, y, r0, r1, 0, 1); else iq4_matvec(W, ncols, xq, y, r0, r1, 0, 0);
+}
+void ae_matvec_rows_iq4_xs_simd128(const void *W, int ncols, const void *xq, float *y, int r0, int r1) {
+  if (IQ4_FUSED) iq4_matvec(W, ncols, xq, y, r0, r1, 1, 1); else iq4_matvec(W, ncols, xq, y, r0, r1, 1, 0);
+}
 /* one row: the row kernel's arithmetic (the row in all 4 lanes), the references' bits */
-void ae_vec_dot_iq4_nl_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 0); }
-void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 1); }
+void ae_vec_dot_iq4_nl_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 0, 0); }
+void ae_vec_dot_iq4_xs_simd128(int n, float *s, const void *w, const void *x) { iq4_matvec(w, n, x, s, 0, 1, 1, 0); }
