@@ -42,7 +42,9 @@
 #define R45_CO(kind) ((kind) == 2 ? 16 : 8)    /* where a record's chunks start: after the scales (and q5_1's mins) */
 #define R45_HO(kind) ((kind) == 2 ? 80 : 72)    /* where its 5th bits are */
 #define R45_REC(kind) ((kind) == 2 ? AE_R451_REC : AE_R45_REC)
-typedef struct { int32_t nsum; float dxs, sxs; int32_t n32; } xaux;   /* relaxed q4_0: n32 = -8 sum(x) (the fused matvec's i32 start) */   /* -sum8 * sum(x); d_x * 2^112; q5_1 (q8_1 activations): s_x * 2^112 */
+/* -sum8 * sum(x) (relaxed q4_0: the i16 pair of r4_off16); d_x * 2^112; q5_1 (q8_1 activations): s_x * 2^112; relaxed
+ * q4_0: n32 = -8 sum(x) as one i32 (the fused matvec's start) */
+typedef struct { int32_t nsum; float dxs, sxs; int32_t n32; } xaux;
 
 /* ---- repack (in place) ---- */
 
@@ -194,15 +196,21 @@ AE_INLINE v128 hb5(v128 h, int b) {
 }
 /* chunk j of a q5_0 R4 record: s += the 4 rows' i16 pair sums of q x (q <= 31: a lane holds at most 4 products of
  * |31 x 128| per chunk, so two chunks fit in i16 and the sums widen every two chunks) */
-AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m, int kind) {
+/* chunk j's 5-bit values: lo (elements 8j + i) and hi (8j + 4 + i) */
+AE_INLINE void chunk5_vals(const uint8_t *rec, int j, v128 m, int kind, v128 *lo, v128 *hi) {
   const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
-  const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+  *lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j));
+  *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+}
+AE_INLINE v128 chunk5_i16(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m, int kind) {
+  v128 lo, hi;
+  chunk5_vals(rec, j, m, kind, &lo, &hi);
   return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
 /* chunk5_i16 with the fused dot (kernels.h ae_fused_dot): s + the 4 rows' sums of q x in i32 lanes */
 AE_INLINE v128 chunk5_i32(v128 s, const uint8_t *rec, int j, v128 xl, v128 xh, v128 m, int kind) {
-  const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
-  const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j)), hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+  v128 lo, hi;
+  chunk5_vals(rec, j, m, kind, &lo, &hi);
   return ae_rdot(xh, hi, ae_rdot(xl, lo, s));
 }
 /* After chunk j of a q5 record (4 rows or tokens, i16 sums s0..s3): after chunk 1 the sums widen into the volatile
@@ -305,7 +313,8 @@ AE_INLINE void group4s(const uint8_t *const r[4], int n, const ae_block_q8_0 *x,
 #endif
   for (int b = 0; b < n; b++, p0 += AE_R4_REC, p1 += AE_R4_REC, p2 += AE_R4_REC, p3 += AE_R4_REC) {
 #if AE_RELAXED
-    v128 s0 = wasm_v128_load32_splat(fused ? &xa[b].n32 : &xa[b].nsum), s1 = s0, s2 = s0, s3 = s0;   /* the offsets (r4_off16) */
+    /* the offsets: r4_off16's i16 pair, or (fused) the i32 -8 sum(x) */
+    v128 s0 = wasm_v128_load32_splat(fused ? &xa[b].n32 : &xa[b].nsum), s1 = s0, s2 = s0, s3 = s0;
 #else
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
 #endif
@@ -520,9 +529,8 @@ AE_INLINE void gemm_tile4_q5(const uint8_t *rec, int n, const xt4 *x, volatile v
     v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;
 #pragma clang loop unroll(full)
     for (int j = 0; j < 4; j++) {
-      const v128 v = ae_load(rec + R45_CO(kind) + 16 * j), h = ae_load(rec + R45_HO(kind));
-      const v128 lo = wasm_v128_or(wasm_v128_and(v, m), hb5(h, 2 * j));
-      const v128 hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m), hb5(h, 2 * j + 1));
+      v128 lo, hi;
+      chunk5_vals(rec, j, m, kind, &lo, &hi);
       s0 = wasm_i16x8_add(s0, wasm_i16x8_add(ae_rdot16(R4_SPL(0, 8 * j), lo), ae_rdot16(R4_SPL(0, 8 * j + 4), hi)));
       s1 = wasm_i16x8_add(s1, wasm_i16x8_add(ae_rdot16(R4_SPL(1, 8 * j), lo), ae_rdot16(R4_SPL(1, 8 * j + 4), hi)));
       s2 = wasm_i16x8_add(s2, wasm_i16x8_add(ae_rdot16(R4_SPL(2, 8 * j), lo), ae_rdot16(R4_SPL(2, 8 * j + 4), hi)));

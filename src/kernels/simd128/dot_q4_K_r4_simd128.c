@@ -148,15 +148,23 @@ AE_INLINE v128 rk4_fma(v128 acc, v128 sq, const uint8_t *rec, const rk4x *x, int
   return rk4_step(acc, sq, rk4_mins(rec, x), rk4_d(rec, five), rk4_d(rec + 8, five), x);
 }
 /* s += row pair sums of chunk (j, c) of record p against the splats xl, xh */
-AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
+/* chunk (j, c)'s nibbles: lo (row k's elements 8c + i of the sub-block) and hi (8c + 4 + i) */
+AE_INLINE void rk4_nib(const uint8_t *p, int j, int c, v128 *lo, v128 *hi) {
   const v128 v = ae_load(p + 64 + 16 * (4 * j + c)), f = wasm_i8x16_splat(0x0f);
-  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, wasm_v128_and(v, f)), ae_rdot16(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f))));
+  *lo = wasm_v128_and(v, f);
+  *hi = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
+}
+AE_INLINE v128 rk4_chunk(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
+  v128 lo, hi;
+  rk4_nib(p, j, c, &lo, &hi);
+  return wasm_i16x8_add(s, wasm_i16x8_add(ae_rdot16(xl, lo), ae_rdot16(xh, hi)));
 }
 
 /* rk4_chunk with the fused dot (kernels.h ae_fused_dot): s + the 4 rows' sums of chunk (j, c) in i32 lanes */
 AE_INLINE v128 rk4_chunk32(v128 s, const uint8_t *p, int j, int c, v128 xl, v128 xh) {
-  const v128 v = ae_load(p + 64 + 16 * (4 * j + c)), f = wasm_i8x16_splat(0x0f);
-  return ae_rdot(xh, wasm_v128_and(wasm_u16x8_shr(v, 4), f), ae_rdot(xl, wasm_v128_and(v, f), s));
+  v128 lo, hi;
+  rk4_nib(p, j, c, &lo, &hi);
+  return ae_rdot(xh, hi, ae_rdot(xl, lo, s));
 }
 /* sub-block jj's scale of row k in i32 lane k, from SCa / SCb (byte 4k + jj) */
 AE_INLINE v128 rk4_sc32(v128 S, int jj, v128 ff) {
@@ -221,7 +229,7 @@ AE_INLINE void group4_k4(const uint8_t *const r[4], int n, const ae_block_q8_K *
     const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
     const int8_t *q = x[b].qs;
 #define RK4_SUB4(j) do { \
-      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0;  \
+      v128 s0 = wasm_i32x4_splat(0), s1 = s0, s2 = s0, s3 = s0; \
       _Pragma("clang loop unroll(full)") \
       for (int c = 0; c < 4; c++) { \
         const v128 xl = wasm_v128_load32_splat(q + 32 * (j) + 8 * c), xh = wasm_v128_load32_splat(q + 32 * (j) + 8 * c + 4); \
@@ -427,7 +435,7 @@ _Static_assert(sizeof(uk4) == 1248, "uk4 layout");
 AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, const int five) {
   v128 M[4];
   rk4_masks(M);
-  const v128 f = wasm_i8x16_splat(0x0f), m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
+  const v128 m1f = wasm_i8x16_splat(0x1f), m18 = wasm_i8x16_splat(0x18);
   for (int g = 0; g < ng; g++) {
     const uint8_t *rec = rec0 + (size_t)g * gs;
     uk4 *o = U + (size_t)g * RK4_GEMM_CB;
@@ -435,9 +443,7 @@ AE_INLINE void unpack_k(const uint8_t *rec0, size_t gs, int ng, int n, uk4 *U, c
       for (int j = 0; j < 8; j++)
         for (int c = 0; c < 4; c++) {
           if (five) { rk5_vals(rec, j, c, m1f, m18, &o->q[4 * j + c][0], &o->q[4 * j + c][1]); continue; }
-          const v128 v = ae_load(rec + 64 + 16 * (4 * j + c));
-          o->q[4 * j + c][0] = wasm_v128_and(v, f);
-          o->q[4 * j + c][1] = wasm_v128_and(wasm_u16x8_shr(v, 4), f);
+          rk4_nib(rec, j, c, &o->q[4 * j + c][0], &o->q[4 * j + c][1]);
         }
       const v128 sa = rk4_sca(rec), sb = rk4_scb(rec);
       for (int j = 0; j < 8; j++) o->P[j] = ae_rswizzle(j < 4 ? sa : sb, M[j & 3]);

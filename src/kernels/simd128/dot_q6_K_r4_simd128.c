@@ -192,7 +192,7 @@ AE_INLINE void tile_k6(const uint8_t *rec, int n, const rk6t *x, volatile v128 *
         const v128 P = RK6_P(E, rr);
         v128 u[4];
         ae_q6x_decode(rec + 72 + 48 * j, u);
-        if (F) {   /* the fused dot (kernels.h ae_fused_dot): per token one chain of 4 i32 dots, times sc_k[j] */
+        if (F) {   /* the fused dot (kernels.h ae_fused_dot): per token two chains of 2 i32 dots, added, times sc_k[j] */
           const v128 S = rk6_s32(E, rr), z = wasm_i32x4_splat(0);
 #pragma clang loop unroll(full)
           for (int t = 0; t < T; t++) {
