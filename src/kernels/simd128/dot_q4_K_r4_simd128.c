@@ -500,19 +500,17 @@ AE_INLINE void NAME(const uk4 *u, int n, const rk4t *x, volatile v128 *acc) {   
       for (int t = 0; t < T; t++) acc[T * g + t] = uk4_fma(acc[T * g + t], sq[T * g + t], u + g * RK4_GEMM_CB, &x->a[t]); \
   }                                                                                                                   \
 }
-RK4_TILE(tile_k4, 1, 0, 3, 0)
-RK4_TILE(tile_k4g, RK4_G, 0, 3, 0)
-RK4_TILE(tile_k5, 1, 1, 3, 0)
-RK4_TILE(tile_k5g, RK4_G, 1, 3, 0)
-RK4_TILE(tile_k4_2, 1, 0, 2, 0)
-RK4_TILE(tile_k4g_2, RK4_G, 0, 2, 0)
-/* the fused-dot forms (kernels.h ae_fused_dot & AE_FUSED_TILES) */
-RK4_TILE(tile_k4f, 1, 0, 3, 1)
-RK4_TILE(tile_k4gf, RK4_G, 0, 3, 1)
-RK4_TILE(tile_k5f, 1, 1, 3, 1)
-RK4_TILE(tile_k5gf, RK4_G, 1, 3, 1)
-RK4_TILE(tile_k4_2f, 1, 0, 2, 1)
-RK4_TILE(tile_k4g_2f, RK4_G, 0, 2, 1)
+/* the tiles of one form (FUSED 0: the i16 dots; 1, names ending in f: the fused dot, kernels.h ae_fused_dot) */
+#define RK4_TILES(S, FUSED)                       \
+  RK4_TILE(tile_k4##S, 1, 0, 3, FUSED)            \
+  RK4_TILE(tile_k4g##S, RK4_G, 0, 3, FUSED)       \
+  RK4_TILE(tile_k5##S, 1, 1, 3, FUSED)            \
+  RK4_TILE(tile_k5g##S, RK4_G, 1, 3, FUSED)       \
+  RK4_TILE(tile_k4_2##S, 1, 0, 2, FUSED)          \
+  RK4_TILE(tile_k4g_2##S, RK4_G, 0, 2, FUSED)
+RK4_TILES(, 0)
+RK4_TILES(f, 1)
+#undef RK4_TILES
 
 /* Rows [rc, re) of one column chunk (n super-blocks from c0, unpacked in U) for the kk tokens t0.. (nt real) in xs:
  * tiles of RK4_G groups x kk tokens (kk 3, or 2 for q4_K only: a constant in each copy), then a last odd group. */
