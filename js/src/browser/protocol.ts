@@ -74,7 +74,7 @@ export interface WireLoadOptions {
   verify?: boolean;
   /** Wasm build: 'auto' (default: relaxed SIMD where the browser has it), 'relaxed' or 'plain'. */
   simd?: 'auto' | 'relaxed' | 'plain';
-  /** The relaxed build's fused-dot kernel forms (q4_0 / q8_0 prefill tiles, q8_0 R4 matvec and GEMM, q5_1 X8 matvec): true, false or 'auto' (default: timed; EngineOptions.fusedDot). */
+  /** The relaxed build's fused-dot kernel forms (prefill tiles, decode matvecs; the list: EngineOptions.fusedDot): true, false or 'auto' (default: timed). */
   fusedDot?: boolean | 'auto';
   /** Warm up the engine after loading so the first generation runs at full speed (default true; or a limit in ms). */
   warmup?: boolean | number;
