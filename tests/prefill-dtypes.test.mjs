@@ -7,16 +7,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { load } from '../dist/src/index.js';
-import { generateModel } from './helpers/gen-model.mjs';
+import { generateModel, tensorRole, K_SHAPE, Q4_K_M } from './helpers/gen-model.mjs';
 import { cEncoder } from './helpers/kernels.mjs';
 
 const encodeRef = await cEncoder(['q2_K', 'q3_K', 'q4_K', 'q6_K', 'iq4_nl', 'iq4_xs']);
 
-// hidden 544 = 17 x 32: ffn_down rows (544 elements) cannot be k-quants -> q5_0, as llama.cpp's Q4_K_M does
-const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
-const role = (name) => name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
-const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K',
-  ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+// K_SHAPE's hidden 544 = 17 x 32: ffn_down rows (544 elements) cannot be k-quants -> q5_0, as llama.cpp's Q4_K_M does
 // llama.cpp's Q3_K_M: q3_K, with attn_v / ffn_down / attn_output in q4_K / q5_K on some layers, the output q6_K
 const Q3_K_M = { token_embd: 'q3_K', attn_q: 'q3_K', attn_k: 'q3_K', attn_v: 'q5_K', attn_qkv: 'q3_K', attn_output: 'q4_K',
   ffn_gate: 'q3_K', ffn_up: 'q3_K', ffn_down: 'q5_0', output: 'q6_K' };
@@ -28,14 +24,14 @@ const MIX = { token_embd: 'q5_1', attn_q: 'q5_K', attn_k: 'q4_1', attn_v: 'q5_1'
   ffn_gate: 'q5_K', ffn_up: 'q4_1', ffn_down: 'q5_1', output: 'q5_0' };
 
 const CASES = [
-  ['llama', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
-  ['phi3', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[role(n)], encode: encodeRef }],
-  ['llama', 'Q3_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q3_K_M[role(n)], encode: encodeRef }],
-  ['llama', 'Q2_K-style', { shape: K_SHAPE, dtypeOf: (n) => Q2_K[role(n)], encode: encodeRef }],
+  ['llama', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[tensorRole(n)], encode: encodeRef }],
+  ['phi3', 'Q4_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q4_K_M[tensorRole(n)], encode: encodeRef }],
+  ['llama', 'Q3_K_M-style', { shape: K_SHAPE, dtypeOf: (n) => Q3_K_M[tensorRole(n)], encode: encodeRef }],
+  ['llama', 'Q2_K-style', { shape: K_SHAPE, dtypeOf: (n) => Q2_K[tensorRole(n)], encode: encodeRef }],
   ['llama', 'q5_0', {}], ['llama', 'q4_1', {}], ['qwen2', 'q5_1', {}], ['qwen2', 'iq4_nl', { encode: encodeRef }],
   // IQ4_XS-style: iq4_xs, with llama.cpp's fallback iq4_nl for ffn_down (rows of 544)
-  ['llama', 'IQ4_XS-style', { shape: K_SHAPE, dtypeOf: (n) => (role(n) === 'ffn_down' ? 'iq4_nl' : 'iq4_xs'), encode: encodeRef }],
-  ['llama', 'q5_K/bf16/q4_1/q5_1 mix', { shape: K_SHAPE, dtypeOf: (n) => MIX[role(n)] }],
+  ['llama', 'IQ4_XS-style', { shape: K_SHAPE, dtypeOf: (n) => (tensorRole(n) === 'ffn_down' ? 'iq4_nl' : 'iq4_xs'), encode: encodeRef }],
+  ['llama', 'q5_K/bf16/q4_1/q5_1 mix', { shape: K_SHAPE, dtypeOf: (n) => MIX[tensorRole(n)] }],
 ];
 
 for (const [arch, what, opts] of CASES) {

@@ -11,7 +11,7 @@ import { setFlagsFromString } from 'node:v8';
 setFlagsFromString('--experimental-wasm-relaxed-simd');
 setFlagsFromString('--no-liftoff');
 const { load } = await import('../dist/src/index.js');
-const { generateModel } = await import('./helpers/gen-model.mjs');
+const { generateModel, tensorRole, K_SHAPE, Q4_K_M } = await import('./helpers/gen-model.mjs');
 const { cEncoder } = await import('./helpers/kernels.mjs');
 
 const bitsEqual = (a, b) => a.length === b.length && Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
@@ -124,9 +124,7 @@ test('fused-dot kernels (q4_0 and q8_0 prefill tiles, q4_0 / q5_0 / q5_1 / q4_K 
   // repacked (AE_Q8_0_R4) its matvec and GEMM have their own switch (AE_FUSED_R8)
   // Q4_K_M-style: q4_K and q6_K matrices in the R4 layouts, whose matvecs have the fused form (AE_FUSED_TILES), q5_0 where
   // rows of 544 cannot be k-quants
-  const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
-  const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
-  const kGen = { dtypeOf: (n) => Q4_K_M[n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '')], encode: await cEncoder(['q4_K', 'q6_K']) };
+  const kGen = { dtypeOf: (n) => Q4_K_M[tensorRole(n)], encode: await cEncoder(['q4_K', 'q6_K']) };
   for (const [arch, dtype, shape, extra, gen] of [['llama', 'q4_0'], ['phi3', 'q4_0'], ['llama', 'q5_1', { vocab_size: 322 }], ['qwen2', 'q5_0'], ['qwen2', 'q8_0', undefined, { repack: false }], ['llama', 'q8_0'],
     ['llama', 'Q4_K_M', K_SHAPE, undefined, kGen]]) {
     const g = await generateModel(arch, gen ? 'f32' : dtype, 3, { ...(shape ? { shape } : {}), ...gen });
@@ -173,10 +171,9 @@ const kquantEncoder = async () => (await import('./helpers/kernels.mjs')).cEncod
 // the q4_K / q6_K bytes from the C reference quantiser, which the JS converter cannot produce)
 test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (not the q4_K token embedding) into AE_Q4_K_R4, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await kquantEncoder();
-  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   for (const arch of ['llama', 'phi3']) {
-    const g = await generateModel(arch, 'f32', 5, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+    const g = await generateModel(arch, 'f32', 5, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 }, dtypeOf: (n) => mix[tensorRole(n)], encode });
     const q4k = [...g.dtypes].filter(([n, d]) => d === 'q4_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
     assert.ok(q4k.length >= 3 * g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q4_K');
     for (const simd of ['plain', 'relaxed']) {
@@ -199,10 +196,9 @@ test('Q4_K_M-style llama / phi3: the relaxed build repacks the q4_K matrices (no
 // in X) are repacked in the relaxed build, kept in the plain one; the q5_K token embedding stays (get_rows)
 test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_R4 (rows % 4 == 0) or AE_Q5_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await kquantEncoder();
-  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q5_K', attn_q: 'q4_K', attn_k: 'q5_K', attn_v: 'q5_K', attn_qkv: 'q5_K', attn_output: 'q4_K', ffn_gate: 'q5_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q5_K' };
   for (const arch of ['llama', 'phi3']) {
-    const g = await generateModel(arch, 'f32', 7, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 322 }, dtypeOf: (n) => mix[role(n)], encode });
+    const g = await generateModel(arch, 'f32', 7, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 322 }, dtypeOf: (n) => mix[tensorRole(n)], encode });
     const q5k = [...g.dtypes].filter(([n, d]) => d === 'q5_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
     const q5r4 = q5k.filter((n) => n !== 'output.weight');   // 322 rows: X
     assert.ok(q5r4.length >= g.cfg.n_layers && q5k.includes('output.weight') && g.dtypes.get('token_embd.weight') === 'q5_K', `${arch}: ${q5k.length} q5_K matrices`);
@@ -227,10 +223,9 @@ test('q5_K matrices: the relaxed build repacks them into AE_Q5_K_R4 (rows % 4 ==
 // qwen2: 322, X)
 test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them into AE_Q6_K_R4 (rows % 4 == 0) or AE_Q6_K_X, the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await kquantEncoder();
-  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q6_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q6_K', attn_output: 'q4_K', ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
   for (const [arch, vocab] of [['llama', 320], ['qwen2', 322]]) {
-    const g = await generateModel(arch, 'f32', 8, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: vocab }, dtypeOf: (n) => mix[role(n)], encode });
+    const g = await generateModel(arch, 'f32', 8, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: vocab }, dtypeOf: (n) => mix[tensorRole(n)], encode });
     const q6k = [...g.dtypes].filter(([, d]) => d === 'q6_K').map(([n]) => n).sort();
     assert.ok(q6k.includes('token_embd.weight') && q6k.length > g.cfg.n_layers, `${arch}: ${q6k.length} q6_K matrices`);
     if (arch === 'qwen2') assert.ok(!g.dtypes.has('output.weight'), 'qwen2 ties its output to the q6_K embedding');
@@ -255,10 +250,9 @@ test('q6_K matrices and a tied q6_K embedding: the relaxed build repacks them in
 // embedding, which stays in the file layout: get_rows reads it)
 test('q3_K matrices: the relaxed build repacks them into AE_Q3_K_X (not the token embedding), the plain build keeps them; repack on == off bit for bit, 1 vs 2 threads, tensorBytes == the file bytes', async () => {
   const encode = await (await import('./helpers/kernels.mjs')).cEncoder(['q3_K', 'q4_K', 'q5_K', 'q6_K']);
-  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { token_embd: 'q3_K', attn_q: 'q3_K', attn_k: 'q3_K', attn_v: 'q5_K', attn_qkv: 'q4_K', attn_output: 'q4_K', ffn_gate: 'q3_K', ffn_up: 'q3_K', ffn_down: 'q4_K', output: 'q6_K' };
   for (const arch of ['llama', 'phi3']) {
-    const g = await generateModel(arch, 'f32', 12, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 322 }, dtypeOf: (n) => mix[role(n)], encode });
+    const g = await generateModel(arch, 'f32', 12, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 322 }, dtypeOf: (n) => mix[tensorRole(n)], encode });
     const q3k = [...g.dtypes].filter(([n, d]) => d === 'q3_K' && n !== 'token_embd.weight').map(([n]) => n).sort();
     assert.ok(q3k.length >= 2 * g.cfg.n_layers && g.dtypes.get('token_embd.weight') === 'q3_K', `${arch}: ${q3k.length} q3_K matrices and a q3_K embedding`);
     for (const simd of ['plain', 'relaxed']) {
@@ -277,9 +271,8 @@ test('q3_K matrices: the relaxed build repacks them into AE_Q3_K_X (not the toke
 
 test('q5_K / q6_K FFN (AE_Q5_K_R4 / AE_Q6_K_R4: FFN matrices have rows in multiples of 4): FFN modules (fused, static with copies and neuron-major down, dynamic) unchanged by the repack, 1 vs 2 threads', async () => {
   const encode = await kquantEncoder();
-  const role = (n) => n.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
   const mix = { ffn_gate: 'q5_K', ffn_up: 'q5_K', ffn_down: 'q6_K', output: 'q6_K' };
-  const g = await generateModel('llama', 'f32', 11, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 320 }, dtypeOf: (n) => mix[role(n)], encode });
+  const g = await generateModel('llama', 'f32', 11, { shape: { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 512, vocab_size: 320 }, dtypeOf: (n) => mix[tensorRole(n)], encode });
   const opts = { simd: 'relaxed', modules: ['ffn-fused', 'ffn-saturated'] };
   const H = g.cfg.hidden_dim, mask = new Uint8Array(H / 8);
   for (let i = 0; i < H; i += 3) mask[i >> 3] |= 1 << (i & 7);

@@ -24,6 +24,15 @@ export function tinyTokenizer(vocab) {
   return { model: 'llama', tokens, scores: tokens.map((_, i) => -i), token_type: types, bos_token_id: 1, eos_token_id: 2, unknown_token_id: 0, add_bos_token: true };
 }
 
+/** A 2-D tensor's role: its name without the block prefix and the `.weight` suffix (blk.3.ffn_down.weight -> ffn_down). */
+export const tensorRole = (name) => name.replace(/^blk\.\d+\./, '').replace(/\.weight$/, '');
+/** A shape for k-quant models: rows of 256 and 1024, and a hidden size of 544 = 17 x 32, whose ffn_down rows cannot be
+ *  k-quants (llama.cpp's Q4_K_M falls back to q5_0 there). */
+export const K_SHAPE = { dim: 256, n_heads: 4, n_kv_heads: 2, head_dim: 64, hidden_dim: 544, vocab_size: 320 };
+/** llama.cpp's Q4_K_M by role (attn_v and the output q6_K; ffn_down: the q5_0 fallback of K_SHAPE's rows of 544). */
+export const Q4_K_M = { token_embd: 'q4_K', attn_q: 'q4_K', attn_k: 'q4_K', attn_v: 'q6_K', attn_qkv: 'q4_K', attn_output: 'q4_K',
+  ffn_gate: 'q4_K', ffn_up: 'q4_K', ffn_down: 'q5_0', output: 'q6_K' };
+
 export const ARCHS = {
   llama: { arch: 'llama', rope_type: 'norm', rope_dim: 16, qkv_bias: false, fused_qkv: false, tie_embeddings: false },
   qwen2: { arch: 'qwen2', rope_type: 'neox', rope_dim: 16, qkv_bias: true, fused_qkv: false, tie_embeddings: true },
