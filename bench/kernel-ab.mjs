@@ -13,6 +13,8 @@
 //   read its code with perf). --wall: wall time in Node too (default: CPU time).
 // --subnormal-scales: every f16 block scale a subnormal half (below 2^-14), as the d of real q5_K / q6_K files often is
 //   (and bench/gen-gguf.mjs's q5_K, q6_K and iq4_xs files always are); default: normal halves 2^-12 .. 2^-7.
+// REV@FLAGS in --revs: that revision's kernel files compiled with these clang flags too (space-separated), e.g.
+//   --revs 'HEAD,HEAD@-mllvm -disable-lsr' (an A/B of a compiler flag on the same source).
 // KAB_CFLAGS: more clang flags (space-separated) for every revision's module, e.g. '-mllvm -disable-lsr' (an experiment:
 //   0.69x on q4_K_r4).
 // --tokens N (N > 1): the prefill GEMM instead, ae_matmul_rows_<type>_simd128 of each revision's gemm_*_simd128.c on
@@ -73,10 +75,10 @@ const flags = ['--target=wasm32-wasi', '-O3', '-msimd128', '-mbulk-memory', '-mm
   ...(process.env.KAB_CFLAGS ? process.env.KAB_CFLAGS.split(' ') : [])];
 const show = (rev, p) => rev === 'work' ? fs.readFileSync(path.join(repoRoot, p), 'utf8') : execFileSync('git', ['-C', repoRoot, 'show', `${rev}:${p}`], { encoding: 'utf8', maxBuffer: 1 << 26 });
 const objs = [];
-function compile(src, name, inc) {
+function compile(src, name, inc, extra = []) {
   const c = path.join(tmp, `${name}.c`), o = path.join(tmp, `${name}.o`);
   fs.writeFileSync(c, src);
-  execFileSync(cc, [...flags, `-I${inc}`, '-c', c, '-o', o], { stdio: 'inherit' });
+  execFileSync(cc, [...flags, ...extra, `-I${inc}`, '-c', c, '-o', o], { stdio: 'inherit' });
   objs.push(o);
 }
 // the working tree's references and a few helpers
@@ -97,7 +99,8 @@ AE_EXPORT int kab_probe(const void *p, int bytes) {
 for (const f of ['quants_ref.c', 'fp16_ref.c', ...refFiles]) compile(fs.readFileSync(path.join(repoRoot, 'src/kernels/ref', f), 'utf8').replace('#include "ref_util.h"', '#include "kernels/ref/ref_util.h"'), f.replace('.c', ''), path.join(repoRoot, 'src'));
 const entries = types.flatMap((type) => revs.map((rev) => ({ type, rev })));
 const label = (e) => (types.length > 1 ? `${e.type} ${e.rev}` : e.rev);
-entries.forEach(({ type, rev }, i) => {
+entries.forEach(({ type, rev: spec }, i) => {
+  const [rev, ex] = [spec.split('@')[0], spec.includes('@') ? spec.slice(spec.indexOf('@') + 1).split(' ').filter(Boolean) : []];
   const inc = path.join(tmp, `rev${i}`);
   // the headers and shared .inc files next to the kernels (simd128_util.h, k45_simd128.inc, ...) at that revision
   const local = (rev === 'work' ? fs.readdirSync(path.join(repoRoot, 'src/kernels/simd128'))
@@ -112,7 +115,7 @@ entries.forEach(({ type, rev }, i) => {
   // every SIMD entry point renamed per revision (a GEMM file defines several dtypes' kernels)
   const ren = ALL_TYPES.flatMap((t) => ['matvec_rows', 'vec_dot', 'from_float', 'to_float', 'matmul_rows'].map((f) => `#define ae_${f}_${t}_simd128 kab${i}_${f}_${t}`))
     .concat(Object.keys(REPACKED).map((t) => `#define ae_repack_${t} kab${i}_repack_${t}`), [`#define ae_matmul_rows_iq4_nl_r8 kab${i}_iq4_nl_r8`, `#define ae_matmul_rows_iq4_xs_r8 kab${i}_iq4_xs_r8`]).join('\n');
-  compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows_${type}(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'));
+  compile(`${ren}\n${k}\nAE_EXPORT void kab_mv${i}(const void *W, int c, const void *x, float *y, int a, int b) { kab${i}_matvec_rows_${type}(W, c, x, y, a, b); }\n`, `rev${i}`, path.join(inc, 'src'), ex);
   if (NV > 1) {
     let g = null;
     try { g = fix(show(rev, `src/kernels/simd128/${GEMM_FILE[type]}_simd128.c`)); } catch { /* no GEMM file at this revision */ }
@@ -120,10 +123,10 @@ entries.forEach(({ type, rev }, i) => {
     if (g && !g.includes(`ae_matmul_rows_${type}_simd128(`)) g = null;
     const body = g !== null ? `kab${i}_matmul_rows_${type}(W, c, x, xs, nv, y, ys, a, b);`
       : `for (int rc = a; rc < b; rc += 16) for (int t = 0; t < nv; t++) kab${i}_matvec_rows_${type}(W, c, (const char *)x + (size_t)t * xs, y + (size_t)t * ys, rc, rc + 16 < b ? rc + 16 : b);`;
-    compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\n${g === '' ? `void kab${i}_matmul_rows_${type}(const void *, int, const void *, size_t, int, float *, int, int, int);` : ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'));
+    compile(`${ren}\n#include "kernels/kernels.h"\n${g ?? ''}\n${g === '' ? `void kab${i}_matmul_rows_${type}(const void *, int, const void *, size_t, int, float *, int, int, int);` : ''}\nAE_EXPORT void kab_mm${i}(const void *W, int c, const void *x, size_t xs, int nv, float *y, int ys, int a, int b) { ${body} }\n`, `gemm${i}`, path.join(inc, 'src'), ex);
     if (g === null) process.stderr.write(`${rev}: no ae_matmul_rows_${type}_simd128, timing the matvec per token over 16-row chunks\n`);
     // the iq4_nl GEMM runs its finite row chunks on the q8_0 R4 tiles (dot_q8_0_r4_simd128.c), at revisions that have it
-    if (g && (g.includes('ae_matmul_rows_iq4_nl_r8(') || g.includes('ae_matmul_rows_iq4_xs_r8('))) compile(`${ren}\n${fix(show(rev, 'src/kernels/simd128/dot_q8_0_r4_simd128.c'))}\n`, `r8${i}`, path.join(inc, 'src'));
+    if (g && (g.includes('ae_matmul_rows_iq4_nl_r8(') || g.includes('ae_matmul_rows_iq4_xs_r8('))) compile(`${ren}\n${fix(show(rev, 'src/kernels/simd128/dot_q8_0_r4_simd128.c'))}\n`, `r8${i}`, path.join(inc, 'src'), ex);
   }
 });
 const wasm = path.join(tmp, 'kab.wasm');
