@@ -13,7 +13,7 @@
 // "forward" = Engine.forward of one token (C forward + the JS call), "sample" = Engine.sample (greedy, the C
 // sampler over the vocabulary), "generate" = ms per token of model.generate() (everything a user sees), "CPU time" =
 // process CPU time per forward + sample (with 1 thread the compute itself: other processes add wall time, not this).
-import { args, crossCoreNs, hugePagesMB, machine, median, repoRoot, wasmFlags } from './lib/common.mjs';
+import { args, crossCoreNs, hugePagesMB, machine, median, repoRoot, timedPromptForward, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -65,13 +65,7 @@ function measure(model) {
   let pre;
   if (P > 0) {   // one P-token prompt forward from position 0 (the prefill GEMM path), CPU and wall time
     const ids = Array.from({ length: P }, (_, i) => 100 + ((i * 7919) % 20000));
-    model.reset();
-    e.setTiming(true);
-    const c = process.cpuUsage(), t = performance.now();
-    e.forward(ids, 0);
-    const w = performance.now() - t, cu = process.cpuUsage(c);
-    const pt = e.opTimes();
-    e.setTiming(false);
+    const { wall: w, cpu: cu, ops: pt } = timedPromptForward(model, ids);
     const ops = {};
     pt.ops.forEach((op, k) => { ops[op] = pt.layers.reduce((a, r) => a + r[k], 0) + pt.global[k]; });
     pre = { cpu: (cu.user + cu.system) / 1000, wall: w, ops };

@@ -4,7 +4,7 @@
 // the layers run alike.
 //   node bench/prefill-rounds.mjs MODEL [--prefill 64] [--rounds 4] [--threads 1] [--simd relaxed] [--ctx 512]
 // Prints per round: wall / user / system ms, a few layers' ms per op class, and the sums over layers.
-import { args, machine, repoRoot, wasmFlags } from './lib/common.mjs';
+import { args, machine, repoRoot, timedPromptForward, wasmFlags } from './lib/common.mjs';
 
 wasmFlags();
 const { argv, opt } = args();
@@ -13,17 +13,10 @@ if (!file || file.startsWith('--')) throw new Error('usage: node bench/prefill-r
 const P = Number(opt('--prefill', 64)), rounds = Number(opt('--rounds', 4));
 const { Aether } = await import(`${repoRoot}/dist/src/index.js`);
 const model = await Aether.load(file, { threads: Number(opt('--threads', 1)), simd: String(opt('--simd', 'relaxed')), nCtx: Number(opt('--ctx', 512)) });
-const e = model.engine;
 console.log(`${file}: ${JSON.stringify(machine())}`);
 const ids = Array.from({ length: P }, (_, i) => 100 + ((i * 7919) % 20000));
 for (let r = 0; r < rounds; r++) {
-  model.reset();
-  e.setTiming(true);
-  const c = process.cpuUsage(), t = performance.now();
-  e.forward(ids, 0);
-  const wall = performance.now() - t, cu = process.cpuUsage(c);
-  const pt = e.opTimes();
-  e.setTiming(false);
+  const { wall, cpu: cu, ops: pt } = timedPromptForward(model, ids);
   const L = pt.layers.length;
   console.log(`round ${r}: wall ${wall.toFixed(0)} ms, user ${(cu.user / 1000).toFixed(0)} ms, system ${(cu.system / 1000).toFixed(0)} ms`);
   for (const l of [...new Set([0, 1, Math.floor(L / 2), L - 1])].filter((l) => l < L))

@@ -93,3 +93,17 @@ export function median(a) { const s = [...a].sort((x, y) => x - y); return s[s.l
 export function wasmFlags() {
   for (const f of ['--no-liftoff', '--no-wasm-lazy-compilation', '--experimental-wasm-relaxed-simd']) v8.setFlagsFromString(f);
 }
+
+/** One prompt forward from position 0 after model.reset(), with the forward's time counters on: wall ms, the
+ *  process's CPU usage during it ({ user, system } in us) and the counters (Engine.opTimes: per layer and global). */
+export function timedPromptForward(model, ids) {
+  const e = model.engine;
+  model.reset();
+  e.setTiming(true);
+  const c = process.cpuUsage(), t = performance.now();
+  e.forward(ids, 0);
+  const wall = performance.now() - t, cpu = process.cpuUsage(c);
+  const ops = e.opTimes();
+  e.setTiming(false);
+  return { wall, cpu, ops };
+}
